@@ -1,0 +1,197 @@
+"""Validation of chapter parameters.
+
+Each chapter registers a schema here; the cell after a notebook's ``parameters`` cell calls
+``validate(CHAPTER, globals())``, and ``lowrank run`` checks the same schema before a kernel
+starts. A bad value raises ``ParameterError`` naming the parameter, the value and what is
+allowed, so a papermill run stops at once instead of computing with nonsense.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ParameterError", "Param", "Int", "Float", "Bool", "Choice", "Str", "IntList",
+           "FloatList", "ChoiceList", "SCHEMAS", "register", "schema", "validate", "chapter_name"]
+
+
+class ParameterError(ValueError):
+    """A chapter parameter is unknown, of the wrong type, or out of range."""
+
+
+@dataclass(frozen=True)
+class Param:
+    kind: str  # int, float, bool, str, choice, int_list, float_list, choice_list
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple = ()
+    doc: str = ""
+    min_len: int = 1
+    allow_none: bool = False
+
+    def allowed(self) -> str:
+        if self.kind in ("choice", "choice_list"):
+            what = "one of " + ", ".join(repr(c) for c in self.choices)
+            what = what if self.kind == "choice" else f"a non-empty list of {what}"
+        else:
+            base = {"int": "an int", "float": "a number", "bool": "True or False", "str": "a string",
+                    "int_list": "a list of ints", "float_list": "a list of numbers"}[self.kind]
+            rng = _range_text(self.lo, self.hi)
+            what = f"{base}{' ' + rng if rng else ''}"
+            if self.kind.endswith("_list"):
+                what = f"{what} (at least {self.min_len} item{'s' if self.min_len > 1 else ''})"
+        return what + (" or None" if self.allow_none else "")
+
+    def check(self, name: str, value: Any) -> Any:
+        if value is None and self.allow_none:
+            return None
+        ok = {
+            "int": lambda v: _is_int(v) and _in_range(v, self.lo, self.hi),
+            "float": lambda v: _is_num(v) and _in_range(v, self.lo, self.hi),
+            "bool": lambda v: isinstance(v, bool),
+            "str": lambda v: isinstance(v, str) and v != "",
+            "choice": lambda v: v in self.choices,
+            "int_list": lambda v: _is_list(v, self.min_len) and all(_is_int(x) and _in_range(x, self.lo, self.hi) for x in v),
+            "float_list": lambda v: _is_list(v, self.min_len) and all(_is_num(x) and _in_range(x, self.lo, self.hi) for x in v),
+            "choice_list": lambda v: _is_list(v, self.min_len) and all(x in self.choices for x in v),
+        }[self.kind]
+        try:
+            good = ok(value)
+        except TypeError:
+            good = False
+        if not good:
+            raise ParameterError(f"parameter {name!r} = {value!r} is not allowed: expected {self.allowed()}"
+                                 + (f" ({self.doc})" if self.doc else ""))
+        if self.kind == "float":
+            return float(value)
+        if self.kind == "float_list":
+            return [float(x) for x in value]
+        if self.kind.endswith("_list"):
+            return list(value)
+        return value
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_list(v, min_len: int) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) >= min_len
+
+
+def _in_range(v, lo, hi) -> bool:
+    return (lo is None or v >= lo) and (hi is None or v <= hi)
+
+
+def _range_text(lo, hi) -> str:
+    if lo is not None and hi is not None:
+        return f"in [{lo:g}, {hi:g}]"
+    if lo is not None:
+        return f">= {lo:g}"
+    if hi is not None:
+        return f"<= {hi:g}"
+    return ""
+
+
+def Int(lo=None, hi=None, doc="", allow_none=False) -> Param:
+    return Param("int", lo, hi, doc=doc, allow_none=allow_none)
+
+
+def Float(lo=None, hi=None, doc="", allow_none=False) -> Param:
+    return Param("float", lo, hi, doc=doc, allow_none=allow_none)
+
+
+def Bool(doc="") -> Param:
+    return Param("bool", doc=doc)
+
+
+def Str(doc="") -> Param:
+    return Param("str", doc=doc)
+
+
+def Choice(*choices, doc="") -> Param:
+    return Param("choice", choices=tuple(choices), doc=doc)
+
+
+def IntList(lo=None, hi=None, doc="", min_len=1) -> Param:
+    return Param("int_list", lo, hi, doc=doc, min_len=min_len)
+
+
+def FloatList(lo=None, hi=None, doc="", min_len=1) -> Param:
+    return Param("float_list", lo, hi, doc=doc, min_len=min_len)
+
+
+def ChoiceList(*choices, doc="", min_len=1) -> Param:
+    return Param("choice_list", choices=tuple(choices), doc=doc, min_len=min_len)
+
+
+SCHEMAS: dict[str, dict[str, Param]] = {}
+
+
+def register(chapter: str, **params: Param) -> None:
+    """Declare a chapter's parameters (name -> Param)."""
+    SCHEMAS[chapter] = dict(params)
+
+
+def chapter_name(chapter: str) -> str:
+    """Resolve '01', '01_attention_and_rank' or a path ending in the notebook name."""
+    stem = str(chapter).rsplit("/", 1)[-1].removesuffix(".ipynb")
+    if stem in SCHEMAS:
+        return stem
+    hits = [c for c in SCHEMAS if c.split("_", 1)[0] == stem.zfill(2)]
+    if len(hits) == 1:
+        return hits[0]
+    raise ParameterError(f"unknown chapter {chapter!r}; known chapters: {', '.join(sorted(SCHEMAS))}")
+
+
+def schema(chapter: str) -> dict[str, Param]:
+    return SCHEMAS[chapter_name(chapter)]
+
+
+def validate(chapter: str, values: Mapping[str, Any] | None = None, *, partial: bool = False,
+             **kw: Any) -> dict[str, Any]:
+    """Check a chapter's parameters; return them normalised (floats as float, lists as list).
+
+    ``values`` may be a notebook's ``globals()``: only the schema's names are read from it,
+    and every one must be present. With ``partial=True`` (used by ``lowrank run`` for
+    overrides) only the given names are checked, and unknown names are an error.
+    """
+    spec = schema(chapter)
+    given = dict(kw)
+    if values is not None:
+        if partial:
+            given.update(values)
+        else:
+            given.update({k: values[k] for k in spec if k in values})
+    unknown = sorted(set(given) - set(spec))
+    if unknown:
+        raise ParameterError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for chapter "
+                             f"{chapter_name(chapter)}; allowed: {', '.join(spec)}")
+    if not partial:
+        missing = [k for k in spec if k not in given]
+        if missing:
+            raise ParameterError(f"missing parameter(s) {', '.join(map(repr, missing))} for chapter "
+                                 f"{chapter_name(chapter)}")
+    return {name: spec[name].check(name, value) for name, value in given.items()}
+
+
+# --- chapter schemas -------------------------------------------------------------------
+# One register() call per chapter, next to nothing else, so the schema reads as a table.
+
+register(
+    "01_attention_and_rank",
+    seed=Int(0, doc="random seed"),
+    n=Int(4, 4096, doc="sequence length"),
+    head_dims=IntList(1, 4096, doc="head sizes d_h to sweep"),
+    n_trials=Int(1, 10_000, doc="random draws per setting"),
+    scales=FloatList(1e-3, 1e4, doc="logit multipliers (inverse temperatures) to sweep"),
+    rtols=FloatList(0.0, 1.0, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
+    d_model=Int(1, 65536, doc="model width for the parameter-cost table"),
+    seq_lens=IntList(2, 65536, doc="sequence lengths for the parameter-cost table"),
+)

@@ -14,7 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MultiHeadAttention", "hardmax", "row_softmax", "causal_mask", "standard_head_dim"]
+__all__ = ["MultiHeadAttention", "hardmax", "row_softmax", "causal_mask", "standard_head_dim",
+           "attention_parameter_count"]
 
 
 def standard_head_dim(d_model: int, n_heads: int) -> int:
@@ -25,6 +26,16 @@ def standard_head_dim(d_model: int, n_heads: int) -> int:
             f"n_heads={n_heads}; pass head_dim=<int> for a fixed head size instead"
         )
     return d_model // n_heads
+
+
+def attention_parameter_count(d_model: int, n_heads: int, head_dim: int | None = None, *,
+                              bias: bool = False) -> int:
+    """Weights of one attention layer: Q, K, V (d_model -> h * head_dim) and O (back to d_model).
+
+    Without biases this is 4 d^2 for the standard head size and 4 d h d_p for a fixed one.
+    """
+    inner = n_heads * (standard_head_dim(d_model, n_heads) if head_dim is None else head_dim)
+    return 4 * d_model * inner + (3 * inner + d_model if bias else 0)
 
 
 def causal_mask(n: int, device=None) -> torch.Tensor:

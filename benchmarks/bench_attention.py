@@ -58,9 +58,12 @@ def check_same_output(ours: MultiHeadAttention, ref: nn.MultiheadAttention, x: t
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
 
 
-def bench_mha(configs, *, device: torch.device, warmup: int, reps: int,
+def bench_mha(configs, *, device: torch.device, timing: dict,
               amp: torch.dtype | None = None) -> list[Result]:
-    """Rows for each config dict (batch, n, d_model, n_heads): fast path, need_weights, fixed head size."""
+    """Rows for each config dict (batch, n, d_model, n_heads): fast path, need_weights, fixed head size.
+
+    ``timing``: keyword arguments of harness.compare (warmup, reps, budget_s).
+    """
     sync = cuda_sync(device)
     rows = []
     for cfg in configs:
@@ -80,7 +83,7 @@ def bench_mha(configs, *, device: torch.device, warmup: int, reps: int,
             ours=("MultiHeadAttention fwd+bwd", _step(ours, lambda t: ours(t)[0], x, grad, device, amp)),
             baseline=("nn.MultiheadAttention fwd+bwd",
                       _step(ref, lambda t: ref(t, t, t, need_weights=False)[0], x, grad, device, amp)),
-            warmup=warmup, reps=reps, sync=sync, note="need_weights=False (SDPA in both)"))
+            sync=sync, **timing, note="need_weights=False (SDPA in both)"))
         rows.append(compare(
             f"mha_weights_{label}", 3, config=config, target=1.4,
             ours=("MultiHeadAttention fwd+bwd, need_weights",
@@ -88,7 +91,7 @@ def bench_mha(configs, *, device: torch.device, warmup: int, reps: int,
             baseline=("nn.MultiheadAttention fwd+bwd, need_weights",
                       _step(ref, lambda t: ref(t, t, t, need_weights=True, average_attn_weights=False)[0],
                             x, grad, device, amp)),
-            warmup=warmup, reps=reps, sync=sync,
+            sync=sync, **timing,
             note="per-head weights (B, h, n, n) returned by both"))
         fixed = MultiHeadAttention(d, h, head_dim=n).to(device)
         flop_ratio = attention_flops(B, n, d, h, n) / attention_flops(B, n, d, h, d // h)
@@ -97,7 +100,7 @@ def bench_mha(configs, *, device: torch.device, warmup: int, reps: int,
             ours=(f"MultiHeadAttention d_p = n = {n} fwd+bwd", _step(fixed, lambda t: fixed(t)[0], x, grad, device, amp)),
             baseline=(f"MultiHeadAttention d_p = d/h = {d // h} fwd+bwd",
                       _step(ours, lambda t: ours(t)[0], x, grad, device, amp)),
-            warmup=warmup, reps=reps, sync=sync, extra={"flop_ratio": flop_ratio})
+            sync=sync, **timing, extra={"flop_ratio": flop_ratio})
         row.note = f"FLOP ratio {flop_ratio:.2f}; cost / FLOP ratio {row.ratio / flop_ratio:.2f}"
         rows.append(row)
     return rows

@@ -50,10 +50,11 @@ def naive_ranks(model, ids: torch.Tensor) -> list[dict]:
     return [numpy_loop_ranks(a.double().cpu().numpy().reshape(-1, *a.shape[-2:])) for a in attentions]
 
 
-def bench_probe(n: int, *, device: torch.device, warmup: int, reps: int) -> list[Result]:
+def bench_probe(n: int, *, device: torch.device, timing: dict) -> list[Result]:
     """The item-5 row: rank_table against the naive route, at n tokens.
 
     Without lowrank.probe the naive route is still timed (alone) and the row is skipped.
+    ``timing``: keyword arguments of harness.compare (warmup, reps, budget_s).
     """
     config = {"model": "all-MiniLM-L6-v2 (6 layers x 12 heads)", "n": n, "device": str(device),
               "dtype": "float64 ranks"}
@@ -70,7 +71,7 @@ def bench_probe(n: int, *, device: torch.device, warmup: int, reps: int) -> list
     try:
         from lowrank.probe import rank_table
     except ImportError as e:
-        naive = time_one(lambda: naive_ranks(model, ids), warmup=min(warmup, 1), reps=reps, sync=sync)
+        naive = time_one(lambda: naive_ranks(model, ids), sync=sync, **timing)
         return [Result(key=key, item=5, ours=ours_label, baseline=base_label, config=config,
                        status=SKIPPED, timings={"baseline": naive.summary()},
                        note=f"lowrank.probe.rank_table not importable ({e}); naive route alone: "
@@ -89,5 +90,5 @@ def bench_probe(n: int, *, device: torch.device, warmup: int, reps: int) -> list
     return [compare(key, 5, config=config, target=None,
                     ours=(ours_label, lambda: rank_table(model, ids)),
                     baseline=(base_label, lambda: naive_ranks(model, ids)),
-                    warmup=warmup, reps=reps, sync=sync,
+                    sync=sync, **timing,
                     note="no target in the issue; ours ranks logits and probs, naive probs only")]

@@ -58,9 +58,12 @@ def check_same_measures(A: torch.Tensor) -> None:
             raise AssertionError(f"rank_report and the NumPy loop disagree on {name}")
 
 
-def bench_rank_report(shapes, *, device: torch.device, warmup: int, reps: int,
-                      numpy_reps: int) -> list[Result]:
-    """Item 1 for each (batch, n) in shapes: two rows per shape, vs NumPy loop and vs svdvals."""
+def bench_rank_report(shapes, *, device: torch.device, timing: dict, numpy_timing: dict) -> list[Result]:
+    """Item 1 for each (batch, n) in shapes: two rows per shape, vs NumPy loop and vs svdvals.
+
+    ``timing`` and ``numpy_timing`` are keyword arguments of harness.compare (warmup, reps,
+    budget_s); the NumPy loop is slow enough to need fewer repetitions.
+    """
     sync = cuda_sync(device)
     rows = []
     for batch, n in shapes:
@@ -73,20 +76,13 @@ def bench_rank_report(shapes, *, device: torch.device, warmup: int, reps: int,
             f"rank_report_vs_numpy_{label}", 1, config=config, target=1 / 2.5,
             ours=("rank_report", lambda: rank_report(A)),
             baseline=("NumPy loop: matrix_rank + svd per matrix", lambda: numpy_loop_ranks(A_np)),
-            warmup=min(warmup, 1), reps=numpy_reps, sync=sync,
-            note="target: at least 2.5x faster (ratio <= 0.4)"))
+            sync=sync, note="target: at least 2.5x faster (ratio <= 0.4)", **numpy_timing))
         rows.append(compare(
             f"rank_report_vs_svdvals_{label}", 1, config=config, target=1.15,
             ours=("rank_report", lambda: rank_report(A)),
             baseline=("torch.linalg.svdvals (floor)", lambda: torch.linalg.svdvals(A)),
-            warmup=warmup, reps=reps, sync=sync,
-            note="target: at most 1.15x the bare batched SVD"))
+            sync=sync, note="target: at most 1.15x the bare batched SVD", **timing))
     return rows
-
-
-def _batch_for(n: int, budget: int) -> int:
-    # Enough matrices that small n is not all call overhead, few enough that large n stays cheap.
-    return max(1, budget // n)
 
 
 def loglog_slope(ns, seconds) -> float:
@@ -94,38 +90,42 @@ def loglog_slope(ns, seconds) -> float:
     return float(np.polyfit(np.log(np.asarray(ns, float)), np.log(np.asarray(seconds, float)), 1)[0])
 
 
-def bench_scaling(ns, *, device: torch.device, warmup: int, reps: int,
-                  batch_budget: int = 4096) -> tuple[Result, list[dict]]:
+SVD_METHOD, HARDMAX_METHOD = "SVD measures (rank_report)", "hardmax_rank"
+
+
+def bench_scaling(ns, *, device: torch.device, timing: dict, svd_elements: int = 2 ** 18,
+                  hardmax_elements: int = 2 ** 21) -> Result:
     """Item 2: seconds per matrix for the SVD-based measures and for hardmax_rank at each n.
 
-    Returns the summary row (ratio = SVD / hardmax time at the largest n, slopes in ``extra``)
-    and one point per (n, method) for the plot.
+    Each n gets a batch of about ``svd_elements`` (SVD) or ``hardmax_elements`` (hardmax)
+    matrix entries, so small n is not all call overhead and large n stays affordable. The row's
+    ratio is SVD / hardmax time at the largest n; ``extra`` holds the log-log slopes (fitted
+    for n >= SLOPE_FROM_N) and one point per (n, method) for the plot.
     """
     sync = cuda_sync(device)
     points = []
     for n in ns:
-        batch = _batch_for(n, batch_budget)
-        A = attention_batch(batch, n, device=device)
-        svd = time_one(lambda: rank_report(A, hardmax=False), warmup=warmup, reps=reps, sync=sync)
-        hard = time_one(lambda: hardmax_rank(A), warmup=warmup, reps=reps, sync=sync)
-        for method, t in (("SVD measures (rank_report)", svd), ("hardmax_rank", hard)):
+        for method, elements in ((SVD_METHOD, svd_elements), (HARDMAX_METHOD, hardmax_elements)):
+            batch = max(1, elements // (n * n))
+            A = attention_batch(batch, n, device=device)
+            fn = (lambda: rank_report(A, hardmax=False)) if method == SVD_METHOD else (lambda: hardmax_rank(A))
+            t = time_one(fn, sync=sync, **timing)
             points.append({"n": n, "batch": batch, "method": method,
                            "seconds_per_matrix": t.median / batch,
                            "min_s": min(t.times) / batch, "max_s": max(t.times) / batch,
                            "reps": len(t.times)})
+    start = min(SLOPE_FROM_N, max(ns))
     slopes = {}
-    for method in ("SVD measures (rank_report)", "hardmax_rank"):
-        pts = [p for p in points if p["method"] == method and p["n"] >= min(SLOPE_FROM_N, max(ns))]
+    for method in (SVD_METHOD, HARDMAX_METHOD):
+        pts = [p for p in points if p["method"] == method and p["n"] >= start]
         slopes[method] = loglog_slope([p["n"] for p in pts], [p["seconds_per_matrix"] for p in pts])
     largest = max(ns)
     t_svd, t_hard = (next(p["seconds_per_matrix"] for p in points if p["n"] == largest and p["method"] == m)
-                     for m in ("SVD measures (rank_report)", "hardmax_rank"))
-    s_svd, s_hard = slopes["SVD measures (rank_report)"], slopes["hardmax_rank"]
-    row = Result(
+                     for m in (SVD_METHOD, HARDMAX_METHOD))
+    return Result(
         key="scaling_svd_vs_hardmax", item=2, ours="SVD measures (rank_report, hardmax=False)",
-        baseline="hardmax_rank", config={"n": list(ns), "dtype": "float64", "device": str(device)},
+        baseline="hardmax_rank", config={"n": f"{min(ns)}..{largest}", "dtype": "float64", "device": str(device)},
         ratio=t_svd / t_hard, target=None,
-        note=(f"ratio at n={largest}; log-log slopes (n >= {min(SLOPE_FROM_N, largest)}): "
-              f"SVD {s_svd:.2f}, hardmax {s_hard:.2f}"),
-        extra={"slopes": slopes, "slope_from_n": min(SLOPE_FROM_N, largest), "points": points})
-    return row, points
+        note=(f"per matrix, at n={largest}; log-log slopes for n >= {start}: "
+              f"SVD {slopes[SVD_METHOD]:.2f}, hardmax {slopes[HARDMAX_METHOD]:.2f}"),
+        extra={"slopes": slopes, "slope_from_n": start, "points": points})

@@ -63,9 +63,12 @@ def _step(model, loss_fn, device, amp):
     return run
 
 
-def bench_training_step(cfg: dict, *, device: torch.device, warmup: int, reps: int,
+def bench_training_step(cfg: dict, *, device: torch.device, timing: dict,
                         amp: torch.dtype | None = None) -> Result:
-    """The item-4 row for one config dict (vocab, d_model, layers, heads, d_ff, n, batch, dropout)."""
+    """The item-4 row for one config dict (vocab, d_model, layers, heads, d_ff, n, batch, dropout).
+
+    ``timing``: keyword arguments of harness.compare (warmup, reps, budget_s).
+    """
     key = f"train_step_L{cfg['layers']}_d{cfg['d_model']}_V{cfg['vocab']}_n{cfg['n']}_B{cfg['batch']}"
     config = {**cfg, "device": str(device),
               "dtype": "float32" if amp is None else f"autocast {amp}".replace("torch.", ""),
@@ -99,6 +102,6 @@ def bench_training_step(cfg: dict, *, device: torch.device, warmup: int, reps: i
     row = compare(key, 4, config=config, target=1.0,
                   ours=(ours_label, _step(ours, ours_loss, device, amp)),
                   baseline=(base_label, _step(bert, bert_loss, device, amp)),
-                  warmup=warmup, reps=reps, sync=cuda_sync(device), extra={"losses": losses})
+                  sync=cuda_sync(device), **timing, extra={"losses": losses})
     row.note = f"initial loss: ours {l_ours:.3f}, BERT {l_bert:.3f} (log V = {math.log(cfg['vocab']):.3f})"
     return row

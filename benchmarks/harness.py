@@ -66,11 +66,20 @@ def judge(ratio: float | None, target: float | None) -> str:
     return PASS if ratio <= target else FAIL
 
 
+MIN_REPS = 3  # a median needs at least three
+
+
 def time_pair(ours: Callable[[], object], baseline: Callable[[], object], *, warmup: int, reps: int,
-              sync: Callable[[], None] | None = None) -> tuple[Timing, Timing, float]:
-    """Time two callables interleaved; returns (ours, baseline, median of per-pair ratios)."""
-    if warmup < 0 or reps < 1:
-        raise ValueError(f"need warmup >= 0 and reps >= 1, got warmup={warmup}, reps={reps}")
+              sync: Callable[[], None] | None = None,
+              budget_s: float | None = None) -> tuple[Timing, Timing, float]:
+    """Time two callables interleaved; returns (ours, baseline, median of per-pair ratios).
+
+    ``budget_s`` caps the repetitions at what the last warm-up pair says fits in that many
+    seconds (never fewer than MIN_REPS, never more than ``reps``), so a loaded machine makes
+    the run noisier rather than endless.
+    """
+    if warmup < 1 or reps < 1:
+        raise ValueError(f"need warmup >= 1 and reps >= 1, got warmup={warmup}, reps={reps}")
     sync = sync or (lambda: None)
 
     def once(fn):
@@ -81,8 +90,9 @@ def time_pair(ours: Callable[[], object], baseline: Callable[[], object], *, war
         return time.perf_counter() - t0
 
     for _ in range(warmup):
-        once(ours)
-        once(baseline)
+        pair_s = once(ours) + once(baseline)
+    if budget_s is not None:
+        reps = max(min(reps, int(budget_s / max(pair_s, 1e-9))), min(reps, MIN_REPS))
     t_ours, t_base = [], []
     for r in range(reps):
         if r % 2 == 0:
@@ -96,17 +106,18 @@ def time_pair(ours: Callable[[], object], baseline: Callable[[], object], *, war
 
 
 def time_one(fn: Callable[[], object], *, warmup: int, reps: int,
-             sync: Callable[[], None] | None = None) -> Timing:
+             sync: Callable[[], None] | None = None, budget_s: float | None = None) -> Timing:
     """Time one callable alone (used for scaling curves, where nothing is paired)."""
-    ours, _, _ = time_pair(fn, lambda: None, warmup=warmup, reps=reps, sync=sync)
+    ours, _, _ = time_pair(fn, lambda: None, warmup=warmup, reps=reps, sync=sync, budget_s=budget_s)
     return ours
 
 
 def compare(key: str, item: int, *, ours: tuple[str, Callable], baseline: tuple[str, Callable],
             config: dict, target: float | None, warmup: int, reps: int, sync=None,
-            note: str = "", extra: dict | None = None) -> Result:
+            budget_s: float | None = None, note: str = "", extra: dict | None = None) -> Result:
     """Time ``ours`` against ``baseline`` (each a (label, callable)) and judge the ratio."""
-    t_ours, t_base, ratio = time_pair(ours[1], baseline[1], warmup=warmup, reps=reps, sync=sync)
+    t_ours, t_base, ratio = time_pair(ours[1], baseline[1], warmup=warmup, reps=reps, sync=sync,
+                                      budget_s=budget_s)
     return Result(key=key, item=item, ours=ours[0], baseline=baseline[0], config=config,
                   ratio=ratio, target=target, status=judge(ratio, target), note=note,
                   timings={"ours": t_ours.summary(), "baseline": t_base.summary(),

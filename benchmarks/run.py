@@ -34,30 +34,39 @@ import torch  # noqa: E402
 from harness import ERROR, Result, environment  # noqa: E402
 from report import atomic_write, failed, markdown_table, scaling_plot, text_table, write_json  # noqa: E402
 
-# Sizes per mode. Quick keeps every comparison but shrinks batches and repetitions to fit two
-# minutes on two busy cores; full uses the sizes named in the issue.
+# Sizes and repetitions per mode. Each timing dict is warm-up runs, repetitions, and a time
+# budget in seconds that caps the repetitions (never below three) when the machine is slow or
+# loaded. Quick keeps every comparison at smaller sizes to fit two minutes on two cores; full
+# uses the sizes of the issue.
 SETTINGS = {
     "quick": dict(
-        warmup=1, reps=7, numpy_reps=3,
-        rank_shapes=[(64, 128), (8, 512)],
-        scaling_ns=[64, 128, 256, 512, 1024], scaling_reps=3, scaling_budget=1024,
+        timing=dict(warmup=1, reps=7, budget_s=3),
+        numpy_timing=dict(warmup=1, reps=3, budget_s=2),
+        rank_shapes=[(32, 128), (4, 512)],
+        scaling_ns=[64, 128, 256, 512, 1024], scaling_timing=dict(warmup=1, reps=3, budget_s=1),
+        svd_elements=2 ** 17, hardmax_elements=2 ** 20,
         mha=[dict(batch=32, n=128, d_model=256, n_heads=8), dict(batch=8, n=256, d_model=512, n_heads=8)],
         train=dict(vocab=8192, d_model=256, layers=2, heads=4, d_ff=1024, n=128, batch=8, dropout=0.1),
-        train_reps=5, probe_n=128, probe_reps=3),
+        train_timing=dict(warmup=1, reps=7, budget_s=8),
+        probe_n=64, probe_timing=dict(warmup=1, reps=3, budget_s=2)),
     "full": dict(
-        warmup=2, reps=21, numpy_reps=5,
+        timing=dict(warmup=2, reps=21, budget_s=60),
+        numpy_timing=dict(warmup=1, reps=7, budget_s=120),
         rank_shapes=[(256, 128), (32, 512)],
-        scaling_ns=[64, 128, 256, 512, 1024, 2048], scaling_reps=5, scaling_budget=4096,
+        scaling_ns=[64, 128, 256, 512, 1024, 2048], scaling_timing=dict(warmup=1, reps=7, budget_s=20),
+        svd_elements=2 ** 20, hardmax_elements=2 ** 22,
         mha=[dict(batch=32, n=128, d_model=256, n_heads=8), dict(batch=16, n=512, d_model=512, n_heads=8)],
-        train=dict(vocab=30522, d_model=256, layers=4, heads=4, d_ff=1024, n=128, batch=16, dropout=0.1),
-        train_reps=11, probe_n=512, probe_reps=3),
+        train=dict(vocab=8192, d_model=256, layers=4, heads=4, d_ff=1024, n=256, batch=16, dropout=0.1),
+        train_timing=dict(warmup=2, reps=11, budget_s=150),
+        probe_n=512, probe_timing=dict(warmup=1, reps=3, budget_s=120)),
 }
-# On a GPU the layers and the training step run under bf16 autocast at larger sizes (BERT-base).
+# On a GPU the layers and the training step run under bf16 autocast at larger sizes (BERT-base
+# for the training step); rank analysis stays float64.
 GPU_OVERRIDES = dict(
-    reps=31,
+    timing=dict(warmup=3, reps=31, budget_s=30),
     mha=[dict(batch=32, n=128, d_model=256, n_heads=8), dict(batch=32, n=1024, d_model=1024, n_heads=16)],
     train=dict(vocab=30522, d_model=768, layers=12, heads=12, d_ff=3072, n=512, batch=32, dropout=0.1),
-    train_reps=21)
+    train_timing=dict(warmup=3, reps=21, budget_s=60))
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -110,20 +119,18 @@ def run_items(args, settings: dict, device: torch.device) -> tuple[list[Result],
     for item in args.items:
         t0 = time.perf_counter()
         if item == 1:
-            rows = _guarded(1, bench_rank_report, s["rank_shapes"], device=device, warmup=s["warmup"],
-                            reps=s["reps"], numpy_reps=s["numpy_reps"])
+            rows = _guarded(1, bench_rank_report, s["rank_shapes"], device=device, timing=s["timing"],
+                            numpy_timing=s["numpy_timing"])
         elif item == 2:
-            rows = _guarded(2, lambda: list(bench_scaling(
-                s["scaling_ns"], device=device, warmup=1, reps=s["scaling_reps"],
-                batch_budget=s["scaling_budget"])[:1]))
+            rows = _guarded(2, bench_scaling, s["scaling_ns"], device=device, timing=s["scaling_timing"],
+                            svd_elements=s["svd_elements"], hardmax_elements=s["hardmax_elements"])
             scaling = rows[0] if rows[0].extra.get("points") else None
         elif item == 3:
-            rows = _guarded(3, bench_mha, s["mha"], device=device, warmup=s["warmup"], reps=s["reps"], amp=amp)
+            rows = _guarded(3, bench_mha, s["mha"], device=device, timing=s["timing"], amp=amp)
         elif item == 4:
-            rows = _guarded(4, bench_training_step, s["train"], device=device, warmup=s["warmup"],
-                            reps=s["train_reps"], amp=amp)
+            rows = _guarded(4, bench_training_step, s["train"], device=device, timing=s["train_timing"], amp=amp)
         else:
-            rows = _guarded(5, bench_probe, s["probe_n"], device=device, warmup=1, reps=s["probe_reps"])
+            rows = _guarded(5, bench_probe, s["probe_n"], device=device, timing=s["probe_timing"])
         print(f"item {item}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         results.extend(rows)
     return results, scaling

@@ -79,6 +79,18 @@ def markdown_table(results: list[Result], env: dict) -> str:
     return head + "\n".join(lines) + "\n"
 
 
+def summary_markdown(results: list[Result], env: dict) -> str:
+    """The short table for the README: comparison, size, ratio, target, status."""
+    lines = [f"Measured on `{env['machine']}`, {env['torch_threads']} threads, torch {env['versions']['torch']}, "
+             f"load average {env['loadavg_start'][0]:.1f}; ratio = time ours / time baseline "
+             "(median of paired repetitions).\n",
+             "| # | ours vs baseline | size | ratio | target | |", "|---|---|---|---|---|---|"]
+    for r, cells in zip(results, table_rows(results)):
+        lines.append("| " + " | ".join(_md_cell(c) for c in (cells[0], cells[1], cells[2], cells[5], cells[6],
+                                                              cells[7])) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and rename, so readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,8 @@ sys.path[:0] = [str(HERE), str(ROOT)]
 import torch  # noqa: E402
 
 from harness import ERROR, Result, environment  # noqa: E402
-from report import atomic_write, failed, markdown_table, scaling_plot, text_table, write_json  # noqa: E402
+from report import (atomic_write, failed, markdown_table, scaling_plot, summary_markdown,  # noqa: E402
+                    text_table, write_json)
 
 # Sizes and repetitions per mode. Each timing dict is warm-up runs, repetitions, and a time
 # budget in seconds that caps the repetitions (never below three) when the machine is slow or
@@ -176,7 +177,8 @@ def main(argv=None) -> int:
         if not args.quick:
             # The book's appendix shows the most recent full run.
             atomic_write(args.out / "latest.md", md)
-            written.append("latest.md")
+            atomic_write(args.out / "summary.md", summary_markdown(results, env).encode())
+            written += ["latest.md", "summary.md"]
             if scaling is not None:
                 scaling_plot(args.out / "scaling.png", scaling)
                 written.append("scaling.png")

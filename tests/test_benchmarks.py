@@ -179,6 +179,27 @@ def test_markdown_table_and_json(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
     text = report.text_table(rows)
     assert "rank_report vs numpy" in text and "PASS" in text
+    summary = report.summary_markdown(rows, env)
+    assert "| 1 | rank_report vs numpy | n=8 | 0.3 | <= 0.4 | PASS |" in summary
+
+
+def test_full_run_writes_the_book_files(monkeypatch, tmp_path):
+    rows, _ = _rows()
+    points = [{"n": n, "method": m, "seconds_per_matrix": 1e-6 * n, "min_s": 1e-6 * n, "max_s": 1e-6 * n}
+              for n in (64, 128) for m in ("svd", "hardmax")]
+    scaling = harness.Result(key="s", item=2, ours="svd", baseline="hardmax", config={},
+                             extra={"points": points, "slopes": {"svd": 1.0, "hardmax": 1.0}, "slope_from_n": 64})
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(run, "run_items", lambda args, settings, device: (rows + [scaling], scaling))
+    try:
+        assert run.main(["--threads", "1", "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    machine = harness.machine_name(torch.device("cpu"))
+    names = {p.name for p in tmp_path.iterdir()}
+    assert names == {f"{machine}.json", f"{machine}.md", "latest.md", "summary.md", "scaling.png"}
+    assert (tmp_path / "latest.md").read_text() == (tmp_path / f"{machine}.md").read_text()
+    assert json.loads((tmp_path / f"{machine}.json").read_text())["environment"]["mode"] == "full"
 
 
 def test_scaling_plot_writes_png(tmp_path):

@@ -44,10 +44,10 @@ SETTINGS = {
         timing=dict(warmup=1, reps=7, budget_s=3),
         numpy_timing=dict(warmup=1, reps=3, budget_s=2),
         rank_shapes=[(32, 128), (4, 512)],
-        scaling_ns=[64, 128, 256, 512, 1024], scaling_timing=dict(warmup=1, reps=3, budget_s=1),
+        scaling_ns=[64, 128, 256, 512], scaling_timing=dict(warmup=1, reps=3, budget_s=1),
         svd_elements=2 ** 17, hardmax_elements=2 ** 20,
-        mha=[dict(batch=32, n=128, d_model=256, n_heads=8), dict(batch=8, n=256, d_model=512, n_heads=8)],
-        train=dict(vocab=8192, d_model=256, layers=2, heads=4, d_ff=1024, n=128, batch=8, dropout=0.1),
+        mha=[dict(batch=32, n=128, d_model=256, n_heads=8), dict(batch=4, n=256, d_model=512, n_heads=8)],
+        train=dict(vocab=8192, d_model=256, layers=2, heads=4, d_ff=1024, n=128, batch=4, dropout=0.1),
         train_timing=dict(warmup=1, reps=7, budget_s=8),
         probe_n=64, probe_timing=dict(warmup=1, reps=3, budget_s=2)),
     "full": dict(

@@ -13,6 +13,7 @@ Measures (see chapter 01 for definitions):
 """
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,7 @@ def _check(A, dtype: torch.dtype | None) -> torch.Tensor:
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOL_LOCK = threading.Lock()
+_NUMPY_DTYPES = (torch.float32, torch.float64, torch.complex64, torch.complex128)
 
 
 def _pool(workers: int) -> ThreadPoolExecutor:
@@ -56,16 +58,35 @@ def _pool(workers: int) -> ThreadPoolExecutor:
         return _POOLS[workers]
 
 
+@functools.cache
+def _blas_controller():
+    """threadpoolctl's handle on NumPy's BLAS, or None when threadpoolctl is not installed."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
+
+
+def _numpy_svdvals(chunk: torch.Tensor) -> torch.Tensor:
+    return torch.from_numpy(np.linalg.svd(chunk.numpy(), compute_uv=False))
+
+
 def batched_svdvals(A: torch.Tensor) -> torch.Tensor:
     """torch.linalg.svdvals of a batch (..., m, n) -> (..., min(m, n)), faster on a multi-core CPU.
 
     torch runs a CPU batch one matrix after another, each SVD spread over all threads by the
     LAPACK library. For the small matrices of attention analysis that parallelises poorly, and
     on a loaded machine its thread barriers stall. Here the batch is cut into one chunk per
-    thread (torch.get_num_threads()), each chunk decomposed on a Python thread with LAPACK on
-    one thread (torch releases the GIL), so the threads never wait on each other. The values are
-    those of torch.linalg.svdvals to rounding. CUDA tensors, one thread or one matrix: plain
-    svdvals. While it runs, torch's thread count in this process is 1 (restored afterwards).
+    thread (torch.get_num_threads()), each chunk decomposed on its own Python thread with LAPACK
+    on one thread (the GIL is released), so the threads never wait on each other.
+
+    The LAPACK routine is gesdd in every case, so the values are those of torch.linalg.svdvals
+    to rounding. Without autograd and with threadpoolctl installed the chunks go through NumPy's
+    LAPACK (OpenBLAS in the NumPy wheels), which on the AMD processors we measured is about 1.2x
+    faster per matrix than torch's MKL build; otherwise through torch. While a split runs,
+    torch's and NumPy's BLAS thread counts in this process are 1 (restored afterwards). CUDA
+    tensors, one thread or one matrix: plain torch.linalg.svdvals.
     """
     threads = torch.get_num_threads()
     *batch, m, n = A.shape
@@ -73,9 +94,16 @@ def batched_svdvals(A: torch.Tensor) -> torch.Tensor:
     workers = min(threads, flat.shape[0])
     if A.device.type != "cpu" or workers < 2:
         return torch.linalg.svdvals(A)
+    blas = _blas_controller()
+    use_numpy = blas is not None and not A.requires_grad and A.dtype in _NUMPY_DTYPES
+    chunks = flat.tensor_split(workers)
     torch.set_num_threads(1)
     try:
-        parts = list(_pool(workers).map(torch.linalg.svdvals, flat.tensor_split(workers)))
+        if use_numpy:
+            with blas.limit(limits=1, user_api="blas"):
+                parts = list(_pool(workers).map(_numpy_svdvals, chunks))
+        else:
+            parts = list(_pool(workers).map(torch.linalg.svdvals, chunks))
     finally:
         torch.set_num_threads(threads)
     return torch.cat(parts).reshape(*batch, min(m, n))

@@ -138,3 +138,39 @@ def test_batched_svdvals_matches_torch_and_restores_threads(shape, threads):
     torch.testing.assert_close(got, torch.linalg.svdvals(A), rtol=1e-12, atol=1e-12)
     if threads > 1 and A.reshape(-1, *shape[-2:]).shape[0] > 1:  # the batch was split over threads
         assert any(t.name.startswith("lowrank-svd") for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("route", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_batched_svdvals_routes_agree(monkeypatch, route, dtype):
+    import lowrank.rank as rank_module
+    calls = []
+    numpy_svdvals = rank_module._numpy_svdvals
+    monkeypatch.setattr(rank_module, "_numpy_svdvals", lambda c: calls.append(len(c)) or numpy_svdvals(c))
+    if route == "torch":
+        monkeypatch.setattr(rank_module, "_blas_controller", lambda: None)  # as without threadpoolctl
+    A = torch.randn(5, 12, 10, generator=torch.Generator().manual_seed(3), dtype=dtype)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        got = batched_svdvals(A)
+    finally:
+        torch.set_num_threads(before)
+    assert got.dtype == dtype and got.shape == (5, 10)
+    assert sorted(calls) == ([2, 3] if route == "numpy" else [])
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(got, torch.linalg.svdvals(A), rtol=tol, atol=tol)
+
+
+def test_batched_svdvals_keeps_autograd():
+    A = torch.randn(4, 6, 6, generator=torch.Generator().manual_seed(4), dtype=torch.float64,
+                    requires_grad=True)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        batched_svdvals(A).sum().backward()
+    finally:
+        torch.set_num_threads(before)
+    # d(sum sigma)/dA = U V^T for a full-rank square matrix
+    U, _, Vh = torch.linalg.svd(A.detach())
+    torch.testing.assert_close(A.grad, U @ Vh)

@@ -26,12 +26,12 @@ import torch
 from . import data as _data
 from .models import SequenceClassifier
 from .pretrained import encode_windows
-from .probe import MEASURES, rank_table
+from .probe import MEASURES, LayerAttention, for_each_layer, rank_table, valid_blocks
 from .progress import progress
 from .sweep import sweep
 from .train import TrainConfig, train
 
-__all__ = ["pretrained_ranks", "classification_batch", "load_classifier", "fresh_classifier",
+__all__ = ["pretrained_ranks", "argmax_patterns", "classification_batch", "load_classifier", "fresh_classifier",
            "first_block_ranks", "head_dim_sweep", "saturation_point", "as_rtols"]
 
 SWEEP_EXPERIMENT = "ch07_head_dim_sweep"
@@ -71,6 +71,33 @@ def pretrained_ranks(model, tokenizer, corpora: Mapping[str, Sequence[str]], *, 
             t["seq"] += start
             frames.append(t.assign(corpus=corpus))
     return pd.concat(frames, ignore_index=True)
+
+
+def argmax_patterns(model, batch, *, layers: Sequence[int] | None = None) -> pd.DataFrame:
+    """Where each head's queries put their largest attention weight, one row per (layer, head, seq).
+
+    Columns: layer, head, seq, n, hardmax_rank (distinct argmax keys), and the shares of the n
+    queries whose argmax key is the first token (``to_first``), the last (``to_last``), the
+    query itself (``to_self``), the previous token (``to_prev``) or the next one (``to_next``).
+    Positions count real tokens only (padding removed).
+    """
+    rows: list[pd.DataFrame] = []
+
+    def collect(la: LayerAttention) -> None:
+        for seqs, A in valid_blocks(la.probs, la.valid):
+            G, h, L, _ = A.shape
+            j = A.argmax(-1)  # (G, h, L): key chosen by each query
+            i = torch.arange(L, device=j.device)
+            hit = torch.zeros(G, h, L, dtype=torch.bool, device=j.device).scatter_(-1, j, True)
+            share = {name: (cond.double().mean(-1)).flatten().cpu().numpy() for name, cond in (
+                ("to_first", j == 0), ("to_last", j == L - 1), ("to_self", j == i),
+                ("to_prev", j == i - 1), ("to_next", j == i + 1))}
+            rows.append(pd.DataFrame({
+                "layer": la.layer, "head": np.tile(np.arange(h), G), "seq": np.repeat(seqs.numpy(), h),
+                "n": L, "hardmax_rank": hit.sum(-1).flatten().cpu().numpy(), **share}))
+
+    for_each_layer(model, batch, collect, layers=layers)
+    return pd.concat(rows, ignore_index=True)
 
 
 @functools.lru_cache(maxsize=8)
@@ -153,7 +180,7 @@ def head_dim_sweep(base: Mapping, *, head_dims: Sequence[int], seeds: Sequence[i
     results store and checkpoints there, so a rerun skips finished runs and a killed one resumes.
 
     Returns (runs, ranks). runs: one row per run with head_dim, seed, test_acc, val_acc,
-    test_loss, n_params, train_wall_s. ranks: one row per run, stage ("init" / "trained"),
+    test_n, test_loss, n_params, train_wall_s. ranks: one row per run, stage ("init" / "trained"),
     matrix, measure and tolerance, with n and the mean, min and max over heads and sequences.
     """
     if not head_dims or not seeds:
@@ -166,7 +193,7 @@ def head_dim_sweep(base: Mapping, *, head_dims: Sequence[int], seeds: Sequence[i
         where = Path(tmp) if results_dir is None else Path(results_dir)
         table = sweep(configs, experiment=SWEEP_EXPERIMENT, store=where / f"{SWEEP_EXPERIMENT}.jsonl",
                       runs_dir=where / "runs", run_fn=run_fn, progress=show_progress, root=root)
-    keep = ["head_dim", "seed", "test_acc", "val_acc", "test_loss", "n_params", "train_wall_s"]
+    keep = ["head_dim", "seed", "test_acc", "test_n", "val_acc", "test_loss", "n_params", "train_wall_s"]
     runs = table[keep].copy()
     ranks = pd.DataFrame([{"head_dim": row.head_dim, "seed": row.seed, **r}
                           for row in table.itertuples() for r in row.ranks])

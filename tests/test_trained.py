@@ -4,7 +4,8 @@ import random
 import pytest
 import torch
 
-from lowrank.trained import (as_rtols, classification_batch, fresh_classifier, head_dim_sweep,
+from lowrank.attention import MultiHeadAttention
+from lowrank.trained import (argmax_patterns, as_rtols, classification_batch, fresh_classifier, head_dim_sweep,
                              load_classifier, pretrained_ranks, saturation_point)
 
 WORDS = ("the king queen lord lady sword crown night day love death war peace speak hear go come "
@@ -104,3 +105,34 @@ def test_pretrained_ranks_tiny_bert():
     assert (logits["value"] == logits["n"].clip(upper=8)).all()  # head_dim = 8
     with pytest.raises(ValueError, match="same length"):
         pretrained_ranks(model, Tok(), texts, seq_lens=[6], counts=[1, 2])
+
+
+
+class Fixed(torch.nn.Module):
+    """One-hot positions in; head 0 attends to the previous token, head 1 to the first token."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.attn = MultiHeadAttention(n, 2, n, bias=False, scale=50.0)
+        w = torch.zeros(6 * n, n)
+        w[:n] = torch.eye(n)                      # head 0 queries: q_i = e_i
+        w[2 * n + 1:3 * n, :n - 1] = torch.eye(n - 1)  # head 0 keys: k_j = e_{j+1}
+        w[n] = 1.0                                # head 1 queries: q_i = e_0
+        w[3 * n, 0] = 1.0                         # head 1 keys: only token 0 has k = e_0
+        with torch.no_grad():
+            self.attn.in_proj.weight.copy_(w)
+
+    def forward(self, x):
+        return self.attn(x)[0]
+
+
+def test_argmax_patterns_counts_shares():
+    n = 6
+    t = argmax_patterns(Fixed(n), torch.eye(n)[None].repeat(2, 1, 1))
+    assert list(t["head"]) == [0, 1, 0, 1] and list(t["seq"]) == [0, 0, 1, 1] and (t["n"] == n).all()
+    h0, h1 = t.iloc[0], t.iloc[1]
+    # Head 0: query 0 has no match and ties go to key 0; every other query takes its predecessor.
+    assert h0.hardmax_rank == n - 1
+    assert (h0.to_prev, h0.to_self, h0.to_first, h0.to_next) == pytest.approx(((n - 1) / n, 1 / n, 2 / n, 0.0))
+    assert h1.hardmax_rank == 1 and h1.to_first == 1.0 and h1.to_last == 0.0
+    assert (h1.to_self, h1.to_prev) == pytest.approx((1 / n, 1 / n))

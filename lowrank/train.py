@@ -344,7 +344,8 @@ def _read_metrics(path: Path, upto_step: int) -> list[str]:
 def train(config: TrainConfig | dict, *, out_dir: str | os.PathLike, resume: bool = False,
           progress: bool = True, stop_after: int | None = None, callbacks=(),
           data_root: str | os.PathLike | None = None) -> dict:
-    """Train one model; return its final metrics (validation and test loss / ppl / acc).
+    """Train one model; return its final metrics (validation and test loss / ppl / acc) and,
+    from rank 0, its curves: ``train_curve`` and ``val_curve`` as [step, loss] pairs.
 
     Args:
         config: a :class:`TrainConfig` or its dict.
@@ -502,6 +503,10 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
         with open(metrics_path, "a") as f:
             f.write(json.dumps({"step": cfg.steps, "split": "final_validation", **val}) + "\n")
             f.write(json.dumps({"step": cfg.steps, "split": "test", **test}) + "\n")
+        logged = [json.loads(line) for line in metrics_path.read_text().splitlines()]
+        result["train_curve"] = [[r["step"], r["loss"]] for r in logged if r["split"] == "train"]
+        result["val_curve"] = [[r["step"], r["loss"]] for r in logged
+                               if r["split"] in ("validation", "final_validation")]
         _atomic_write_text(result_path, json.dumps(result, indent=1) + "\n")
     return result
 

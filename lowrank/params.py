@@ -206,6 +206,8 @@ register(
     d_model=Int(4, 16384, doc="width d of the fixed-width experiments"),
     n_layers=Int(1, 96, doc="Transformer layers"),
     d_ff=Int(1, 65536, doc="feed-forward width"),
+    norm=Choice("post", "pre", doc="LayerNorm placement"),
+    tie_embeddings=Bool(doc="share the input embedding with the output layer"),
     heads=IntList(1, 4096, doc="head counts h of the fixed-width experiment"),
     head_dim=Int(1, 4096, doc="fixed head size d_p"),
     baseline_widths=IntList(4, 16384, doc="widths d of the standard-head baselines (parameter-matched comparison)"),
@@ -221,6 +223,7 @@ register(
     eval_interval=Int(0, 10_000_000, doc="steps between validation evaluations (0: only at the end)"),
     eval_tokens=Int(1, 10**10, allow_none=True, doc="validation / test tokens for the final perplexities; None: all"),
     num_threads=Int(1, 1024, allow_none=True, doc="torch CPU threads per run; None: torch's default"),
+    workers=Int(1, 256, doc="training runs in parallel processes"),
     device=Choice("auto", "cpu", "cuda", doc="training device"),
     results_store=Param("str", allow_none=True, doc="JSONL sweep store to reuse and extend; None: a fresh temporary store"),
 )

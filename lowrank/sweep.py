@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 from .data import data_root
 

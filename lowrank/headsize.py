@@ -202,6 +202,8 @@ def headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.DataFrame) ->
         out["gap_h"], out["gap_ppl"] = int(h), float(gap)
         out["gap_verdict"] = ("lower" if gap > noise else "higher" if gap < -noise
                               else "not distinguishable from")
+    else:  # every common h has d_p = d / h: the two families are the same models
+        out["gap_h"], out["gap_ppl"], out["gap_verdict"] = 0, float("nan"), "identical to"
     m = summarise(matched, ["family", "d", "h"])
     fixed_big = m[m.family == "fixed"].sort_values("n_params").iloc[-1]
     base = m[m.family == "standard"]

@@ -68,6 +68,9 @@ def test_headline_verdicts_follow_the_numbers():
     assert H["match_base_d"] == 96 and H["match_verdict"] == "not distinguishable from"
     assert H["widest_base_d"] == 128 and H["widest_base_ppl"] == 30.5
     assert H["dp_trend"] == "does not change beyond seed noise" and H["dp_first"] == 2
+    same = heads[heads.h == 32].assign(family="standard")
+    H2 = hs.headline(pd.concat([same, same.assign(family="fixed")]), matched, sizes)
+    assert H2["gap_verdict"] == "identical to" and H2["fixed_monotone"] == "yes"
 
 
 def test_summarise_and_errors():

@@ -30,6 +30,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import numpy as np
 import torch
 
 __all__ = ["CORPORA", "WheelSource", "Corpus", "DataUnavailableError", "data_root", "cache_dir",
@@ -351,18 +352,27 @@ def encode_documents(tokenizer, texts: list[str]) -> list[list[int]]:
     return [e.ids for e in tokenizer.encode_batch(texts, add_special_tokens=False)]
 
 
-def encode_stream(tokenizer, texts: list[str]) -> torch.Tensor:
-    """All documents as one 1-D LongTensor, each document followed by ``<eos>``."""
-    ids: list[int] = []
-    for doc in encode_documents(tokenizer, texts):
-        ids.extend(doc)
-        ids.append(EOS)
-    return torch.tensor(ids, dtype=torch.long)
+def encode_stream(tokenizer, texts: list[str], *, chunk: int = 4096) -> torch.Tensor:
+    """All documents as one 1-D int32 tensor, each document followed by ``<eos>``.
+
+    Encoded ``chunk`` documents at a time into int32 arrays, so a corpus of a billion
+    tokens needs 4 bytes per token, not a Python list of ints.
+    """
+    parts = [np.zeros(0, dtype=np.int32)]
+    for i in range(0, len(texts), chunk):
+        docs = encode_documents(tokenizer, texts[i:i + chunk])
+        lengths = np.array([len(d) + 1 for d in docs])
+        arr = np.full(int(lengths.sum()), EOS, dtype=np.int32)
+        ends = np.cumsum(lengths)
+        for d, end in zip(docs, ends):
+            arr[end - 1 - len(d):end - 1] = d
+        parts.append(arr)
+    return torch.from_numpy(np.concatenate(parts))
 
 
 @dataclass
 class LMTokens:
-    """Token streams of a split corpus, ready for language modelling."""
+    """Token streams (1-D int32 tensors, documents separated by ``<eos>``) of a split corpus."""
     corpus: str
     vocab_size: int
     train: torch.Tensor
@@ -392,12 +402,12 @@ def prepare_lm(corpus: str | os.PathLike, *, vocab_size: int, split_seed: int = 
     if path.is_file():
         streams = torch.load(path, weights_only=True)
     else:
-        streams = {s: encode_stream(tok, parts[s].texts).to(torch.int32) for s in parts}
+        streams = {s: encode_stream(tok, parts[s].texts) for s in parts}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         torch.save(streams, tmp)
         os.replace(tmp, path)
-    return LMTokens(docs.name, tok.get_vocab_size(), *(streams[s].long() for s in ("train", "validation", "test")),
+    return LMTokens(docs.name, tok.get_vocab_size(), *(streams[s] for s in ("train", "validation", "test")),
                     {s: len(parts[s]) for s in parts})
 
 

@@ -5,20 +5,22 @@ Each finished run appends one JSON line ``{"key", "experiment", "config", "metri
 file opened with ``O_APPEND``, under an exclusive ``flock``, followed by ``fsync``; so shards
 running at the same time on one file system never interleave lines, and a rerun skips every
 key already in the store. ``shard=(i, N)`` runs every N-th config starting at i, so a sweep
-splits across machines; each run trains in ``runs_dir/<key>`` with ``resume=True``, so a
+splits across machines; ``workers=k`` runs k at a time on one machine. Each run trains in ``runs_dir/<key>`` with ``resume=True``, so a
 killed run continues from its last checkpoint.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing as mp
 import os
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pandas as pd
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 from .data import data_root
 
@@ -102,9 +104,18 @@ def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:
     return {k: v for k, v in res.items() if k != "config"}
 
 
+def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path, run_dir: Path) -> str:
+    t = time.perf_counter()
+    metrics = run_fn(config, run_dir=run_dir)
+    ResultStore(store).append({"key": key, "experiment": experiment, "config": config, "metrics": metrics,
+                               "wall_s": time.perf_counter() - t,
+                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return key
+
+
 def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike | None = None,
           shard: tuple[int, int] = (0, 1), runs_dir: str | os.PathLike | None = None,
-          run_fn: Callable[..., dict] = train_run, progress: bool = True,
+          run_fn: Callable[..., dict] = train_run, progress: bool = True, workers: int = 1,
           root: str | os.PathLike | None = None) -> pd.DataFrame:
     """Run every config not yet in the store (this shard's share); return all their results.
 
@@ -114,7 +125,10 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
         store: explicit store path instead.
         shard: (i, N): run configs i, i + N, i + 2N, ... of the de-duplicated list.
         runs_dir: where run folders (checkpoints) go; default ``<root>/runs/<experiment>``.
-        run_fn: ``run_fn(config, run_dir=...) -> dict of metrics``.
+        run_fn: ``run_fn(config, run_dir=...) -> dict of metrics``; a module-level function
+            when ``workers > 1`` (it is sent to the worker processes by reference).
+        workers: runs in parallel, each in its own process (``spawn``); on a CPU, use one
+            torch thread per run (``num_threads=1``) and one worker per core.
 
     Returns:
         tidy DataFrame, one row per config of the sweep that has a result in the store (from
@@ -131,11 +145,22 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     runs = Path(runs_dir) if runs_dir is not None else data_root(root) / "runs" / experiment
     done = st.keys()
     todo = [k for j, k in enumerate(keys) if j % n == i and k not in done]
-    for k in tqdm(todo, desc=f"sweep {experiment} shard {i}/{n}", disable=not progress, leave=False):
-        t = time.perf_counter()
-        metrics = run_fn(unique[k], run_dir=runs / k)
-        st.append({"key": k, "experiment": experiment, "config": unique[k], "metrics": metrics,
-                   "wall_s": time.perf_counter() - t, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    bar = tqdm(total=len(todo), desc=f"sweep {experiment} shard {i}/{n}", disable=not progress, leave=False)
+    if workers == 1 or len(todo) <= 1:
+        for k in todo:
+            _run_and_store(run_fn, unique[k], k, experiment, st.path, runs / k)
+            bar.update(1)
+    else:
+        ctx = mp.get_context("spawn")  # fork is unsafe once torch has started its thread pools
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
+            futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k)
+                       for k in todo]
+            for fut in as_completed(futures):
+                fut.result()  # re-raises a failed run's exception here
+                bar.update(1)
+    bar.close()
     latest = {r["key"]: r for r in st.records() if r["key"] in unique}
     rows = [{"key": k, **latest[k]["config"], **latest[k]["metrics"], "wall_s": latest[k]["wall_s"]}
             for k in keys if k in latest]

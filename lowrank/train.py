@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from .progress import tqdm
 
 from . import data as _data
 from .models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, TransformerConfig,
@@ -215,7 +215,7 @@ class _Task:
         n = cfg.seq_len
         start = torch.randint(len(stream) - n - 1, (cfg.batch_size,), generator=g)
         rows = range(cfg.batch_size)[sl]
-        win = torch.stack([stream[s:s + n + 1] for s in start[sl].tolist()])
+        win = torch.stack([stream[s:s + n + 1] for s in start[sl].tolist()]).long()
         if cfg.task == "lm":
             return {"ids": win[:, :-1], "labels": win[:, 1:]}
         return self._mlm(win[:, :-1], [_seed(cfg.seed, step, 2, r) for r in rows])
@@ -241,7 +241,7 @@ class _Task:
         wins = torch.linspace(0, total - 1, n_win).round().long().unique().tolist()[rank::world]
         for b in range(0, len(wins), cfg.batch_size):
             chunk = wins[b:b + cfg.batch_size]
-            win = torch.stack([stream[i * n:i * n + n + 1] for i in chunk])
+            win = torch.stack([stream[i * n:i * n + n + 1] for i in chunk]).long()
             if cfg.task == "lm":
                 yield {"ids": win[:, :-1], "labels": win[:, 1:]}
             else:
@@ -267,6 +267,8 @@ class _Task:
 
 def _dist_setup(device_pref: str):
     world = int(os.environ.get("WORLD_SIZE", "1"))
+    if device_pref == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device='cuda' was requested but torch sees no CUDA device; use 'auto' or 'cpu'")
     use_cuda = device_pref == "cuda" or (device_pref == "auto" and torch.cuda.is_available())
     if world > 1 and not dist.is_initialized():
         dist.init_process_group(backend="nccl" if use_cuda else "gloo")
@@ -344,7 +346,8 @@ def _read_metrics(path: Path, upto_step: int) -> list[str]:
 def train(config: TrainConfig | dict, *, out_dir: str | os.PathLike, resume: bool = False,
           progress: bool = True, stop_after: int | None = None, callbacks=(),
           data_root: str | os.PathLike | None = None) -> dict:
-    """Train one model; return its final metrics (validation and test loss / ppl / acc).
+    """Train one model; return its final metrics (validation and test loss / ppl / acc) and,
+    from rank 0, its curves: ``train_curve`` and ``val_curve`` as [step, loss] pairs.
 
     Args:
         config: a :class:`TrainConfig` or its dict.
@@ -502,6 +505,10 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
         with open(metrics_path, "a") as f:
             f.write(json.dumps({"step": cfg.steps, "split": "final_validation", **val}) + "\n")
             f.write(json.dumps({"step": cfg.steps, "split": "test", **test}) + "\n")
+        logged = [json.loads(line) for line in metrics_path.read_text().splitlines()]
+        result["train_curve"] = [[r["step"], r["loss"]] for r in logged if r["split"] == "train"]
+        result["val_curve"] = [[r["step"], r["loss"]] for r in logged
+                               if r["split"] in ("validation", "final_validation")]
         _atomic_write_text(result_path, json.dumps(result, indent=1) + "\n")
     return result
 

@@ -146,7 +146,10 @@ def test_tokenizer_is_byte_level_cached_and_round_trips(tmp_path):
     assert again.encode("the cat").ids == tok.encode("the cat").ids
     assert tok.decode(tok.encode("Zürich, naïve").ids) == "Zürich, naïve"  # bytes never <unk>
     ids = encode_stream(tok, ["a b", "c"])
-    assert ids.dtype == torch.long and (ids == data.EOS).sum() == 2 and ids[-1] == data.EOS
+    assert ids.dtype == torch.int32 and (ids == data.EOS).sum() == 2 and ids[-1] == data.EOS
+    chunked = encode_stream(tok, ["a b", "c", "the cat", ""], chunk=1)
+    assert chunked.tolist() == encode_stream(tok, ["a b", "c", "the cat", ""]).tolist()
+    assert chunked.tolist() == tok.encode("a b").ids + [1] + tok.encode("c").ids + [1] + tok.encode("the cat").ids + [1, 1]
     with pytest.raises(ValueError, match="vocab_size"):
         train_tokenizer(texts, vocab_size=100, name="t", root=tmp_path)
 

@@ -107,3 +107,13 @@ def test_default_runner_trains_and_resumes_through_the_store(tmp_path, monkeypat
     assert len(df) == 2 and df.val_ppl.gt(1).all() and df.seed.tolist() == [0, 1]
     assert (tmp_path / "data" / "results" / "tiny.jsonl").is_file()
     assert (tmp_path / "data" / "runs" / "tiny" / run_key(cfg) / "result.json").is_file()
+
+
+def test_workers_run_in_parallel_processes_into_one_store(tmp_path):
+    configs = [{"n_heads": h, "seed": 0} for h in range(1, 5)]
+    df = sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path,
+               progress=False, workers=2)
+    assert sorted(df.val_ppl) == sorted(100.0 / h for h in range(1, 5))
+    assert len(ResultStore(tmp_path / "s.jsonl").records()) == 4
+    with pytest.raises(ValueError, match="workers"):
+        sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, progress=False, workers=0)

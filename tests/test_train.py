@@ -155,3 +155,10 @@ def test_two_process_ddp_matches_one_process(corpus, tmp_path):
     assert len(train_one) == 3 and train_ddp == pytest.approx(train_one, abs=1e-5)
     assert ddp["val_loss"] == pytest.approx(one["val_loss"], abs=1e-5)
     assert ddp["test_loss"] == pytest.approx(one["test_loss"], abs=1e-5)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the error is for machines without CUDA")
+def test_cuda_requested_without_cuda_is_a_clear_error(corpus, tmp_path):
+    docs, root = corpus
+    with pytest.raises(ValueError, match="device='cuda'.*no CUDA device"):
+        train(_cfg(docs, device="cuda"), out_dir=tmp_path / "c", progress=False, data_root=root)

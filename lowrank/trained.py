@@ -32,7 +32,7 @@ from .sweep import sweep
 from .train import TrainConfig, train
 
 __all__ = ["pretrained_ranks", "argmax_patterns", "classification_batch", "load_classifier", "fresh_classifier",
-           "first_block_ranks", "head_dim_sweep", "saturation_point", "as_rtols"]
+           "first_block_ranks", "head_dim_sweep", "saturation_point", "saturation_table", "as_rtols"]
 
 SWEEP_EXPERIMENT = "ch07_head_dim_sweep"
 
@@ -217,3 +217,23 @@ def saturation_point(x: Sequence[float], y: Sequence[float], *, fraction: float 
         raise ValueError("y has non-finite values")
     level = y.min() + fraction * (y.max() - y.min())
     return float(x[np.argmax(y >= level - 1e-12 * max(1.0, abs(level)))])
+
+
+def saturation_table(curves: Mapping[str, pd.DataFrame], *, fraction: float = 0.9) -> pd.DataFrame:
+    """Saturation point of each curve next to its rise and its seed noise.
+
+    ``curves`` maps a name to a frame indexed by d_h (ascending) with columns ``mean`` and
+    ``std`` (over seeds). Columns of the result: ``saturates_at`` (:func:`saturation_point` of
+    the means), ``rise`` (max - min of the means), ``seed_sd`` (mean of the stds, NaN with one
+    seed) and ``rise_over_sd``; a saturation point means little where rise_over_sd is small.
+    """
+    rows = {}
+    for name, c in curves.items():
+        if not {"mean", "std"} <= set(c.columns):
+            raise ValueError(f"curve {name!r} needs columns 'mean' and 'std', got {list(c.columns)}")
+        m = c["mean"]
+        sd = float(c["std"].mean()) if c["std"].notna().any() else float("nan")
+        rise = float(m.max() - m.min())
+        rows[name] = {"saturates_at": saturation_point(c.index, m, fraction=fraction), "rise": rise,
+                      "seed_sd": sd, "rise_over_sd": rise / sd if sd > 0 else float("nan")}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("curve")

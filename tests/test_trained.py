@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lowrank.attention import MultiHeadAttention
-from lowrank.trained import (argmax_patterns, as_rtols, classification_batch, fresh_classifier, head_dim_sweep,
+from lowrank.trained import (argmax_patterns, as_rtols, saturation_table, classification_batch, fresh_classifier, head_dim_sweep,
                              load_classifier, pretrained_ranks, saturation_point)
 
 WORDS = ("the king queen lord lady sword crown night day love death war peace speak hear go come "
@@ -40,6 +40,21 @@ def test_saturation_point():
         saturation_point([2, 1], [0, 1])
     with pytest.raises(ValueError, match="fraction"):
         saturation_point(x, [1, 2, 3, 4, 5], fraction=0)
+
+
+def test_saturation_table():
+    import pandas as pd
+    idx = pd.Index([1, 2, 4, 8], name="head_dim")
+    curves = {"acc": pd.DataFrame({"mean": [0.5, 0.7, 0.9, 0.9], "std": [0.1, 0.1, 0.05, 0.05]}, index=idx),
+              "flat": pd.DataFrame({"mean": [2.0, 2.1, 2.0, 2.05], "std": [0.2, 0.2, 0.2, 0.2]}, index=idx),
+              "one seed": pd.DataFrame({"mean": [1.0, 2.0, 3.0, 4.0], "std": [float("nan")] * 4}, index=idx)}
+    t = saturation_table(curves, fraction=0.9)
+    assert t.loc["acc", "saturates_at"] == 4 and t.loc["acc", "rise"] == pytest.approx(0.4)
+    assert t.loc["acc", "seed_sd"] == pytest.approx(0.075) and t.loc["acc", "rise_over_sd"] == pytest.approx(0.4 / 0.075)
+    assert t.loc["flat", "rise_over_sd"] == pytest.approx(0.5)
+    assert t.loc["one seed", "saturates_at"] == 8 and pd.isna(t.loc["one seed", "rise_over_sd"])
+    with pytest.raises(ValueError, match="columns"):
+        saturation_table({"x": pd.DataFrame({"mean": [1.0]}, index=[1])})
 
 
 def test_as_rtols():

@@ -14,7 +14,6 @@ max(m, n) eps.
 from __future__ import annotations
 
 import functools
-import math
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path

@@ -195,3 +195,43 @@ register(
     d_model=Int(1, 65536, doc="model width for the parameter-cost table"),
     seq_lens=IntList(2, 65536, doc="sequence lengths for the parameter-cost table"),
 )
+
+register(
+    "05_rank_barrier",
+    seed=Int(0, doc="random seed"),
+    ns=IntList(2, 8192, doc="sequence lengths n for the hardmax sweep"),
+    head_dims=IntList(1, 16384, doc="head sizes d_h for the hardmax sweep"),
+    n_trials=Int(2, 100_000, doc="independent draws of X, W_q, W_k per (n, d_h)"),
+    n_setting=Int(4, 4096, doc="sequence length for the settings figures (temperature, tolerance, inputs, heads)"),
+    setting_head_dims=IntList(1, 16384, doc="head sizes for the settings figures"),
+    setting_trials=Int(2, 100_000, doc="draws per point in the settings figures"),
+    scales=FloatList(1e-3, 1e4, doc="logit multipliers k of the standard Q K^T / sqrt(d_h) (k = 1 is standard)"),
+    rtols=FloatList(0.0, 1.0, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
+    energy=Float(0.5, 1.0, doc="energy fraction for the energy rank"),
+    inputs=ChoiceList("orthonormal", "gaussian", "sphere", "anisotropic", "minilm",
+                      doc="input settings ('minilm' = real word embeddings of all-MiniLM-L6-v2)"),
+    d_model=Int(2, 65536, doc="token width for the non-orthonormal inputs"),
+    key_set_n=Int(2, 4096, doc="n for the upper-bound check on sampled key sets"),
+    key_head_dims=IntList(1, 16384, doc="head sizes for the key-set check"),
+    key_sets=Int(1, 10_000, doc="sampled key sets per head size"),
+    query_sets=Int(2, 100_000, doc="query sets per key set"),
+    heads=IntList(1, 256, doc="numbers of heads h, each with d_h = heads_d_model // h"),
+    heads_d_model=Int(1, 65536, doc="model width shared by the heads"),
+)
+
+register(
+    "06_rank_saturation",
+    seed=Int(0, doc="random seed"),
+    ns=IntList(2, 16384, doc="sequence lengths n"),
+    max_head_dim=Int(2, 65536, doc="largest head size on the grid"),
+    points_per_octave=Int(1, 16, doc="grid density: head sizes round(2^(k / points_per_octave))"),
+    rows_per_cell=Int(1, 10_000_000, doc="trials per (n, d_h) = max(min_trials, rows_per_cell // n)"),
+    min_trials=Int(2, 100_000, doc="fewest trials per (n, d_h)"),
+    fractions=FloatList(0.01, 0.999, doc="saturation criteria: fractions of the bound (or plateau)"),
+    increment=Float(1e-6, 1.0, doc="saturation criterion: relative rank increment per doubling of d_h"),
+    n_boot=Int(2, 100_000, doc="bootstrap replicates over Monte-Carlo draws"),
+    softmax_ns=IntList(2, 16384, doc="sequence lengths for the softmax (standard temperature) part"),
+    softmax_max_head_dim=Int(2, 65536, doc="largest head size for the softmax part"),
+    softmax_trials=Int(2, 100_000, doc="draws per (n, d_h) for the softmax part"),
+    softmax_rtols=FloatList(0.0, 1.0, doc="tolerances for the softmax numerical rank (0 means the default max(m,n)*eps)"),
+)

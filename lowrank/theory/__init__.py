@@ -5,3 +5,18 @@ sampling        random attention matrices under named settings (inputs, temperat
 from .sampling import INPUTS, sample_inputs, sample_qk, sample_attention, temperature_scale
 
 __all__ = ["INPUTS", "sample_inputs", "sample_qk", "sample_attention", "temperature_scale"]
+
+# barrier: Min & Li's rank barrier near (1 - 1/e) n and its saturation in d_h (chapters 05, 06)
+from .barrier import (BARRIER_FRACTION, argmax_column_distribution, attention_rank_table,
+                      counterexample_qk, expected_distinct_columns, expected_distinct_columns_causal,
+                      expected_distinct_columns_given, fit_saturation, hardmax_rank_table,
+                      head_combination_table, key_set_table, saturation_bootstrap, saturation_points,
+                      head_dim_grid, barrier_verdicts)
+from .embeddings import minilm_word_embeddings
+
+__all__ += ["BARRIER_FRACTION", "argmax_column_distribution", "attention_rank_table",
+            "counterexample_qk", "expected_distinct_columns", "expected_distinct_columns_causal",
+            "expected_distinct_columns_given", "fit_saturation", "hardmax_rank_table",
+            "head_combination_table", "key_set_table", "saturation_bootstrap", "saturation_points",
+            "head_dim_grid", "barrier_verdicts",
+            "minilm_word_embeddings"]

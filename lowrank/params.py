@@ -199,6 +199,7 @@ register(
 register(
     "05_rank_barrier",
     seed=Int(0, doc="random seed"),
+    device=Choice("cpu", "cuda", doc="where the Monte Carlo runs"),
     ns=IntList(2, 8192, doc="sequence lengths n for the hardmax sweep"),
     head_dims=IntList(1, 16384, doc="head sizes d_h for the hardmax sweep"),
     n_trials=Int(2, 100_000, doc="independent draws of X, W_q, W_k per (n, d_h)"),
@@ -222,6 +223,7 @@ register(
 register(
     "06_rank_saturation",
     seed=Int(0, doc="random seed"),
+    device=Choice("cpu", "cuda", doc="where the Monte Carlo runs"),
     ns=IntList(2, 16384, doc="sequence lengths n"),
     max_head_dim=Int(2, 65536, doc="largest head size on the grid"),
     points_per_octave=Int(1, 16, doc="grid density: head sizes round(2^(k / points_per_octave))"),
@@ -233,5 +235,5 @@ register(
     softmax_ns=IntList(2, 16384, doc="sequence lengths for the softmax (standard temperature) part"),
     softmax_max_head_dim=Int(2, 65536, doc="largest head size for the softmax part"),
     softmax_trials=Int(2, 100_000, doc="draws per (n, d_h) for the softmax part"),
-    softmax_rtols=FloatList(0.0, 1.0, doc="tolerances for the softmax numerical rank (0 means the default max(m,n)*eps)"),
+    softmax_rtols=FloatList(0.0, 1.0, min_len=2, doc="two or more tolerances for the softmax numerical rank (0 means the default max(m,n)*eps)"),
 )

@@ -199,3 +199,11 @@ def test_barrier_verdicts():
     assert v.loc["b", "bound_frac"] == pytest.approx(B.expected_distinct_columns(n) / n)
     with pytest.raises(ValueError, match="mixes"):
         B.barrier_verdicts(pd.DataFrame({"setting": ["a", "a"], "n": [10, 20], "value": [1, 2]}))
+
+
+def test_mean_band():
+    t = pd.DataFrame({"g": [1, 1, 1, 2, 2], "v": [1.0, 2.0, 3.0, 5.0, 5.0]})
+    m = B.mean_band(t, by=["g"], value="v").set_index("g")
+    assert m.loc[1, "mean"] == 2.0 and m.loc[1, "se"] == pytest.approx(1 / math.sqrt(3))
+    assert m.loc[1, "hi"] - m.loc[1, "lo"] == pytest.approx(2 * 1.96 / math.sqrt(3))
+    assert m.loc[2, "lo"] == m.loc[2, "hi"] == 5.0 and m.loc[2, "draws"] == 2

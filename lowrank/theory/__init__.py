@@ -11,12 +11,12 @@ from .barrier import (BARRIER_FRACTION, argmax_column_distribution, attention_ra
                       counterexample_qk, expected_distinct_columns, expected_distinct_columns_causal,
                       expected_distinct_columns_given, fit_saturation, hardmax_rank_table,
                       head_combination_table, key_set_table, saturation_bootstrap, saturation_points,
-                      head_dim_grid, barrier_verdicts)
+                      head_dim_grid, barrier_verdicts, mean_band)
 from .embeddings import minilm_word_embeddings
 
 __all__ += ["BARRIER_FRACTION", "argmax_column_distribution", "attention_rank_table",
             "counterexample_qk", "expected_distinct_columns", "expected_distinct_columns_causal",
             "expected_distinct_columns_given", "fit_saturation", "hardmax_rank_table",
             "head_combination_table", "key_set_table", "saturation_bootstrap", "saturation_points",
-            "head_dim_grid", "barrier_verdicts",
+            "head_dim_grid", "barrier_verdicts", "mean_band",
             "minilm_word_embeddings"]

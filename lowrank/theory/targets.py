@@ -38,7 +38,8 @@ def dirichlet_targets(n: int, *, concentration: float = 1.0, batch: int = 1, see
 
 
 def sparse_targets(n: int, k: int, *, eps: float = 1e-3, batch: int = 1, seed: int = 0) -> torch.Tensor:
-    """k-sparse P: each row spreads 1 - eps over k random keys and eps over the other n - k."""
+    """k-sparse P: each row spreads 1 - eps over k random keys and eps over the other n - k
+    (k = n gives the uniform P)."""
     _check(n, batch)
     if not (isinstance(k, int) and 1 <= k <= n):
         raise ValueError(f"k must be an int in [1, n={n}], got {k!r}")
@@ -47,8 +48,9 @@ def sparse_targets(n: int, k: int, *, eps: float = 1e-3, batch: int = 1, seed: i
     g = _gen(seed)
     order = torch.rand(batch, n, n, generator=g).argsort(-1)
     support = torch.zeros(batch, n, n, dtype=torch.bool).scatter_(-1, order[..., :k], True)
-    rest = eps / (n - k) if k < n else 0.0
-    return torch.where(support, (1 - eps) / k + (0.0 if k < n else eps / n), rest).to(torch.float64)
+    on, off = ((1 - eps) / k, eps / (n - k)) if k < n else (1.0 / n, 0.0)
+    P = torch.full((batch, n, n), off, dtype=torch.float64)
+    return P.masked_fill_(support, on)
 
 
 def permutation_targets(n: int, *, eps: float = 1e-3, batch: int = 1, seed: int = 0) -> torch.Tensor:

@@ -349,8 +349,10 @@ def threshold_sweep(ns, concentrations, *, n_targets: int = 3, near: int = 3, co
 
     For each n: n_targets targets per concentration (rows Dirichlet(concentration)), ranks
     rank_grid(n, near=near, coarse=coarse), `restarts` L-BFGS starts each, all in one batch.
-    One row per (n, concentration, target, rank, restart): tv_max, kl, loss.
+    One row per (n, concentration, target, rank, restart): tv_max, kl, loss, and the target's
+    exact min_logit_rank (the rank from which an exact fit exists).
     """
+    from .theory.representation import min_logit_rank
     from .theory.targets import dirichlet_targets
 
     frames = []
@@ -360,6 +362,7 @@ def threshold_sweep(ns, concentrations, *, n_targets: int = 3, near: int = 3, co
         df = logit_rank_sweep(P, rank_grid(n, near=near, coarse=coarse), restarts=restarts, max_iter=max_iter,
                               seed=seed + n)
         df.insert(1, "concentration", [concentrations[t // n_targets] for t in df["target"]])
+        df["min_logit_rank"] = [min_logit_rank(P[t]) for t in df["target"]]
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
 

@@ -131,3 +131,8 @@ def test_fit_layer_fixed_fits_theorem2_layer_and_standard_does_not():
     assert err == pytest.approx(std.rel_err, rel=1e-6)
     with pytest.raises(ValueError, match="both be"):
         fit_layer(X, Y[:, :2], n_heads=h)
+
+
+def test_threshold_sweep_reports_exact_rank():
+    df = threshold_sweep([4], [2.0], n_targets=1, near=1, coarse=0, restarts=1, max_iter=200)
+    assert (df["min_logit_rank"] == 3).all() and sorted(df["rank"]) == [3, 4]

@@ -126,3 +126,12 @@ def test_counterexample_general():
     assert (ce.P[-1] - 0.2).abs().max() > 0.05 and torch.allclose(ce.P.sum(-1), torch.ones(5, dtype=torch.float64))
     with pytest.raises(ValueError, match="1 <= d < n"):
         theorem1_counterexample(3, 3)
+
+
+def test_construction_check_table():
+    from lowrank.theory import construction_check
+    t = construction_check([2, 5, 9], d_extra=1, seed=0)
+    assert list(t["head_dim"]) == [2, 1, 5, 4, 9, 8] and list(t["d"]) == [3, 3, 6, 6, 10, 10]
+    assert (t["max_abs_error"] < 1e-10).all()
+    # head size n uses log P itself (rank n); head size n - 1 the row-centred log P (rank n - 1)
+    assert list(t["logit_rank"]) == [2, 1, 5, 4, 9, 8]

@@ -17,11 +17,12 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+import pandas as pd
 import torch
 
 from ..rank import default_rtol
 
-__all__ = ["representation_weights", "head_logits", "min_logit_rank", "centred_log",
+__all__ = ["representation_weights", "head_logits", "min_logit_rank", "centred_log", "construction_check",
            "Counterexample", "theorem1_counterexample", "ROW_SUM_TOL"]
 
 ROW_SUM_TOL = 1e-10
@@ -137,6 +138,28 @@ def head_logits(X, W_q, W_k) -> torch.Tensor:
         raise ValueError(f"W_q and W_k must both be (d, head_dim) with d = {X.shape[1]}, got "
                          f"{tuple(W_q.shape)} and {tuple(W_k.shape)}")
     return (X @ W_q) @ (X @ W_k).T / math.sqrt(W_q.shape[1])
+
+
+def construction_check(ns, *, d_extra: int = 4, seed: int = 0) -> pd.DataFrame:
+    """Theorem 1's construction on random inputs and targets, at head size n and n - 1.
+
+    For each n: X (n, n + d_extra) Gaussian, P with Dirichlet(1) rows (positive, dense). One row
+    per (n, head_dim): n, d, head_dim, max_abs_error = max |softmax(logits) - P|, and
+    logit_rank, the numerical rank of the constructed logits (default rtol).
+    """
+    from .targets import dirichlet_targets
+
+    rows = []
+    for n in ns:
+        g = torch.Generator().manual_seed(int(seed) + n)
+        X = torch.randn(n, n + d_extra, generator=g, dtype=torch.float64)
+        P = dirichlet_targets(n, seed=seed + n)[0]
+        for head_dim in (n, n - 1):
+            S = head_logits(X, *representation_weights(X, P, head_dim=head_dim))
+            rows.append(dict(n=n, d=n + d_extra, head_dim=head_dim,
+                             max_abs_error=float((torch.softmax(S, -1) - P).abs().max()),
+                             logit_rank=int(torch.linalg.matrix_rank(S))))
+    return pd.DataFrame(rows)
 
 
 class Counterexample(NamedTuple):

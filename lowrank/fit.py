@@ -16,9 +16,16 @@ import math
 from collections.abc import Callable
 from typing import NamedTuple
 
+import warnings
+
 import pandas as pd
 import torch
-from tqdm.auto import tqdm
+from tqdm import TqdmWarning
+
+with warnings.catch_warnings():
+    # Without ipywidgets tqdm.auto warns once and falls back to the text bar, which is what we want.
+    warnings.simplefilter("ignore", TqdmWarning)
+    from tqdm.auto import tqdm
 
 from .attention import MultiHeadAttention
 from .theory.multihead import HeadWeights, _set_head_weights
@@ -406,7 +413,7 @@ def sparse_sweep(ns, kinds, *, k: int = 2, eps: float = 1e-3, concentration: flo
     kinds: any of "permutation" (1 - eps on a random permutation), "sparse" (k keys share
     1 - eps per row), "dense" (Dirichlet(concentration) rows). ranks: list of ranks, or None
     for 1, 2, 3, 4, 6, 8, 12, 16, ... below n, and n - 1. One row per (n, kind, target,
-    rank, restart): tv_max, kl, loss.
+    rank, restart): tv_max, kl, loss. Only ranks below n - 1 are fitted.
     """
     from .theory.targets import dirichlet_targets, permutation_targets, sparse_targets
 
@@ -422,7 +429,8 @@ def sparse_sweep(ns, kinds, *, k: int = 2, eps: float = 1e-3, concentration: flo
     for n in tqdm(list(ns), disable=not progress, leave=False, desc="n"):
         rs = ranks if ranks is not None else sorted({r for r in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
                                                      if r < n - 1} | {n - 1})
-        rs = [r for r in rs if r <= n]
+        # From r = n - 1 every positive P is exact (chapter 02); the question is how far below.
+        rs = [r for r in rs if r < n - 1]
         P = torch.cat([makers[kd](n, seed + 104729 * i + n) for i, kd in enumerate(kinds)])
         df = logit_rank_sweep(P, rs, restarts=restarts, max_iter=max_iter, seed=seed + n)
         df.insert(1, "kind", [kinds[t // n_targets] for t in df["target"]])

@@ -213,7 +213,8 @@ register(
     sparse_kinds=ChoiceList("permutation", "sparse", "dense", doc="target families"),
     sparse_k=Int(1, 1024, doc="keys per row of the k-sparse targets"),
     sparse_eps=Float(1e-12, 0.5, doc="mass off the support of sparse targets"),
-    sparse_ranks=IntList(1, 1024, doc="logit ranks to fit for sparse vs dense targets"),
+    sparse_n_targets=Int(1, 1000, doc="targets per n and family for sparse vs dense"),
+    sparse_ranks=IntList(1, 1024, doc="logit ranks to fit for sparse vs dense targets (those below n - 1 are used)"),
     sparse_tol=Float(1e-12, 0.5, doc="max row total variation a rank must reach"),
     sparse_max_iter=Int(1, 100_000, doc="L-BFGS iteration cap, sparse fits"),
 )

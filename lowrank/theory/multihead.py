@@ -52,13 +52,16 @@ def _set_head_weights(mha: MultiHeadAttention, hw: HeadWeights) -> None:
 
 
 @torch.no_grad()
-def embed_standard_in_fixed(mha_standard: MultiHeadAttention, head_dim: int) -> MultiHeadAttention:
+def embed_standard_in_fixed(mha_standard: MultiHeadAttention, head_dim: int, *,
+                            absorb_scale: bool = True) -> MultiHeadAttention:
     """A layer with head size head_dim computing exactly the function of ``mha_standard``.
 
     Needs head_dim >= mha_standard.head_dim (= d_model / n_heads for a standard layer). Every
     head's W_q, W_k, W_v is zero-padded to head_dim columns and W_o to head_dim rows; the
     queries (weights and bias) are multiplied by old_scale / new_scale (sqrt(d_p / (d / h)) at
     the default scales) so the logits are unchanged. Same dtype, causal flag and hardmax flag.
+    absorb_scale=False leaves that factor out: zero-padding alone, which computes a different
+    function whenever the scales differ (shown in chapter 03).
     """
     if not isinstance(mha_standard, MultiHeadAttention):
         raise ValueError(f"mha_standard must be a lowrank MultiHeadAttention, got {type(mha_standard).__name__}")
@@ -71,7 +74,7 @@ def embed_standard_in_fixed(mha_standard: MultiHeadAttention, head_dim: int) -> 
     dtype = mha_standard.in_proj.weight.dtype
     fixed = MultiHeadAttention(d, h, head_dim, causal=mha_standard.causal, bias=has_bias,
                                dropout=mha_standard.dropout, hardmax=mha_standard.hardmax).to(dtype)
-    ratio = mha_standard.scale / fixed.scale
+    ratio = mha_standard.scale / fixed.scale if absorb_scale else 1.0
     hw = head_weights(mha_standard)
     pad = [torch.zeros(h, d, head_dim, dtype=torch.float64) for _ in range(3)]
     for p, w, mult in zip(pad, hw[:3], (ratio, 1.0, 1.0)):

@@ -10,7 +10,10 @@ Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) ar
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import textwrap
+import threading
 from pathlib import Path
 
 SCALES = ("default", "smoke", "paper")
@@ -74,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     from . import runner
 
     root = args.root.resolve() if args.root else runner.find_root()
+    # Only the main thread may set handlers (main() can be called from a worker thread).
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
     try:
         if args.command == "run":
             return _run(args, root, "lowrank " + " ".join(argv))
@@ -94,6 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lowrank: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate(signum, frame):
+    # A killed run (timeout, scheduler) then leaves OUTDIR.failed like Ctrl-C, not a temporary folder.
+    raise KeyboardInterrupt
 
 
 def _run(args, root, command: str) -> int:
@@ -143,12 +157,12 @@ def _list(args, root) -> int:
     else:
         chapters = runner.list_chapters(root)
     for chapter in chapters:
-        sets = []
-        for scale in chapter.param_sets():
-            _, requires = runner.load_parameter_file(chapter.param_file(scale))
-            sets.append(scale + (f" (requires {', '.join(requires)})" if requires else ""))
         print(f"{chapter.name}  {chapter.title()}")
-        print(f"  parameter sets: {', '.join(sets) or 'none'}   (run: lowrank run {chapter.name.split('_')[0]} --scale SET)")
+        scales = chapter.param_sets()
+        print(f"  parameter sets: {', '.join(scales) or 'none'}   (lowrank run {chapter.name.split('_')[0]} --scale SET)")
+        for scale in scales:
+            header = runner.parameter_file_header(chapter.param_file(scale))
+            print(f"    {scale}: " + "\n      ".join(textwrap.wrap(" ".join(header.split()), 96) or ["(no header)"]))
         spec = SCHEMAS.get(chapter.name, {})
         if not spec:
             print("  no schema registered in lowrank/params.py")

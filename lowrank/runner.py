@@ -34,10 +34,13 @@ only when the last cell has succeeded, so *OUTDIR exists if and only if the run 
     OUTDIR/files/          whatever the chapter wrote into :func:`results_dir` (only if any)
 
 The default OUTDIR is ``runs/<chapter>/<UTC timestamp>-<hash of the effective parameters>/``.
-If a cell fails (or the kernel dies, or the run is interrupted) the folder is renamed to
-``OUTDIR.failed`` instead, holding ``FAILED`` (the message), ``params.json`` (status ``failed``)
-and the partial notebook up to and including the failing cell; the chapter's ``files/`` and
-``results.json`` are dropped there, so no half-written results exist anywhere.
+If a cell fails (or the kernel dies, or the run is interrupted by Ctrl-C or, under the
+``lowrank`` command, SIGTERM) the folder is renamed to ``OUTDIR.failed`` instead (replacing an
+older one), holding ``FAILED`` (the message and the cell's traceback), ``params.json`` (status
+``failed``) and the partial notebook up to and including the failing cell; the chapter's
+``files/`` and ``results.json`` are dropped there, so no half-written results exist anywhere.
+Only a process killed outright (SIGKILL, power loss) leaves its hidden ``.OUTDIR.tmp-PID``
+folder behind; it is never mistaken for a run, and may be deleted.
 
 **Exit statuses** (``RunError.status``): 0 finished; 1 a cell failed, the kernel died, or the
 book did not render; 2 refused before a kernel started (unknown chapter, parameter, parameter set
@@ -66,15 +69,15 @@ from .params import SCHEMAS, ParameterError, validate
 
 __all__ = ["RunError", "UsageError", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
            "RUN_DIR_ENV", "find_root", "list_chapters", "resolve_chapter", "parse_value",
-           "load_parameter_file", "notebook_parameters", "plan_run", "execute", "run_chapter",
-           "build_book", "results_dir"]
+           "load_parameter_file", "parameter_file_header", "notebook_parameters", "plan_run",
+           "default_outdir", "execute", "glued_values", "build_book", "results_dir"]
 
 RUN_DIR_ENV = "LOWRANK_RUN_DIR"
 KNOWN_REQUIREMENTS = ("gpu",)
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _REQUIRES = re.compile(r"^#\s*requires\s*:\s*(.*?)\s*$", re.IGNORECASE)
-# Files a book needs besides chapters/ (the chapters' notebooks, their parameter sets and any
-# files next to them); plus every file _toc.yml names.
+# Files a staged book needs besides chapters/, the top-level *.md, the bibliography files that
+# _config.yml names and every file _toc.yml names.
 _BOOK_FILES = ("_config.yml", "_toc.yml", "references.bib")
 
 
@@ -129,10 +132,8 @@ def load_parameter_file(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
         raise UsageError(f"parameter file {path} does not exist")
     text = path.read_text(encoding="utf8")
     requires: list[str] = []
-    for line in text.splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            break
-        m = _REQUIRES.match(line.strip())
+    for line in _header_lines(text):
+        m = _REQUIRES.match(line)
         if m:
             requires += [r.strip().lower() for r in m.group(1).split(",") if r.strip()]
     unknown = sorted(set(requires) - set(KNOWN_REQUIREMENTS))
@@ -147,6 +148,22 @@ def load_parameter_file(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
     if not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
         raise UsageError(f"parameter file {path} must be a mapping of parameter names to values")
     return values, tuple(dict.fromkeys(requires))
+
+
+def parameter_file_header(path: Path) -> str:
+    """The comment block at the top of a parameter file, without the ``#`` marks."""
+    lines = _header_lines(Path(path).read_text(encoding="utf8"))
+    return "\n".join(line.lstrip("#").strip() for line in lines).strip()
+
+
+def _header_lines(text: str) -> list[str]:
+    lines = []
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    return lines
 
 
 # --- chapters ------------------------------------------------------------------------------
@@ -465,19 +482,6 @@ def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_outpu
     return outdir
 
 
-def run_chapter(spec: str, *, root: Path | None = None, scale: str = "default",
-                files: list[Path] | tuple = (), overrides: list[tuple[str, Any]] | tuple = (),
-                outdir: Path | None = None, kernel: str | None = None, allow_cpu: bool = False,
-                progress_bar: bool = True, log_output: bool = False, command: str | None = None) -> Path:
-    """``lowrank run``: resolve, check, execute; return the finished run folder."""
-    plan = plan_run(resolve_chapter(spec, root), scale=scale, files=files, overrides=overrides,
-                    kernel=kernel, allow_cpu=allow_cpu)
-    for note in plan.notes:
-        print(f"lowrank: warning: {note}", file=sys.stderr)
-    return execute(plan, outdir or default_outdir(plan, root), progress_bar=progress_bar,
-                   log_output=log_output, command=command)
-
-
 def glued_values(notebook: Path) -> dict[str, Any]:
     """name -> value of every ``glue`` in an executed notebook (text/plain, read as a literal if it is one)."""
     import nbformat
@@ -542,24 +546,28 @@ def _git_revision(folder: Path) -> str | None:
 def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, allow_cpu: bool = False,
                kernel: str | None = None, rerun: bool = False, progress_bar: bool = True,
                log_output: bool = False) -> Path:
-    """``lowrank book``: every chapter run with its ``scale`` set, rendered from a staged copy.
+    """``lowrank book``: every chapter in the toc run with its ``scale`` set, rendered from a staged copy.
 
     All chapters are planned (parameters, kernel, GPU) before the first one runs, so a mistake
     in the last chapter's set stops the build at once. Runs go to ``OUT/runs/<chapter>/<key>``,
     the key hashing the effective parameters, the kernel, the notebook's code and the lowrank
     sources: a rebuild reuses every finished run whose key is unchanged (``rerun`` re-executes
     all), so an interrupted build resumes at the chapter it stopped in. The book (``_config.yml``,
-    ``_toc.yml``, top-level ``*.md``, ``references.bib``, ``chapters/`` and any other file the toc
-    names) is copied to ``OUT/src``, each executed notebook replaces its chapter there, and the
+    ``_toc.yml``, top-level ``*.md``, the bibliography files, ``chapters/`` and any other file the
+    toc names) is copied to ``OUT/src``, each executed notebook replaces its chapter there, and the
     copy is rendered with execution off into ``OUT/_build/html``. Returns that folder.
     """
     root = Path(root).resolve()
     out = Path(out or root / "runs" / f"book-{scale}").resolve()
     if not (root / "_toc.yml").is_file() or not (root / "_config.yml").is_file():
         raise UsageError(f"{root} is not a book: _config.yml and _toc.yml are needed")
-    chapters = list_chapters(root)
+    in_toc = set(_toc_files(root / "_toc.yml"))
+    chapters = [c for c in list_chapters(root) if f"chapters/{c.path.name}" in in_toc]
+    skipped = [c.name for c in list_chapters(root) if c not in chapters]
+    if skipped:
+        print(f"lowrank: not in _toc.yml, not run: {', '.join(skipped)}", file=sys.stderr)
     if not chapters:
-        raise UsageError(f"no chapters in {root / 'chapters'}")
+        raise UsageError(f"_toc.yml names no notebook of {root / 'chapters'}")
     plans = [plan_run(c, scale=scale, kernel=kernel, allow_cpu=allow_cpu) for c in chapters]
     for plan in plans:
         for note in plan.notes:
@@ -599,7 +607,8 @@ def _stage_book(root: Path, src: Path) -> None:
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
-    names = [n for n in _BOOK_FILES if (root / n).is_file()]
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf8")) or {}
+    names = [n for n in (*_BOOK_FILES, *config.get("bibtex_bibfiles", [])) if (root / n).is_file()]
     names += sorted(p.name for p in root.glob("*.md"))
     names += [n for n in _toc_files(root / "_toc.yml") if not n.startswith("chapters/")]
     for name in dict.fromkeys(names):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +106,29 @@ def test_chapter_is_found_by_number_name_file_and_path(chapter):
         assert runner.resolve_chapter(spec, ROOT).path == chapter.resolve(), spec
 
 
+def test_book_root_is_found_from_inside_it_and_results_dir_follows_the_environment(book, monkeypatch):
+    assert runner.find_root(book / "chapters" / "params" / "smoke") == book
+    monkeypatch.setenv(runner.RUN_DIR_ENV, str(book / "out"))
+    assert runner.results_dir() == book / "out"
+    monkeypatch.delenv(runner.RUN_DIR_ENV)
+    assert runner.results_dir() is None
+
+
+def test_default_run_folder_is_timestamp_and_parameter_hash(book):
+    ch = runner.resolve_chapter(TEST_CHAPTER, book)
+    plan = runner.plan_run(ch, scale="smoke", overrides=[("fail", False)])
+    assert plan.parameters == {"x": 7, "fail": False} and plan.sources["x"].startswith("in ")
+    same = runner.plan_run(ch, overrides=[("x", 7)])
+    assert same.params_hash == plan.params_hash  # same effective parameters, however they were set
+    assert runner.plan_run(ch, scale="smoke", overrides=[("x", 8)]).params_hash != plan.params_hash
+    out = runner.default_outdir(plan, book)
+    assert out.parent == book / "runs" / TEST_CHAPTER
+    assert re.fullmatch(rf"\d{{8}}-\d{{6}}-{plan.params_hash}", out.name)
+    out.mkdir(parents=True)
+    again = runner.default_outdir(plan, book)  # a second run, even in the same second, gets its own folder
+    assert again != out and not again.exists() and again.parent == out.parent
+
+
 # --- every chapter's parameter sets, without executing anything -----------------------------
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=_ids)
@@ -128,10 +152,13 @@ def test_list_shows_chapters_parameters_defaults_and_sets(capsys):
     words = " ".join(out.split())
     for chapter in CHAPTERS:
         ch = runner.resolve_chapter(str(chapter), ROOT)
-        assert ch.name in out
+        assert f"{ch.name}  {ch.title()}" in out
         for name, info in runner.notebook_parameters(ch).items():
             assert f"{name} = {' '.join(info['default_text'].split())} # {info['help']}" in words
         assert f"parameter sets: {', '.join(ch.param_sets())}" in out
+        for scale in ch.param_sets():  # each set's header: what it reproduces, hardware, time
+            header = " ".join(runner.parameter_file_header(ch.param_file(scale)).split())
+            assert f"    {scale}: {header[:40]}" in out
 
 
 # --- chapter 01 through the command ---------------------------------------------------------
@@ -214,6 +241,22 @@ def test_failing_cell_exits_1_names_the_cell_and_keeps_only_the_partial_notebook
     assert nb.cells[-1].source == "print('last cell')" and nb.cells[-1].execution_count is None
 
 
+def test_interrupted_run_exits_130_and_leaves_only_the_failed_folder(book, tmp_path, monkeypatch, capsys):
+    import papermill
+
+    def interrupted(input_path, output_path, **kw):
+        Path(output_path).write_text(Path(input_path).read_text())  # papermill saves as it goes
+        (Path(os.environ[runner.RUN_DIR_ENV]) / "half.csv").write_text("x\n")
+        raise KeyboardInterrupt  # Ctrl-C, or SIGTERM through the command's handler
+
+    monkeypatch.setattr(papermill, "execute_notebook", interrupted)
+    assert main(["run", TEST_CHAPTER, "--root", str(book), "-o", str(tmp_path / "run")]) == 130
+    assert "failed: interrupted" in capsys.readouterr().err
+    assert _leftovers(tmp_path) == ["book", "run.failed"]
+    assert _leftovers(tmp_path / "run.failed") == sorted(["FAILED", "params.json", f"{TEST_CHAPTER}.ipynb"])
+    assert runner.RUN_DIR_ENV not in os.environ
+
+
 def test_output_folder_that_is_not_empty_is_refused(book, tmp_path, capsys):
     out = tmp_path / "taken"
     out.mkdir()
@@ -255,7 +298,10 @@ def test_gpu_set_needs_cuda_or_allow_cpu(book, monkeypatch, capsys):
 def test_book_runs_every_chapter_into_a_staged_copy_and_renders_it(book, tmp_path, monkeypatch, capsys):
     staged = tmp_path / "staged"
     source = (book / "chapters" / f"{TEST_CHAPTER}.ipynb").read_bytes()
+    (book / "chapters" / "98_draft.ipynb").write_bytes(source)  # not in the toc: neither run nor rendered
     assert main(["book", "--root", str(book), "--scale", "smoke", "--out", str(staged), "--no-progress"]) == 0
+    assert "not in _toc.yml, not run: 98_draft" in capsys.readouterr().err
+    assert _leftovers(staged / "runs") == [TEST_CHAPTER]
     assert (book / "chapters" / f"{TEST_CHAPTER}.ipynb").read_bytes() == source  # the book itself is untouched
     assert yaml.safe_load((staged / "src" / "_config.yml").read_text())["execute"]["execute_notebooks"] == "off"
     page = (staged / "_build" / "html" / "chapters" / f"{TEST_CHAPTER}.html").read_text()
@@ -263,7 +309,6 @@ def test_book_runs_every_chapter_into_a_staged_copy_and_renders_it(book, tmp_pat
     (run,) = (staged / "runs" / TEST_CHAPTER).iterdir()
     assert (run / "files" / "table.csv").read_text() == "x\n7\n"  # what the chapter wrote to results_dir()
     assert json.loads((run / "results.json").read_text()) == {"ch99_x": 7}
-    capsys.readouterr()
 
     # A second build reuses the finished run instead of executing the chapter again.
     monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a finished run was executed again"))

@@ -1,0 +1,75 @@
+# Build, test and re-execute the book (GNU make). Every target works from a fresh clone:
+# `make test` and `make book` set up .venv from requirements/lock.txt first.
+#
+#   make setup      .venv from the lock file (torch CPU wheel first), lowrank installed editable
+#   make book       execute chapters through the jupyter-cache, render _build/html
+#   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
+#   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W
+#   make clean      remove build outputs and caches (keeps .venv); make distclean also drops .venv
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+MAKEFLAGS += --no-builtin-rules
+
+PYTHON   ?= python3
+VENV     := .venv
+BIN      := $(VENV)/bin
+LOCK     := requirements/lock.txt
+TORCH    := $(shell grep -m1 '^torch==' $(LOCK))
+# The stamp is named after the content of the lock file and pyproject.toml: editing either one
+# (not merely touching it) makes the next target re-run the install.
+SETUP_SHA := $(shell cat $(LOCK) pyproject.toml | sha256sum | cut -c1-16)
+STAMP    := $(VENV)/.stamp-$(SETUP_SHA)
+CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
+JB_CACHE := _build/.jupyter_cache
+PYTEST_ARGS ?=
+
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+# Let the kernelspec in .venv win over a user-level `python3` kernel of another Python.
+export JUPYTER_PREFER_ENV_PATH := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# OMP_NUM_THREADS is deliberately not set: torch picks its default unless the caller sets one.
+
+.PHONY: help setup book notebooks test clean distclean
+
+help:
+	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
+
+setup: $(STAMP)
+
+# Re-running over an existing .venv installs the new pins; a package dropped from the lock stays
+# until `make distclean`. The kernel is registered inside .venv only (--sys-prefix); its env
+# overrides MPLBACKEND=Agg from above, which ipykernel would otherwise keep (no inline figures).
+$(STAMP):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 needed: make PYTHON=python3.11 ...")'
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lowrank)" \
+	    --env MPLBACKEND module://matplotlib_inline.backend_inline --env PYTHONHASHSEED 0
+	rm -f $(VENV)/.stamp-*
+	touch $@
+
+book: setup
+	tools/clear_stale_cache.sh $(JB_CACHE)
+	$(BIN)/jupyter-book build .
+	@echo "Book: file://$(CURDIR)/_build/html/index.html"
+
+notebooks: setup
+	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)
+
+test: setup
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q --nbval-lax --nbval-kernel-name python3 chapters/
+	$(BIN)/python tools/render_book.py _build/test
+
+clean:
+	rm -rf _build .pytest_cache
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

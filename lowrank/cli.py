@@ -2,7 +2,7 @@
 
     lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|paper] [-o OUTDIR]
     lowrank list [CHAPTER]
-    lowrank book [--scale paper] [--allow-cpu] [--out DIR]
+    lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR]
 
 Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) are described in
 :mod:`lowrank.runner`. ``python -m lowrank`` is the same command.
@@ -35,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     execution.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
     execution.add_argument("--no-progress", action="store_true", help="hide papermill's progress bar")
     execution.add_argument("--log-output", action="store_true",
-                           help="stream the cells' output to the terminal while they run")
+                           help="copy what the cells print to this terminal while they run")
 
     run = sub.add_parser(
         "run", parents=[common, execution], help="execute one chapter",
@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     book.add_argument("--out", type=Path, metavar="DIR",
                       help="staging folder (default: runs/book-<scale>); HTML in DIR/_build/html")
     book.add_argument("--rerun", action="store_true", help="re-execute chapters even if a finished run matches")
+    book.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                      help="set a parameter in every chapter that has it (e.g. -p device cpu with --allow-cpu)")
     return p
 
 
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             raise runner.UsageError("no book found: run from the book's folder or pass --root")
         html = runner.build_book(root, scale=args.scale, out=args.out, allow_cpu=args.allow_cpu,
                                  kernel=args.kernel, rerun=args.rerun, progress_bar=not args.no_progress,
-                                 log_output=args.log_output)
+                                 log_output=args.log_output,
+                                 overrides=[(n, runner.parse_value(v)) for n, v in args.param])
         print(f"lowrank: book rendered: {html / 'index.html'}")
         return 0
     except runner.RunError as e:
@@ -171,6 +174,7 @@ def _list(args, root) -> int:
         w_default = max((len(p["default_text"]) for p in params.values()), default=0)
         for name, info in params.items():
             allowed = f"  [{spec[name].allowed()}]" if name in spec else ""
-            print(f"  {name:<{w_name}} = {info['default_text']:<{w_default}}  # {info['help']}{allowed}")
+            unread = "" if info["papermill"] else "  (papermill's parser skips this line: remove '=' from its comment)"
+            print(f"  {name:<{w_name}} = {info['default_text']:<{w_default}}  # {info['help']}{allowed}{unread}")
         print()
     return 0

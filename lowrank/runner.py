@@ -49,8 +49,11 @@ or kernel; bad value; GPU required; OUTDIR not empty); 130 interrupted.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
+import io
 import json
+import logging
 import os
 import platform
 import re
@@ -58,6 +61,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,23 +238,77 @@ def resolve_chapter(spec: str, root: Path | None) -> Chapter:
 
 
 def notebook_parameters(chapter: Chapter) -> dict[str, dict[str, Any]]:
-    """name -> {default (the literal, or its source text), default_text, help} of the ``parameters`` cell."""
+    """name -> {default, default_text, help, papermill} for the ``parameters`` cell, in cell order.
+
+    Names come from ``papermill.inspect_notebook`` and from Python's own parse of the cell, which
+    sees every assignment the kernel will make: papermill's line parser skips a line whose comment
+    holds an ``=`` (it logs "Unable to parse line"), yet injecting that name works. ``papermill``
+    says whether papermill's parser found the name; ``default`` is the literal value (or its source
+    text if it is not a literal) and ``help`` the line's comment.
+    """
     import nbformat
     import papermill as pm
 
     nb = nbformat.read(chapter.path, as_version=4)
-    if not any("parameters" in c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"):
+    cell = next((c for c in nb.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])), None)
+    if cell is None:
         raise UsageError(f"{chapter.path} has no code cell tagged 'parameters'")
-    found = pm.inspect_notebook(str(chapter.path))
+    with _quiet_papermill():
+        found = pm.inspect_notebook(str(chapter.path))
+
     out = {}
+    for name, text, comment in _assignments(cell.source):
+        out[name] = {"default_text": text, "help": comment or (found.get(name) or {}).get("help") or "",
+                     "papermill": name in found}
     for name, info in found.items():
-        text = info.get("default") or ""
+        if name not in out:
+            out[name] = {"default_text": info.get("default") or "", "help": info.get("help") or "",
+                         "papermill": True}
+    for info in out.values():
         try:
-            default = ast.literal_eval(text)
+            info["default"] = ast.literal_eval(info["default_text"])
         except (ValueError, SyntaxError):
-            default = text
-        out[name] = {"default": default, "default_text": text, "help": info.get("help") or ""}
+            info["default"] = info["default_text"]
     return out
+
+
+class _DropCheckedWarnings(logging.Filter):
+    """papermill's warnings about parameters this module has already read and checked itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(("Unable to parse line", "Passed unknown parameter"))
+
+
+@contextlib.contextmanager
+def _quiet_papermill():
+    loggers = [logging.getLogger("papermill"), logging.getLogger("papermill.translators")]
+    drop = _DropCheckedWarnings()
+    for log in loggers:
+        log.addFilter(drop)
+    try:
+        yield
+    finally:
+        for log in loggers:
+            log.removeFilter(drop)
+
+
+def _assignments(source: str) -> list[tuple[str, str, str]]:
+    """(name, value source, trailing comment) of each top-level ``name = value`` in a cell."""
+    try:
+        tree = ast.parse(source)
+        comments = {tok.start[0]: tok.string.lstrip("#").strip()
+                    for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+                    if tok.type == tokenize.COMMENT}
+    except (SyntaxError, tokenize.TokenError):
+        return []  # not plain Python (a magic, say): papermill's reading is all there is
+    found = []
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) and node.value is not None else None
+        if isinstance(target, ast.Name):
+            found.append((target.id, ast.get_source_segment(source, node.value),
+                          comments.get(node.end_lineno, "")))
+    return found
 
 
 # --- planning: every check that needs no kernel --------------------------------------------
@@ -438,11 +496,12 @@ def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_outpu
     failure, status, trace = None, 1, ""
     previous = os.environ.get(RUN_DIR_ENV)
     os.environ[RUN_DIR_ENV] = str(files)  # the kernel inherits the environment of this process
+    streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if log_output else {}
     try:
-        pm.execute_notebook(str(plan.chapter.path), str(notebook), parameters=plan.injected,
-                            kernel_name=plan.kernel, cwd=str(plan.chapter.path.parent),
-                            progress_bar=progress_bar, log_output=log_output,
-                            request_save_on_cell_execute=True)
+        with _quiet_papermill():
+            pm.execute_notebook(str(plan.chapter.path), str(notebook), parameters=plan.injected,
+                                kernel_name=plan.kernel, cwd=str(plan.chapter.path.parent),
+                                progress_bar=progress_bar, request_save_on_cell_execute=True, **streams)
     except pm.PapermillExecutionError as e:
         failure = _describe_cell_failure(e, plan)
         trace = _ANSI.sub("", "\n".join(e.traceback or []))
@@ -545,7 +604,7 @@ def _git_revision(folder: Path) -> str | None:
 
 def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, allow_cpu: bool = False,
                kernel: str | None = None, rerun: bool = False, progress_bar: bool = True,
-               log_output: bool = False) -> Path:
+               log_output: bool = False, overrides: list[tuple[str, Any]] | tuple = ()) -> Path:
     """``lowrank book``: every chapter in the toc run with its ``scale`` set, rendered from a staged copy.
 
     All chapters are planned (parameters, kernel, GPU) before the first one runs, so a mistake
@@ -556,6 +615,8 @@ def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, all
     ``_toc.yml``, top-level ``*.md``, the bibliography files, ``chapters/`` and any other file the
     toc names) is copied to ``OUT/src``, each executed notebook replaces its chapter there, and the
     copy is rendered with execution off into ``OUT/_build/html``. Returns that folder.
+    ``overrides`` (``-p``) apply to every chapter whose parameters cell has the name, e.g.
+    ``device cpu`` next to ``allow_cpu``; a name no chapter has is an error.
     """
     root = Path(root).resolve()
     out = Path(out or root / "runs" / f"book-{scale}").resolve()
@@ -568,7 +629,13 @@ def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, all
         print(f"lowrank: not in _toc.yml, not run: {', '.join(skipped)}", file=sys.stderr)
     if not chapters:
         raise UsageError(f"_toc.yml names no notebook of {root / 'chapters'}")
-    plans = [plan_run(c, scale=scale, kernel=kernel, allow_cpu=allow_cpu) for c in chapters]
+    names = {c.name: set(notebook_parameters(c)) for c in chapters}
+    nowhere = [n for n, _ in overrides if not any(n in known for known in names.values())]
+    if nowhere:
+        raise UsageError(f"no chapter has a parameter {nowhere[0]!r}; "
+                         f"parameters: {', '.join(sorted(set().union(*names.values())))}")
+    plans = [plan_run(c, scale=scale, kernel=kernel, allow_cpu=allow_cpu,
+                      overrides=[(n, v) for n, v in overrides if n in names[c.name]]) for c in chapters]
     for plan in plans:
         for note in plan.notes:
             print(f"lowrank: warning: {note}", file=sys.stderr)

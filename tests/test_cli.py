@@ -20,7 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from lowrank import runner
 from lowrank.cli import main
-from lowrank.params import SCHEMAS, Bool, Int, validate
+from lowrank.params import SCHEMAS, Bool, Float, Int, Str, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -146,6 +146,31 @@ def test_parameter_sets_are_valid_for_the_notebook_and_the_schema(chapter):
     assert header and header[0].startswith("#"), "the paper set needs a header comment (what, hardware, time, memory)"
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=_ids)
+def test_papermill_reads_every_parameter_of_the_cell(chapter):
+    params = runner.notebook_parameters(runner.resolve_chapter(str(chapter), ROOT))
+    unread = [name for name, info in params.items() if not info["papermill"]]
+    assert not unread, (f"papermill's parser skips the lines of {unread} in the parameters cell of "
+                        f"{chapter.name} (an '=' in the comment): `papermill --help-notebook` and "
+                        "papermill's own checks miss them; reword those comments without '='")
+
+
+def test_parameters_papermill_cannot_parse_are_still_known(book, monkeypatch):
+    path = book / "chapters" / f"{TEST_CHAPTER}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].source += "\nk: float = 0.5   # scale, k = 1 is standard\nmodel = dict(a=1)"
+    nbformat.write(nb, path)
+    monkeypatch.setitem(SCHEMAS, TEST_CHAPTER, {**SCHEMAS[TEST_CHAPTER], "k": Float(0, 2),
+                                                "model": Str()})
+    params = runner.notebook_parameters(runner.resolve_chapter(TEST_CHAPTER, book))
+    assert list(params) == ["x", "fail", "k", "model"]
+    assert params["x"] == {"default_text": "1", "default": 1, "help": "how many items", "papermill": True}
+    assert params["k"] == {"default_text": "0.5", "default": 0.5, "help": "scale, k = 1 is standard", "papermill": False}
+    assert params["model"]["default"] == "dict(a=1)"  # not a literal: kept as its source text
+    plan = runner.plan_run(runner.resolve_chapter(TEST_CHAPTER, book), overrides=[("k", 1.5)])
+    assert plan.injected == {"k": 1.5}
+
+
 def test_list_shows_chapters_parameters_defaults_and_sets(capsys):
     assert main(["list", "--root", str(ROOT)]) == 0
     out = capsys.readouterr().out
@@ -222,8 +247,11 @@ def test_argparse_usage_errors_return_2(capsys):
 def test_failing_cell_exits_1_names_the_cell_and_keeps_only_the_partial_notebook(book, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", TEST_CHAPTER, "--root", str(book), "-p", "fail", "true", "-p", "x", "5",
-                 "-o", str(out), "--no-progress"]) == 1
-    err = capsys.readouterr().err
+                 "-o", str(out), "--no-progress", "--log-output"]) == 1
+    captured = capsys.readouterr()
+    assert "x is 5" in captured.out  # --log-output: what the cells print, as they run
+    err = captured.err
+    assert "Passed unknown parameter" not in err and "Unable to parse" not in err
     assert (f"chapter {TEST_CHAPTER} failed: cell 6 of {TEST_CHAPTER}.ipynb (In [6], starting 'if fail:') "
             "raised RuntimeError: failing on purpose with x 5") in err
     failed = tmp_path / "run.failed"
@@ -313,7 +341,8 @@ def test_book_runs_every_chapter_into_a_staged_copy_and_renders_it(book, tmp_pat
     # A second build reuses the finished run instead of executing the chapter again.
     monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a finished run was executed again"))
     monkeypatch.setattr(runner.subprocess, "call", lambda *a, **k: 0)
-    assert main(["book", "--root", str(book), "--scale", "smoke", "--out", str(staged)]) == 0
+    # fail=False is the default: the effective parameters, hence the run's key, are unchanged.
+    assert main(["book", "--root", str(book), "--scale", "smoke", "--out", str(staged), "-p", "fail", "false"]) == 0
     assert f"{TEST_CHAPTER}: reusing {run}" in capsys.readouterr().err
 
 
@@ -321,4 +350,6 @@ def test_book_refuses_gpu_chapters_before_running_any(book, tmp_path, monkeypatc
     monkeypatch.setattr(runner, "_cuda_available", lambda: False)
     assert main(["book", "--root", str(book), "--out", str(tmp_path / "staged")]) == 2
     assert "requires: gpu" in capsys.readouterr().err
+    assert main(["book", "--root", str(book), "--out", str(tmp_path / "staged"), "--allow-cpu", "-p", "nope", "1"]) == 2
+    assert "no chapter has a parameter 'nope'; parameters: fail, x" in capsys.readouterr().err
     assert not (tmp_path / "staged").exists()

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import difflib
 import hashlib
 import io
 import json
@@ -370,8 +371,10 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
     unknown = [n for n in values if n not in known]
     if unknown:
         n = unknown[0]
+        close = difflib.get_close_matches(n, known, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise UsageError(f"unknown parameter {n!r} = {values[n]!r} (set {sources[n]}) for chapter "
-                         f"{chapter.name}; its parameters cell defines: {', '.join(known)}")
+                         f"{chapter.name}{hint}; its parameters cell defines: {', '.join(known)}")
     injected = {}
     for name, value in values.items():
         try:
@@ -563,8 +566,13 @@ def glued_values(notebook: Path) -> dict[str, Any]:
 
 
 def _describe_cell_failure(e, plan: RunPlan) -> str:
-    # papermill counts cells after inserting its injected-parameters cell; give the input's number.
-    index = e.cell_index - (1 if plan.injected else 0)
+    import nbformat
+
+    # papermill counts cells after inserting its injected-parameters cell right after the
+    # parameters cell; give the cell's number in the chapter as the reader sees it.
+    cells = nbformat.read(plan.chapter.path, as_version=4).cells
+    tagged = next(i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", []))
+    index = e.cell_index - (1 if plan.injected and e.cell_index > tagged else 0)
     first = next((line for line in (e.source or "").splitlines() if line.strip()), "")
     return (f"cell {index + 1} of {plan.chapter.path.name} (In [{e.exec_count}], starting "
             f"{first.strip()!r}) raised {e.ename}: {e.evalue}")

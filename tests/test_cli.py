@@ -208,13 +208,15 @@ def test_chapter_01_smoke_run_reflects_an_injected_parameter(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["-p", "nope", "3"], "unknown parameter 'nope' = 3 (set by -p nope 3) for chapter 01_attention_and_rank; "
                           "its parameters cell defines: seed, n,"),
+    (["-p", "head_dim", "4"], "unknown parameter 'head_dim' = 4 (set by -p head_dim 4) for chapter "
+                              "01_attention_and_rank (did you mean 'head_dims'?)"),
     (["-p", "n", "abc"], "parameter 'n' = 'abc' is not allowed: expected an int"),
     (["-p", "n", "4.5"], "parameter 'n' = 4.5 is not allowed: expected an int"),
     (["-p", "head_dims", "4"], "parameter 'head_dims' = 4 is not allowed: expected a list of ints"),
     (["-p", "n", "1"], "parameter 'n' = 1 is not allowed: expected an int in [4, 4096] (sequence length) [set by -p n 1]"),
     (["-p", "scales", "[1, 0]"], "parameter 'scales' = [1, 0] is not allowed: expected a list of numbers in [0.001, 10000]"),
     (["--scale", "smoke", "-f", "{bad}"], "parameter 'n' = 2 is not allowed"),
-], ids=["unknown", "wrong-type-str", "wrong-type-float", "wrong-type-list", "invalid-value", "invalid-item", "bad-file"])
+], ids=["unknown", "misspelt", "wrong-type-str", "wrong-type-float", "wrong-type-list", "invalid-value", "invalid-item", "bad-file"])
 def test_bad_parameters_exit_2_before_any_kernel(tmp_path, capsys, args, message):
     bad = tmp_path / "bad.yaml"
     bad.write_text("n: 2\n")

@@ -70,12 +70,13 @@ from typing import Any
 import yaml
 
 from . import __version__
+from .glued import read_glue
 from .params import SCHEMAS, ParameterError, validate
 
 __all__ = ["RunError", "UsageError", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
            "RUN_DIR_ENV", "find_root", "list_chapters", "resolve_chapter", "parse_value",
            "load_parameter_file", "parameter_file_header", "notebook_parameters", "plan_run",
-           "default_outdir", "execute", "glued_values", "build_book", "results_dir"]
+           "default_outdir", "execute", "build_book", "results_dir"]
 
 RUN_DIR_ENV = "LOWRANK_RUN_DIR"
 KNOWN_REQUIREMENTS = ("gpu",)
@@ -533,7 +534,7 @@ def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_outpu
         raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}\n{where}",
                               status=status, partial=failed, traceback=trace)
 
-    _write_json(tmp / "results.json", glued_values(notebook))
+    _write_json(tmp / "results.json", read_glue(notebook))
     if not any(files.iterdir()):
         files.rmdir()
     record["status"] = "ok"
@@ -542,27 +543,6 @@ def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_outpu
         outdir.rmdir()  # empty (checked above); rename needs the name free
     os.replace(tmp, outdir)
     return outdir
-
-
-def glued_values(notebook: Path) -> dict[str, Any]:
-    """name -> value of every ``glue`` in an executed notebook (text/plain, read as a literal if it is one)."""
-    import nbformat
-
-    nb = nbformat.read(notebook, as_version=4)
-    out = {}
-    for cell in nb.cells:
-        for o in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            meta = o.get("metadata", {}).get("scrapbook")
-            if not meta:
-                continue
-            text = o.get("data", {}).get(meta.get("mime_prefix", "") + "text/plain")
-            if text is None:
-                continue
-            try:
-                out[meta["name"]] = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
-                out[meta["name"]] = text
-    return out
 
 
 def _describe_cell_failure(e, plan: RunPlan) -> str:

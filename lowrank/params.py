@@ -321,3 +321,8 @@ register(
     device=Choice("auto", "cpu", "cuda", doc="training device"),
     results_store=Param("str", allow_none=True, doc="JSONL sweep store to reuse and extend; None: a fresh temporary store"),
 )
+
+register(
+    "08_synthesis",
+    chapters_dir=Str(doc="folder holding the executed chapter notebooks 01 to 07"),
+)

@@ -18,6 +18,7 @@ from pathlib import Path
 from docutils import nodes
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
+from sphinx.errors import ExtensionError
 
 RECORD_KEY = "lowrank_execution"  # written by tools/execute_notebooks.py
 
@@ -67,7 +68,18 @@ def record_committed_run(app: Sphinx, doctree: nodes.document) -> None:
     NbMetadataCollector.set_exec_data(env, env.docname, committed_run(source))
 
 
+def _status_in_words() -> None:
+    """Write the status as a word: myst-nb's emoji need a colour-emoji font many readers lack."""
+    from myst_nb.ext import execution_tables
+
+    if "succeeded" not in execution_tables._key2transform:
+        raise ExtensionError("myst-nb's execution table has no 'succeeded' column any more: update "
+                             "_ext/execution_report.py for this myst-nb version")
+    execution_tables._key2transform["succeeded"] = lambda ok: "succeeded" if ok is True else "failed"
+
+
 def setup(app: Sphinx) -> dict:
     app.setup_extension("myst_nb")
+    _status_in_words()
     app.connect("doctree-read", record_committed_run)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

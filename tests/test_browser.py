@@ -302,6 +302,17 @@ DOM_PROBE = """async () => {
 }"""
 
 
+# Before the screenshot: fonts loaded, layout settled, nothing scrolled (a theme script that scrolls
+# the navigation to the current page can leave a container scrolled sideways).
+SETTLE = """async () => {
+  await document.fonts.ready;
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  window.scrollTo(0, 0);
+  for (const el of document.querySelectorAll('*')) { if (el.scrollLeft) { el.scrollLeft = 0; } }
+  return document.documentElement.scrollWidth - document.documentElement.clientWidth;
+}"""
+
+
 @pytest.fixture(scope="module")
 def visit(site, browser):
     """visit(page) -> Visit: load each page once, wait for MathJax, probe it, save its screenshot."""
@@ -338,6 +349,7 @@ def visit(site, browser):
                 tab.wait_for_load_state("load")
             result.final_path = urlsplit(tab.url).path.lstrip("/")
             result.dom = tab.evaluate(DOM_PROBE)
+            result.dom["overflowX"] = tab.evaluate(SETTLE)
             shot = SCREENSHOTS / Path(page.path).with_suffix(".png")
             shot.parent.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=str(shot), full_page=True)
@@ -359,6 +371,8 @@ def test_page_loads_cleanly_offline(visit, page):
     assert not v.errors, f"{page}: JavaScript errors:\n" + "\n".join(v.errors)
     assert not v.failed, f"{page}: failed requests:\n" + "\n".join(v.failed)
     assert not v.external, f"{page}: requests to other hosts (the book must read offline):\n" + "\n".join(v.external)
+    assert v.dom["overflowX"] <= 0, \
+        f"{page} is {v.dom['overflowX']} px wider than a {VIEWPORT['width']} px window (horizontal scrolling)"
     assert (SCREENSHOTS / Path(page.path).with_suffix(".png")).stat().st_size > 0
 
 
@@ -459,4 +473,4 @@ def test_execution_report_lists_every_chapter(visit):
     for chapter in CHAPTERS:
         docname = str(Path(chapter.path).with_suffix(""))
         assert docname in rows, f"execution report has no row for {docname}: {sorted(rows)}"
-        assert rows[docname][-1] == "✅", f"execution report: {docname} did not succeed: {rows[docname]}"
+        assert rows[docname][-1] == "succeeded", f"execution report: {docname} did not succeed: {rows[docname]}"

@@ -3,36 +3,84 @@
 For each notebook under ``chapters/`` the box gives the exact commands that re-execute it with
 other values (``lowrank run NN -p NAME VALUE``, the parameter sets in ``chapters/params/``, and the
 same through papermill) and a table of its parameters with their defaults and meaning. The table is
-read from the notebook's cell tagged ``parameters`` by ``papermill.inspect_notebook``, the parser
-that ``papermill -p`` and ``lowrank run`` use themselves, so it cannot drift from the notebook. The
-box goes after the chapter's title and opening summary, collapsed (a dropdown) so that it does not
-push the text down.
+generated at build time from the notebook's cell tagged ``parameters``, read with Python's own
+parser: every assignment, its default as written and the comment on its line, so it cannot drift
+from the notebook. ``lowrank run`` and ``papermill --help-notebook`` read that cell with papermill's
+line parser instead, which skips a line it cannot parse (a ``=`` inside the comment is enough); a
+parameter it does not see is reported as a build warning, an error in ``make test``. The box goes
+after the chapter's title and opening summary, collapsed (a dropdown) so that it does not push the
+text down.
 """
 from __future__ import annotations
 
+import ast
+import io
+import json
 import shlex
+import tokenize
 from pathlib import Path, PurePosixPath
 
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
+from sphinx.util import logging
+
+LOGGER = logging.getLogger(__name__)
 
 CHAPTER_FOLDER = "chapters"
 CSS_CLASS = "rerun-chapter"
 SET_ORDER = ("smoke", "default", "paper")
 
 
+def parameters_cell(notebook: Path) -> str:
+    """Source of the notebook's code cell tagged ``parameters``."""
+    nb = json.loads(notebook.read_text(encoding="utf8"))
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and "parameters" in c["metadata"].get("tags", [])]
+    if len(cells) != 1:
+        raise ExtensionError(f"{notebook} has {len(cells)} code cells tagged 'parameters'; a chapter needs one")
+    source = cells[0]["source"]
+    return "".join(source) if isinstance(source, list) else source
+
+
 def chapter_parameters(notebook: Path) -> dict[str, dict[str, str]]:
-    """name -> {"default": source text, "help": the line's comment} of the ``parameters`` cell."""
-    import nbformat
+    """name -> {"default": source text, "help": the line's comment} of the ``parameters`` cell, in order."""
+    source = parameters_cell(notebook)
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise ExtensionError(f"the parameters cell of {notebook} is not valid Python: {exc}") from exc
+    comments: dict[int, str] = {}
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            comments.setdefault(token.start[0], token.string.lstrip("#").strip())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name, value = node.targets[0].id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            name, value = node.target.id, node.value
+        else:
+            continue
+        help_text = next((comments[line] for line in range(node.end_lineno, node.lineno - 1, -1) if line in comments), "")
+        found[name] = {"default": ast.get_source_segment(source, value), "help": help_text}
+    return found
+
+
+def papermill_blind_spots(notebook: Path, names: list[str]) -> list[str]:
+    """Parameters papermill's parser does not see (``lowrank run -p`` and ``papermill --help-notebook`` miss them)."""
+    import logging as std_logging
+
     import papermill
 
-    nb = nbformat.read(notebook, as_version=4)
-    if not any("parameters" in c.metadata.get("tags", []) for c in nb.cells if c.cell_type == "code"):
-        raise ExtensionError(f"{notebook} has no code cell tagged 'parameters' (every chapter needs one)")
-    found = papermill.inspect_notebook(str(notebook))
-    return {name: {"default": info.get("default") or "", "help": info.get("help") or ""}
-            for name, info in found.items()}
+    # papermill logs a warning per line it cannot parse; the message below says it once, with the cause.
+    translator_log = std_logging.getLogger("papermill.translators")
+    level = translator_log.level
+    translator_log.setLevel(std_logging.ERROR)
+    try:
+        seen = papermill.inspect_notebook(str(notebook))
+    finally:
+        translator_log.setLevel(level)
+    return [name for name in names if name not in seen]
 
 
 def parameter_sets(notebook: Path) -> list[str]:
@@ -147,6 +195,13 @@ def add_rerun_box(app: Sphinx, doctree: nodes.document) -> None:
     for name in parameter_sets(source):
         env.note_dependency(str(source.parent / "params" / name / f"{source.stem}.yaml"))
     _insert_after_summary(doctree, rerun_box(source, Path(app.srcdir)))
+    blind = papermill_blind_spots(source, list(chapter_parameters(source)))
+    if blind:
+        LOGGER.warning(
+            f"papermill cannot parse the line of {', '.join(blind)} in the parameters cell, so "
+            "`lowrank run -p` and papermill's notebook inspection do not know them; the usual cause "
+            "is a '=' inside the comment (CONVENTIONS.md, update 2)",
+            location=env.docname, type="rerun_box", subtype="papermill")
 
 
 def setup(app: Sphinx) -> dict:

@@ -19,6 +19,7 @@ tests are skipped with the reason, except under CI (``CI=true``), where they fai
 """
 from __future__ import annotations
 
+import ast
 import functools
 import html.parser
 import http.server
@@ -129,9 +130,12 @@ def source_text(page: Page) -> str:
 
 
 def notebook_parameters(notebook: Path) -> list[str]:
-    import papermill
-
-    return list(papermill.inspect_notebook(str(notebook)))
+    """Names assigned in the notebook's cell tagged ``parameters``."""
+    nb = json.loads(notebook.read_text(encoding="utf8"))
+    [cell] = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
+    tree = ast.parse("".join(cell["source"]))
+    return [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
 
 
 def bib_entries() -> int:

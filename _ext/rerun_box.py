@@ -141,12 +141,15 @@ def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
     example_value = "1" if example == "seed" else shlex.quote(params[example]["default"])
     sets = parameter_sets(notebook)
 
+    # Short lines: the box is narrow, and what differs between the commands sits at their end.
+    set_note = {"smoke": "seconds: the set the tests use", "paper": "full scale, as in the paper"}
     lowrank_lines = [f"lowrank run {number} -p {example} {example_value}"]
-    papermill_lines = [f"papermill {rel} out.ipynb --cwd {rel.parent} -k python3 -p {example} {example_value}"]
+    papermill_lines = [f"papermill {rel} out.ipynb \\\n    --cwd {rel.parent} -k python3 -p {example} {example_value}"]
     for name in sets:
-        lowrank_lines.append(f"lowrank run {number} --scale {name}")
-        papermill_lines.append(
-            f"papermill {rel} out.ipynb --cwd {rel.parent} -k python3 -f {rel.parent}/params/{name}/{rel.stem}.yaml")
+        note = f"   # {set_note[name]}" if name in set_note else ""
+        lowrank_lines.append(f"lowrank run {number} --scale {name}{note}")
+        papermill_lines.append(f"papermill {rel} out.ipynb \\\n    --cwd {rel.parent} -k python3 "
+                               f"-f {rel.parent}/params/{name}/{rel.stem}.yaml")
 
     box = nodes.admonition(classes=["tip", "dropdown", CSS_CLASS])
     box += nodes.title(text=f"Re-run this chapter: lowrank run {number} -p NAME VALUE")

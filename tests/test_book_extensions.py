@@ -72,8 +72,9 @@ def test_rerun_box_gives_commands_sets_and_one_row_per_parameter(tmp_path):
     box = rerun_box.rerun_box(path, tmp_path)
     text = box.astext()
     assert "lowrank run 07 -p seed 1" in text
-    assert "lowrank run 07 --scale smoke\nlowrank run 07 --scale paper" in text
-    assert ("papermill chapters/07_test_chapter.ipynb out.ipynb --cwd chapters -k python3 "
+    assert "lowrank run 07 --scale smoke   # seconds" in text
+    assert "lowrank run 07 --scale paper   # full scale" in text
+    assert ("papermill chapters/07_test_chapter.ipynb out.ipynb \\\n    --cwd chapters -k python3 "
             "-f chapters/params/paper/07_test_chapter.yaml") in text
     rows = list(box.findall(nodes.row))
     assert len(rows) == 1 + 4  # header + parameters

@@ -301,6 +301,7 @@ DOM_PROBE = """async () => {
     rerunRows: rerun ? rerun.querySelectorAll('tbody tr').length : 0,
     downloads: Array.from(document.querySelectorAll('.dropdown-download-buttons a, a.btn[href$=".ipynb"], a[href$=".ipynb"]'), (a) => a.getAttribute('href')),
     citations: article.querySelectorAll('.citation').length,
+    partCaptions: Array.from(document.querySelectorAll('.bd-sidebar-primary p.caption'), (p) => p.textContent.trim()),
     tableRows: Array.from(article.querySelectorAll('table tbody tr'), (tr) => Array.from(tr.cells, (td) => td.textContent.trim())),
   };
 }"""
@@ -440,6 +441,13 @@ def test_chapter_navigation_and_shape(visit, page):
         f"{page}: the title must be followed by a bold summary of what the chapter shows"
     assert dom["h2"] and dom["h2"][-1] == "What to take away", \
         f"{page}: the last section must be 'What to take away', found {dom['h2'][-1:]}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_navigation_shows_the_parts(visit, page):
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
+    captions = [part["caption"] for part in toc.get("parts", []) if part.get("caption")]
+    assert visit(page).dom["partCaptions"] == captions, f"{page}: the navigation does not list the parts of _toc.yml"
 
 
 @pytest.mark.parametrize("page", CHAPTERS, ids=str)

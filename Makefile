@@ -3,6 +3,7 @@
 #
 #   make setup      .venv from the lock file (torch CPU wheel first), lowrank installed editable
 #   make book       execute chapters through the jupyter-cache, render _build/html
+#                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
 #   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
 #   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
 #                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
@@ -26,6 +27,10 @@ STAMP    := $(VENV)/.stamp-$(SETUP_SHA)
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 JB_CACHE := _build/.jupyter_cache
 PYTEST_ARGS ?=
+# make book SCALE=paper: every chapter with its paper parameter set, rendered from a staged copy
+# under runs/book-paper (ALLOW_CPU=1 runs GPU sets on a CPU; BOOK_ARGS="-p device cpu" is passed on)
+SCALE     ?= default
+BOOK_ARGS ?=
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
@@ -56,9 +61,13 @@ $(STAMP):
 	touch $@
 
 book: setup
+ifeq ($(SCALE),default)
 	tools/clear_stale_cache.sh $(JB_CACHE)
 	$(BIN)/jupyter-book build .
 	@echo "Book: file://$(CURDIR)/_build/html/index.html"
+else
+	$(BIN)/python -m lowrank book --scale $(SCALE) $(if $(ALLOW_CPU),--allow-cpu) $(BOOK_ARGS)
+endif
 
 notebooks: setup
 	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)

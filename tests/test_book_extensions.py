@@ -117,3 +117,11 @@ def test_execution_records_of_the_committed_chapters_are_readable():
         run = execution_report.committed_run(path)
         assert set(run) == {"mtime", "runtime", "method", "succeeded", "error", "traceback"}, path
         json.dumps(run)
+
+
+def test_lowrank_book_stages_the_book_extensions(tmp_path):
+    from lowrank import runner
+
+    runner._stage_book(ROOT, tmp_path / "src")
+    for name in ("offline_assets", "rerun_box", "execution_report"):
+        assert (tmp_path / "src" / "_ext" / f"{name}.py").is_file(), name

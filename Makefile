@@ -6,7 +6,8 @@
 #   make book       execute chapters through the jupyter-cache, render _build/html
 #                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
 #   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
-#   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W
+#   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
+#                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
 #   make clean      remove build outputs and caches (keeps .venv); make distclean also drops .venv
 
 SHELL := /bin/bash
@@ -77,10 +78,13 @@ endif
 notebooks: setup data
 	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)
 
+# The browser test reads the book that render_book.py has just written, so it runs last, on its own.
 test: setup data
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q -m "not browser" $(PYTEST_ARGS) tests
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-kernel-name python3 chapters/
 	$(BIN)/python tools/render_book.py _build/test
+	tools/ensure_chromium.sh
+	LOWRANK_BOOK_HTML=_build/test/_build/html $(BIN)/python -m pytest -q -m browser tests/test_browser.py
 
 clean:
 	rm -rf _build .pytest_cache

@@ -671,6 +671,11 @@ def _stage_book(root: Path, src: Path) -> None:
         shutil.copy2(root / name, src / name)
     shutil.copytree(root / "chapters", src / "chapters",
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    # The book's own Sphinx extensions (_ext/): jupyter-book resolves their folders against the config.
+    local = ((config.get("sphinx") or {}).get("local_extensions") or {}).values()
+    for folder in dict.fromkeys(local):
+        if (root / folder).is_dir() and not (src / folder).exists():
+            shutil.copytree(root / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def _toc_files(toc: Path) -> list[str]:

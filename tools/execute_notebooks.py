@@ -3,9 +3,10 @@
 Each notebook runs top to bottom in its own folder with the ``python3`` kernel (the one
 ``make setup`` installs into .venv) and the per-cell timeout of ``_config.yml``. A notebook is
 rewritten only when every cell ran; on an error the committed file is left as it was, the error is
-reported, the remaining notebooks still run, and the exit status is 1. Timing metadata is neither
-recorded nor kept (nbclient's ``execution``, papermill's ``papermill``), so a re-run changes a
-notebook only where its outputs changed.
+reported, the remaining notebooks still run, and the exit status is 1. Per-cell timing metadata is
+neither recorded nor kept (nbclient's ``execution``, papermill's ``papermill``), so a re-run changes
+a notebook only where its outputs changed and in its ``lowrank_execution`` metadata: when the run
+ended and how long it took, for the book's execution report (_ext/execution_report.py).
 
 usage: python tools/execute_notebooks.py chapters/*.ipynb
 """
@@ -17,6 +18,7 @@ import os
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -24,8 +26,10 @@ from nbclient import NotebookClient
 
 
 def execute_in_place(path: Path, *, kernel: str, timeout: int) -> None:
+    start = time.perf_counter()
     nb = nbformat.read(path, as_version=4)
     nb.metadata.pop("papermill", None)
+    nb.metadata.pop("lowrank_execution", None)
     for cell in nb.cells:
         cell.metadata.pop("papermill", None)
         cell.metadata.pop("execution", None)
@@ -36,6 +40,10 @@ def execute_in_place(path: Path, *, kernel: str, timeout: int) -> None:
         record_timing=False,
         resources={"metadata": {"path": str(path.parent)}},  # cwd of the kernel
     ).execute()
+    nb.metadata["lowrank_execution"] = {
+        "end_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "duration": round(time.perf_counter() - start, 1),
+    }
     # write next to the target, then rename: an interrupted run never leaves half a notebook
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".ipynb")
     try:

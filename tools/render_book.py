@@ -4,8 +4,9 @@ Nothing is executed: the build uses a copy of ``_config.yml`` with ``execute_not
 the pages show exactly the outputs that nbval has just checked. The copy is written into the
 output folder; only the config file moves. jupyter-book still reads ``_toc.yml`` from the source
 folder (the repository root), and Sphinx resolves ``bibtex_bibfiles`` and every other path against
-that folder, not against the config file. A fresh Sphinx environment (``--all``) makes a warning
-in a page that did not change fail the build again.
+that folder, not against the config file. The one exception, ``sphinx.local_extensions`` (resolved
+against the config file's folder), is made absolute in the copy. A fresh Sphinx environment
+(``--all``) makes a warning in a page that did not change fail the build again.
 
 usage: python tools/render_book.py [OUT]      (default _build/test; HTML in OUT/_build/html)
 """
@@ -25,6 +26,9 @@ def main(argv: list[str]) -> int:
     out = ROOT / (argv[0] if argv else "_build/test")
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
     config.setdefault("execute", {})["execute_notebooks"] = "off"
+    local = config.get("sphinx", {}).get("local_extensions") or {}
+    for name, path in local.items():
+        local[name] = str((ROOT / path).resolve())
 
     out.mkdir(parents=True, exist_ok=True)
     config_copy = out / "_config.yml"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["ParameterError", "Param", "Int", "Float", "Bool", "Choice", "Str", "IntList",
@@ -197,6 +197,100 @@ register(
 )
 
 register(
+    "05_rank_barrier",
+    seed=Int(0, doc="random seed"),
+    device=Choice("cpu", "cuda", doc="where the Monte Carlo runs"),
+    ns=IntList(2, 8192, doc="sequence lengths n for the hardmax sweep"),
+    head_dims=IntList(1, 16384, doc="head sizes d_h for the hardmax sweep"),
+    n_trials=Int(2, 100_000, doc="independent draws of X, W_q, W_k per (n, d_h)"),
+    n_setting=Int(4, 4096, doc="sequence length for the settings figures (temperature, tolerance, inputs, heads)"),
+    setting_head_dims=IntList(1, 16384, doc="head sizes for the settings figures"),
+    setting_trials=Int(2, 100_000, doc="draws per point in the settings figures"),
+    scales=FloatList(1e-3, 1e4, doc="logit multipliers k of the standard Q K^T / sqrt(d_h) (k = 1 is standard)"),
+    rtols=FloatList(0.0, 1.0, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
+    energy=Float(0.5, 1.0, doc="energy fraction for the energy rank"),
+    inputs=ChoiceList("orthonormal", "gaussian", "sphere", "anisotropic", "minilm",
+                      doc="input settings ('minilm' = real word embeddings of all-MiniLM-L6-v2)"),
+    d_model=Int(2, 65536, doc="token width for the non-orthonormal inputs"),
+    key_set_n=Int(2, 4096, doc="n for the upper-bound check on sampled key sets"),
+    key_head_dims=IntList(1, 16384, doc="head sizes for the key-set check"),
+    key_sets=Int(1, 10_000, doc="sampled key sets per head size"),
+    query_sets=Int(2, 100_000, doc="query sets per key set"),
+    heads=IntList(1, 256, doc="numbers of heads h, each with d_h = heads_d_model // h"),
+    heads_d_model=Int(1, 65536, doc="model width shared by the heads"),
+)
+
+register(
+    "06_rank_saturation",
+    seed=Int(0, doc="random seed"),
+    device=Choice("cpu", "cuda", doc="where the Monte Carlo runs"),
+    ns=IntList(2, 16384, doc="sequence lengths n"),
+    max_head_dim=Int(2, 65536, doc="largest head size on the grid"),
+    points_per_octave=Int(1, 16, doc="grid density: head sizes round(2^(k / points_per_octave))"),
+    rows_per_cell=Int(1, 10_000_000, doc="trials per (n, d_h) = max(min_trials, rows_per_cell // n)"),
+    min_trials=Int(2, 100_000, doc="fewest trials per (n, d_h)"),
+    fractions=FloatList(0.01, 0.999, doc="saturation criteria: fractions of the bound (or plateau)"),
+    increment=Float(1e-6, 1.0, doc="saturation criterion: relative rank increment per doubling of d_h"),
+    n_boot=Int(2, 100_000, doc="bootstrap replicates over Monte-Carlo draws"),
+    softmax_ns=IntList(2, 16384, doc="sequence lengths for the softmax (standard temperature) part"),
+    softmax_max_head_dim=Int(2, 65536, doc="largest head size for the softmax part"),
+    softmax_trials=Int(2, 100_000, doc="draws per (n, d_h) for the softmax part"),
+    softmax_rtols=FloatList(0.0, 1.0, min_len=2, doc="two or more tolerances for the softmax numerical rank (0 means the default max(m,n)*eps)"),
+)
+
+register(
+    "02_representation_theorem",
+    seed=Int(0, doc="random seed"),
+    construction_ns=IntList(2, 4096, doc="sequence lengths n for the exact construction"),
+    d_extra=Int(0, 4096, doc="inputs X have d = n + d_extra columns"),
+    threshold_ns=IntList(2, 1024, doc="sequence lengths n for the rank-threshold fits"),
+    concentrations=FloatList(1e-3, 1e4, doc="Dirichlet concentrations of the dense target rows"),
+    n_targets=Int(1, 1000, doc="targets (seeds) per n and concentration"),
+    near=Int(0, 1024, doc="fit every rank from n - near to n"),
+    coarse=Int(0, 64, doc="number of geometrically spaced lower ranks to fit"),
+    restarts=Int(1, 256, doc="L-BFGS restarts per fit"),
+    max_iter=Int(1, 100_000, doc="L-BFGS iteration cap, threshold fits"),
+    vanish_tol=Float(1e-14, 0.5, doc="max row total variation below which the error counts as vanished"),
+    sparse_ns=IntList(3, 1024, doc="sequence lengths n for sparse vs dense targets"),
+    sparse_kinds=ChoiceList("permutation", "sparse", "dense", doc="target families"),
+    sparse_k=Int(1, 1024, doc="keys per row of the k-sparse targets"),
+    sparse_eps=Float(1e-12, 0.5, doc="mass off the support of sparse targets"),
+    sparse_n_targets=Int(1, 1000, doc="targets per n and family for sparse vs dense"),
+    sparse_ranks=IntList(1, 1024, doc="logit ranks to fit for sparse vs dense targets (those below n - 1 are used)"),
+    sparse_tol=Float(1e-12, 0.5, doc="max row total variation a rank must reach"),
+    sparse_max_iter=Int(1, 100_000, doc="L-BFGS iteration cap, sparse fits"),
+)
+
+register(
+    "03_multihead_bottleneck",
+    seed=Int(0, doc="random seed"),
+    d_model=Int(2, 8192, doc="model width d for the head-count sweep"),
+    n=Int(2, 1024, doc="sequence length n for the head-count sweep"),
+    heads=IntList(1, 8192, doc="head counts h (each must divide d_model)"),
+    concentration=Float(1e-3, 1e4, doc="Dirichlet concentration of the dense target rows"),
+    restarts=Int(1, 256, doc="L-BFGS restarts per head fit"),
+    max_iter=Int(1, 100_000, doc="L-BFGS iteration cap, head fits"),
+    vanish_tol=Float(1e-14, 0.5, doc="max row total variation below which a head fits"),
+    embed_d_model=Int(1, 8192, doc="width of the standard layer embedded in a fixed one"),
+    embed_heads=Int(1, 1024, doc="heads of that layer (must divide embed_d_model)"),
+    embed_head_dim=Int(1, 8192, doc="head size d_p of the fixed layer (>= embed_d_model / embed_heads)"),
+    embed_n=Int(1, 4096, doc="tokens per random input for the embedding check"),
+    embed_batch=Int(1, 4096, doc="random inputs for the embedding check"),
+    t2_d=Int(2, 1024, doc="Theorem 2: width d"),
+    t2_heads=Int(1, 1024, doc="Theorem 2: heads h (h > d / d_p, h divides d)"),
+    t2_head_dim=Int(1, 1024, doc="Theorem 2: fixed head size d_p (d / h < d_p <= d)"),
+    t2_n=Int(2, 1024, doc="Theorem 2: tokens per input"),
+    t2_samples=Int(1, 100_000, doc="Theorem 2: inputs the layers are fitted on"),
+    t2_std_restarts=Int(1, 256, doc="Theorem 2: restarts of the standard-layer fit"),
+    t2_fixed_restarts=Int(1, 256, doc="Theorem 2: restarts of the fixed-layer fit"),
+    t2_std_max_iter=Int(1, 100_000, doc="Theorem 2: L-BFGS cap, standard layer"),
+    t2_fixed_max_iter=Int(1, 100_000, doc="Theorem 2: L-BFGS cap, fixed layer"),
+    cost_d_models=IntList(1, 65536, doc="widths d for the cost table"),
+    cost_heads=IntList(1, 4096, doc="head counts h for the cost table"),
+    cost_seq_lens=IntList(1, 65536, doc="sequence lengths n for the cost table (fixed d_p = n)"),
+)
+
+register(
     "04_head_size_training",
     seed=Int(0, doc="first training seed; runs use seed, seed + 1, ..."),
     n_seeds=Int(1, 20, doc="seeds per configuration"),
@@ -226,6 +320,11 @@ register(
     workers=Int(1, 256, doc="training runs in parallel processes"),
     device=Choice("auto", "cpu", "cuda", doc="training device"),
     results_store=Param("str", allow_none=True, doc="JSONL sweep store to reuse and extend; None: a fresh temporary store"),
+)
+
+register(
+    "08_synthesis",
+    chapters_dir=Str(doc="folder holding the executed chapter notebooks 01 to 07"),
 )
 
 register(

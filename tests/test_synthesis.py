@@ -43,3 +43,14 @@ def test_verdicts_follow_the_numbers(glue):
 def test_missing_evidence_names_the_chapter():
     with pytest.raises(MissingEvidence, match="chapter 02"):
         verdict_table({})
+
+
+def test_trained_model_verdicts_follow_the_numbers(glue):
+    assert _verdict(glue, "The mechanism", ch07_logit_range="exactly 32", ch07_mini_dh=32,
+                    ch07_clf_exact=24, ch07_clf_cases=24) == "reproduced"
+    assert _verdict(glue, "The mechanism", ch07_logit_range="33 to 40", ch07_mini_dh=32) == "contradicted"
+    assert _verdict(glue, "The barrier describes", ch07_hard_frac_nmax=0.7, ch07_barrier=0.63) == "contradicted"
+    assert _verdict(glue, "The barrier describes", ch07_hard_frac_nmax=0.2, ch07_barrier=0.63,
+                    ch07_full_default=1.0) == "holds only under stated conditions"
+    assert _verdict(glue, "Model reduction", ch07_acc_sat=4, ch07_sat_hard=4, ch07_clf_ln_n=4.2) == "reproduced"
+    assert _verdict(glue, "Model reduction", ch07_acc_sat=8, ch07_sat_hard=16) == "not reproduced at this scale"

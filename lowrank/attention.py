@@ -143,7 +143,8 @@ class MultiHeadAttention(nn.Module):
         return mask
 
     def _logits(self, q: torch.Tensor, k: torch.Tensor, attn_mask) -> torch.Tensor:
-        s = (q @ k.transpose(-2, -1)) * self.scale  # (B, h, n, n)
+        # Scaling q (n x d_h) rather than the scores (n x n) saves a pass over the largest tensor.
+        s = (q * self.scale) @ k.transpose(-2, -1)  # (B, h, n, n)
         mask = self._mask(s.shape[-1], attn_mask, s.dtype, s.device)
         return s if mask is None else s + mask
 
@@ -156,7 +157,7 @@ class MultiHeadAttention(nn.Module):
               hardmax: bool | None = None) -> torch.Tensor:
         """Attention matrices (B, h, n, n); rows sum to 1."""
         s = self.logits(x, attn_mask=attn_mask)
-        return _normalise(s, self.hardmax if hardmax is None else hardmax)
+        return _normalise(s, self.hardmax if hardmax is None else hardmax, masked=attn_mask is not None)
 
     def forward(self, x: torch.Tensor, *, need_weights: bool = False,
                 attn_mask: torch.Tensor | None = None, hardmax: bool | None = None):
@@ -181,7 +182,7 @@ class MultiHeadAttention(nn.Module):
             probs = None
         else:
             # Reference path: the n x n matrix is materialised and returned.
-            probs = _normalise(self._logits(q, k, attn_mask), use_hardmax)
+            probs = _normalise(self._logits(q, k, attn_mask), use_hardmax, masked=attn_mask is not None)
             out = F.dropout(probs, p_drop) @ v
         y = self.out_proj(out.transpose(1, 2).reshape(B, n, h * self.head_dim))
         return y, (probs if need_weights else None)
@@ -201,5 +202,9 @@ class MultiHeadAttention(nn.Module):
         return self
 
 
-def _normalise(logits: torch.Tensor, use_hardmax: bool) -> torch.Tensor:
-    return hardmax(logits) if use_hardmax else row_softmax(logits)
+def _normalise(logits: torch.Tensor, use_hardmax: bool, *, masked: bool) -> torch.Tensor:
+    if use_hardmax:
+        return hardmax(logits)
+    # Only a caller's mask can hide a whole row (the causal mask keeps the diagonal), so the
+    # NaN clean-up, a full extra pass over (B, h, n, n), is needed only then.
+    return row_softmax(logits) if masked else torch.softmax(logits, dim=-1)

@@ -1,7 +1,8 @@
 """Rank measures for batches of matrices, all from one SVD.
 
 Every function takes a tensor (..., m, n) and returns one value per matrix, shape (...).
-Analysis runs in float64 by default; CUDA tensors stay on the GPU.
+Analysis runs in float64 by default; CUDA tensors stay on the GPU. On the CPU a batch is split
+across torch's threads, one LAPACK call per matrix per thread (see :func:`batched_svdvals`).
 
 Measures (see chapter 01 for definitions):
   numerical_rank  sigma_i > max(atol, rtol * sigma_1), torch.linalg.matrix_rank semantics
@@ -12,15 +13,17 @@ Measures (see chapter 01 for definitions):
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
 import torch
 
 __all__ = [
-    "singular_values", "numerical_rank", "effective_rank", "stable_rank", "energy_rank",
-    "hardmax_rank", "rank_report", "default_rtol", "rank_label",
+    "batched_svdvals", "singular_values", "numerical_rank", "effective_rank", "stable_rank",
+    "energy_rank", "hardmax_rank", "rank_report", "default_rtol", "rank_label",
 ]
 
 
@@ -42,9 +45,45 @@ def _check(A, dtype: torch.dtype | None) -> torch.Tensor:
     return A
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    with _POOL_LOCK:
+        if workers not in _POOLS:
+            _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="lowrank-svd")
+        return _POOLS[workers]
+
+
+def batched_svdvals(A: torch.Tensor) -> torch.Tensor:
+    """torch.linalg.svdvals of a batch (..., m, n) -> (..., min(m, n)), faster on a multi-core CPU.
+
+    torch runs a CPU batch one matrix after another, each SVD spread over all threads by the
+    LAPACK library. For the small matrices of attention analysis that parallelises poorly, and
+    on a loaded machine its thread barriers stall. Here the batch is cut into one chunk per
+    thread (torch.get_num_threads()), each chunk decomposed on a Python thread with LAPACK on
+    one thread (torch releases the GIL), so the threads never wait on each other. The values are
+    those of torch.linalg.svdvals to rounding. CUDA tensors, one thread or one matrix: plain
+    svdvals. While it runs, torch's thread count in this process is 1 (restored afterwards).
+    """
+    threads = torch.get_num_threads()
+    *batch, m, n = A.shape
+    flat = A.reshape(-1, m, n)
+    workers = min(threads, flat.shape[0])
+    if A.device.type != "cpu" or workers < 2:
+        return torch.linalg.svdvals(A)
+    torch.set_num_threads(1)
+    try:
+        parts = list(_pool(workers).map(torch.linalg.svdvals, flat.tensor_split(workers)))
+    finally:
+        torch.set_num_threads(threads)
+    return torch.cat(parts).reshape(*batch, min(m, n))
+
+
 def singular_values(A, *, dtype: torch.dtype | None = torch.float64) -> torch.Tensor:
     """Singular values, descending, shape (..., min(m, n)); float64 unless dtype=None."""
-    return torch.linalg.svdvals(_check(A, dtype))
+    return batched_svdvals(_check(A, dtype))
 
 
 def default_rtol(m: int, n: int, dtype: torch.dtype = torch.float64) -> float:
@@ -91,7 +130,7 @@ def numerical_rank(A, *, atol: float | None = None, rtol: float | None = None,
                    dtype: torch.dtype | None = torch.float64) -> torch.Tensor:
     """Number of singular values above max(atol, rtol * sigma_1) (matrix_rank semantics)."""
     A = _check(A, dtype)
-    return _numerical_rank(torch.linalg.svdvals(A), *A.shape[-2:], atol, rtol)
+    return _numerical_rank(batched_svdvals(A), *A.shape[-2:], atol, rtol)
 
 
 def effective_rank(A, *, dtype: torch.dtype | None = torch.float64) -> torch.Tensor:
@@ -144,7 +183,7 @@ def rank_report(A, *, rtols: Sequence[float | None] = (None, 1e-6, 1e-3),
     """
     A = _check(A, dtype)
     *batch, m, n = A.shape
-    sigma = torch.linalg.svdvals(A).reshape(-1, min(m, n))
+    sigma = batched_svdvals(A).reshape(-1, min(m, n))
     columns: dict[tuple[str, str], torch.Tensor] = {}
     for rtol in rtols:
         tol = "rtol=max(m,n)eps" if rtol is None else f"rtol={rtol:g}"

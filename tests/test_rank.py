@@ -1,10 +1,11 @@
 import math
+import threading
 
 import numpy as np
 import pytest
 import torch
 
-from lowrank.rank import (default_rtol, effective_rank, energy_rank, hardmax_rank, numerical_rank,
+from lowrank.rank import (batched_svdvals, default_rtol, effective_rank, energy_rank, hardmax_rank, numerical_rank,
                           rank_label, rank_report, singular_values, stable_rank)
 
 
@@ -119,3 +120,21 @@ def test_rank_report_agrees_with_single_measures():
 def test_rank_label_names_matrix_measure_tolerance():
     assert rank_label("numerical rank", 1e-6, "P") == "numerical rank, rtol=1e-06 of P"
     assert rank_label("effective rank", matrix="logits") == "effective rank of logits"
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 9, 7), (1, 6, 6), (7, 4)])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_batched_svdvals_matches_torch_and_restores_threads(shape, threads):
+    g = torch.Generator().manual_seed(2)
+    A = torch.randn(shape, generator=g, dtype=torch.float64)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        got = batched_svdvals(A)
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)
+    assert got.shape == (*shape[:-2], min(shape[-2:]))
+    torch.testing.assert_close(got, torch.linalg.svdvals(A), rtol=1e-12, atol=1e-12)
+    if threads > 1 and A.reshape(-1, *shape[-2:]).shape[0] > 1:  # the batch was split over threads
+        assert any(t.name.startswith("lowrank-svd") for t in threading.enumerate())

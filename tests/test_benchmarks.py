@@ -1,0 +1,247 @@
+"""The benchmark harness, its correctness checks and its report files (no timing is asserted)."""
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import bench_attention  # noqa: E402
+import bench_rank  # noqa: E402
+import bench_training  # noqa: E402
+import harness  # noqa: E402
+import report  # noqa: E402
+import run  # noqa: E402
+
+
+class FakeClock:
+    """Stands in for time.perf_counter; each benchmarked callable advances it by a fixed step."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def work(self, seconds):
+        def fn():
+            self.now += seconds
+        return fn
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = FakeClock()
+    monkeypatch.setattr(harness.time, "perf_counter", c)
+    return c
+
+
+def test_time_pair_ratio_is_median_of_paired_ratios(clock):
+    durations = iter([1.0, 2.0] + [1.0, 4.0, 8.0, 2.0, 3.0, 3.0])  # warm-up pair, then 3 pairs
+    calls = []
+
+    def side(name):
+        def fn():
+            calls.append(name)
+            clock.now += next(durations)
+        return fn
+
+    ours, base, ratio = harness.time_pair(side("ours"), side("base"), warmup=1, reps=3)
+    # Repetitions alternate which side goes first.
+    assert calls == ["ours", "base", "ours", "base", "base", "ours", "ours", "base"]
+    assert ours.times == [1.0, 2.0, 3.0] and base.times == [4.0, 8.0, 3.0]
+    assert ratio == pytest.approx(0.25)  # median of 0.25, 0.25, 1.0
+    assert ours.summary()["median_s"] == 2.0 and base.summary()["max_s"] == 8.0
+
+
+def test_time_pair_budget_caps_repetitions_but_keeps_three(clock):
+    ours, base, _ = harness.time_pair(clock.work(1.0), clock.work(1.0), warmup=1, reps=50, budget_s=10)
+    assert len(ours.times) == len(base.times) == 5  # a 2 s pair fits 5 times in 10 s
+    ours, _, _ = harness.time_pair(clock.work(10.0), clock.work(10.0), warmup=1, reps=50, budget_s=1)
+    assert len(ours.times) == harness.MIN_REPS
+    ours, _, _ = harness.time_pair(clock.work(1e-3), clock.work(1e-3), warmup=1, reps=4, budget_s=100)
+    assert len(ours.times) == 4
+
+
+@pytest.mark.parametrize("kw", [dict(warmup=0, reps=3), dict(warmup=1, reps=0)])
+def test_time_pair_rejects_bad_counts(kw):
+    with pytest.raises(ValueError, match="warmup"):
+        harness.time_pair(lambda: None, lambda: None, **kw)
+
+
+def test_judge_and_failed_rows():
+    assert harness.judge(0.9, 1.0) == "PASS"
+    assert harness.judge(1.2, 1.15) == "FAIL"
+    assert harness.judge(None, 1.0) == harness.judge(2.0, None) == "info"
+    rows = [harness.Result(key=k, item=1, ours="a", baseline="b", config={}, status=s)
+            for k, s in (("p", "PASS"), ("f", "FAIL"), ("e", "error"), ("s", "skipped"), ("i", "info"))]
+    assert [r.key for r in report.failed(rows)] == ["f", "e"]
+
+
+def test_machine_name_is_file_safe():
+    name = harness.machine_name(torch.device("cpu"))
+    assert name.startswith("cpu-") and all(c.isalnum() or c == "-" for c in name)
+
+
+def test_fmt_seconds_units():
+    assert harness.fmt_seconds(2.5) == "2.5 s"
+    assert harness.fmt_seconds(0.0123) == "12.3 ms"
+    assert harness.fmt_seconds(4.56e-5) == "45.6 us"
+
+
+def test_numpy_loop_ranks_hand_values():
+    A = np.stack([np.eye(4), np.diag([2.0, 1.0, 0.0, 0.0]), np.ones((4, 4))])
+    out = bench_rank.numpy_loop_ranks(A)
+    assert out["numerical_rank"].tolist() == [4, 2, 1]
+    # effective rank: exp(entropy) of sigma / sum(sigma); stable rank: sum sigma^2 / sigma_1^2
+    p = np.array([2 / 3, 1 / 3])
+    np.testing.assert_allclose(out["effective_rank"], [4.0, np.exp(-(p * np.log(p)).sum()), 1.0])
+    np.testing.assert_allclose(out["stable_rank"], [4.0, 1.25, 1.0])
+
+
+def test_rank_report_matches_numpy_loop_on_attention(monkeypatch):
+    A = bench_rank.attention_batch(6, 24)
+    assert A.shape == (6, 24, 24) and A.dtype == torch.float64
+    torch.testing.assert_close(A.sum(-1), torch.ones(6, 24, dtype=torch.float64))
+    bench_rank.check_same_measures(A)  # raises on any disagreement
+    loop = bench_rank.numpy_loop_ranks
+
+    def off_by_one(A_np):
+        out = loop(A_np)
+        out["numerical_rank"] = out["numerical_rank"] - 1
+        return out
+
+    monkeypatch.setattr(bench_rank, "numpy_loop_ranks", off_by_one)
+    with pytest.raises(AssertionError, match="numerical rank"):
+        bench_rank.check_same_measures(A)
+
+
+def test_loglog_slope_recovers_power():
+    ns = [64, 128, 256, 512]
+    assert bench_rank.loglog_slope(ns, [3e-9 * n ** 3 for n in ns]) == pytest.approx(3.0)
+    assert bench_rank.loglog_slope(ns, [7e-8 * n ** 2 for n in ns]) == pytest.approx(2.0)
+
+
+def test_attention_flops_fixed_over_standard_is_width_ratio():
+    B, n, d, h = 4, 128, 256, 8
+    std, fixed = (bench_attention.attention_flops(B, n, d, h, dh) for dh in (d // h, n))
+    assert fixed / std == pytest.approx(h * n / d)
+    assert std == 3 * 4 * B * n * d * (2 * d + n)
+
+
+def test_mha_check_same_output_accepts_loaded_weights_and_rejects_others():
+    torch.manual_seed(0)
+    ref = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+    x = torch.randn(2, 5, 16)
+    ours = bench_attention.MultiHeadAttention(16, 4).load_torch_mha(ref)
+    bench_attention.check_same_output(ours, ref, x)
+    with pytest.raises(AssertionError):
+        bench_attention.check_same_output(bench_attention.MultiHeadAttention(16, 4), ref, x)
+
+
+def test_masked_batch_masks_and_labels():
+    inputs, labels = bench_training.masked_batch(4, 200, 50, seed=1)
+    chosen = labels != -100
+    assert inputs.shape == labels.shape == (4, 200)
+    assert 0.05 < chosen.float().mean() < 0.3
+    assert (inputs[chosen] == 0).all() and (inputs[~chosen] > 0).all()
+    assert (labels[chosen] > 0).all()
+
+
+def _rows():
+    env = harness.environment(torch.device("cpu"), 1)
+    env.update(mode="quick", date="2026-01-01T00:00:00", loadavg_end=[0.5, 0.5, 0.5])
+    timing = harness.Timing([1.0, 2.0, 3.0]).summary()
+    rows = [harness.Result(key="a", item=1, ours="rank_report", baseline="numpy", config={"n": 8},
+                           ratio=0.3, target=0.4, status="PASS", note="x | y",
+                           timings={"ours": timing, "baseline": timing}),
+            harness.Result(key="b", item=5, ours="probe", baseline="naive", config={}, status="skipped",
+                           note="not importable")]
+    return rows, env
+
+
+def test_markdown_table_and_json(tmp_path):
+    rows, env = _rows()
+    md = report.markdown_table(rows, env)
+    assert "| 1 | rank_report vs numpy (x \\| y) | n=8 | 2 s [1 s, 3 s] |" in md
+    assert "| 0.3 | <= 0.4 | PASS |" in md and "| - | - | skipped |" in md
+    assert f"{env['torch_threads']} threads" in md
+    path = tmp_path / "m.json"
+    report.write_json(path, rows, env)
+    data = json.loads(path.read_text())
+    assert data["environment"]["versions"]["torch"] == torch.__version__
+    assert [r["status"] for r in data["results"]] == ["PASS", "skipped"]
+    assert not list(tmp_path.glob("*.tmp"))
+    text = report.text_table(rows)
+    assert "rank_report vs numpy" in text and "PASS" in text
+    summary = report.summary_markdown(rows, env)
+    assert "| 1 | rank_report vs numpy | n=8 | 0.3 | <= 0.4 | PASS |" in summary
+
+
+def test_full_run_writes_the_book_files(monkeypatch, tmp_path):
+    rows, _ = _rows()
+    points = [{"n": n, "method": m, "seconds_per_matrix": 1e-6 * n, "min_s": 1e-6 * n, "max_s": 1e-6 * n}
+              for n in (64, 128) for m in ("svd", "hardmax")]
+    scaling = harness.Result(key="s", item=2, ours="svd", baseline="hardmax", config={},
+                             extra={"points": points, "slopes": {"svd": 1.0, "hardmax": 1.0}, "slope_from_n": 64})
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(run, "run_items", lambda args, settings, device: (rows + [scaling], scaling))
+    try:
+        assert run.main(["--threads", "1", "--out", str(tmp_path)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    machine = harness.machine_name(torch.device("cpu"))
+    names = {p.name for p in tmp_path.iterdir()}
+    assert names == {f"{machine}.json", f"{machine}.md", "latest.md", "summary.md", "scaling.png"}
+    assert (tmp_path / "latest.md").read_text() == (tmp_path / f"{machine}.md").read_text()
+    assert json.loads((tmp_path / f"{machine}.json").read_text())["environment"]["mode"] == "full"
+
+
+def test_scaling_plot_writes_png(tmp_path):
+    points = [{"n": n, "method": m, "seconds_per_matrix": c * n ** k, "min_s": 0.9 * c * n ** k,
+               "max_s": 1.1 * c * n ** k}
+              for n in (64, 128, 256) for m, c, k in (("svd", 1e-9, 3), ("hardmax", 1e-8, 2))]
+    row = harness.Result(key="s", item=2, ours="svd", baseline="hardmax", config={},
+                         extra={"points": points, "slopes": {"svd": 3.0, "hardmax": 2.0}, "slope_from_n": 64})
+    report.scaling_plot(tmp_path / "s.png", row)
+    assert (tmp_path / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("check, status, code", [(True, "FAIL", 1), (False, "FAIL", 0), (True, "PASS", 0),
+                                                 (True, "error", 1), (True, "skipped", 0)])
+def test_run_exit_code(monkeypatch, tmp_path, capsys, check, status, code):
+    row = harness.Result(key="k", item=3, ours="a", baseline="b", config={}, ratio=1.0, target=1.0,
+                         status=status)
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(run, "run_items", lambda args, settings, device: ([row], None))
+    argv = ["--quick", "--threads", "1", "--out", str(tmp_path)] + (["--check"] if check else [])
+    try:
+        got = run.main(argv)
+    finally:
+        torch.set_num_threads(threads)  # main sets the process's thread count
+    assert got == code
+    out = capsys.readouterr().out
+    assert "1 threads" in out and status in out
+    saved = json.loads(next(tmp_path.glob("*-quick.json")).read_text())
+    assert saved["environment"]["mode"] == "quick" and saved["environment"]["torch_threads"] == 1
+    assert not (tmp_path / "latest.md").exists()  # quick runs never replace the book's table
+
+
+def test_run_rejects_bad_threads():
+    with pytest.raises(SystemExit):
+        run.parse_args(["--threads", "0"])
+
+
+def test_settings_cover_every_item():
+    keys = {"timing", "numpy_timing", "rank_shapes", "scaling_ns", "scaling_timing", "svd_elements",
+            "hardmax_elements", "mha", "train", "train_timing", "probe_n", "probe_timing"}
+    for mode in run.SETTINGS.values():
+        assert set(mode) == keys
+        assert all(t["warmup"] >= 1 and t["reps"] >= 3 for k, t in mode.items() if k.endswith("timing"))
+    assert math.isclose(min(run.SETTINGS["full"]["scaling_ns"]), 64)
+    assert max(run.SETTINGS["full"]["scaling_ns"]) == 2048

@@ -10,6 +10,8 @@ import os
 
 from tqdm.std import tqdm as _tqdm
 
+__all__ = ["progress", "tqdm"]
+
 
 def _enabled() -> bool | None:
     flag = os.environ.get("LOWRANK_PROGRESS")
@@ -26,3 +28,9 @@ def progress(iterable=None, **kw):
         env = _enabled()
         kw["disable"] = None if env is None else not env
     return _tqdm(iterable, **kw)
+
+
+# Plain tqdm for callers that pass ``disable`` themselves (the trainer, sweeps). tqdm.std, not
+# tqdm.auto: the notebook flavour warns "IProgress not found" on stderr in kernels without
+# ipywidgets, which would land in every executed chapter.
+tqdm = _tqdm

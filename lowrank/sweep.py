@@ -1,0 +1,167 @@
+"""Sweeps: lists of run configs, keyed by a hash of the full config, with an append-only store.
+
+Each finished run appends one JSON line ``{"key", "experiment", "config", "metrics", ...}`` to
+``<data root>/results/<experiment>.jsonl`` (or any ``store`` path) in a single ``write`` on a
+file opened with ``O_APPEND``, under an exclusive ``flock``, followed by ``fsync``; so shards
+running at the same time on one file system never interleave lines, and a rerun skips every
+key already in the store. ``shard=(i, N)`` runs every N-th config starting at i, so a sweep
+splits across machines; ``workers=k`` runs k at a time on one machine. Each run trains in ``runs_dir/<key>`` with ``resume=True``, so a
+killed run continues from its last checkpoint.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+import pandas as pd
+from .progress import tqdm
+
+from .data import data_root
+
+__all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run"]
+
+try:  # POSIX; on other systems O_APPEND single writes are the only guard
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
+
+
+def run_key(config: dict) -> str:
+    """16 hex digits of the sha256 of the canonical JSON of the full config (seed included)."""
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict, got {type(config).__name__}")
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def store_path(experiment: str, *, root: str | os.PathLike | None = None) -> Path:
+    """``<data root>/results/<experiment>.jsonl``."""
+    if not experiment or any(c in experiment for c in "/\\\x00") or experiment.startswith("."):
+        raise ValueError(f"experiment name must be a plain file name, got {experiment!r}")
+    return data_root(root) / "results" / f"{experiment}.jsonl"
+
+
+class ResultStore:
+    """Append-only JSONL file of finished runs."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+
+    def records(self) -> list[dict]:
+        """All complete records, in file order; a line cut short by a crash is ignored."""
+        if not self.path.is_file():
+            return []
+        out = []
+        for line in self.path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(rec, dict) and "key" in rec:
+                out.append(rec)
+        return out
+
+    def keys(self) -> set[str]:
+        return {r["key"] for r in self.records()}
+
+    def append(self, record: dict) -> None:
+        """Append one record as one line: one write, O_APPEND, exclusive lock, fsync."""
+        if "key" not in record:
+            raise ValueError("a result record needs a 'key'")
+        line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            # A file left by a crash may end mid-line; start on a fresh line so both survive.
+            size = os.fstat(fd).st_size
+            if size:
+                with open(self.path, "rb") as f:
+                    f.seek(size - 1)
+                    if f.read(1) != b"\n":
+                        line = b"\n" + line
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+
+def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:
+    """Default runner: :func:`lowrank.train.train` in ``run_dir`` with resume; metrics without
+    the config echo."""
+    from .train import train
+
+    res = train(config, out_dir=run_dir, resume=True, progress=progress)
+    return {k: v for k, v in res.items() if k != "config"}
+
+
+def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path, run_dir: Path) -> str:
+    t = time.perf_counter()
+    metrics = run_fn(config, run_dir=run_dir)
+    ResultStore(store).append({"key": key, "experiment": experiment, "config": config, "metrics": metrics,
+                               "wall_s": time.perf_counter() - t,
+                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+    return key
+
+
+def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike | None = None,
+          shard: tuple[int, int] = (0, 1), runs_dir: str | os.PathLike | None = None,
+          run_fn: Callable[..., dict] = train_run, progress: bool = True, workers: int = 1,
+          root: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Run every config not yet in the store (this shard's share); return all their results.
+
+    Args:
+        configs: run configs (dicts, JSON-serialisable; include the seed). Duplicates run once.
+        experiment: name of the store file (``<root>/results/<experiment>.jsonl``).
+        store: explicit store path instead.
+        shard: (i, N): run configs i, i + N, i + 2N, ... of the de-duplicated list.
+        runs_dir: where run folders (checkpoints) go; default ``<root>/runs/<experiment>``.
+        run_fn: ``run_fn(config, run_dir=...) -> dict of metrics``; a module-level function
+            when ``workers > 1`` (it is sent to the worker processes by reference).
+        workers: runs in parallel, each in its own process (``spawn``); on a CPU, use one
+            torch thread per run (``num_threads=1``) and one worker per core.
+
+    Returns:
+        tidy DataFrame, one row per config of the sweep that has a result in the store (from
+        this or an earlier call, or another shard): ``key``, the config fields, the metrics.
+    """
+    i, n = shard
+    if not (isinstance(n, int) and isinstance(i, int) and n >= 1 and 0 <= i < n):
+        raise ValueError(f"shard must be (i, N) with 0 <= i < N, got {shard!r}")
+    unique: dict[str, dict] = {}
+    for c in configs:
+        unique.setdefault(run_key(c), dict(c))
+    keys = list(unique)
+    st = ResultStore(store if store is not None else store_path(experiment, root=root))
+    runs = Path(runs_dir) if runs_dir is not None else data_root(root) / "runs" / experiment
+    done = st.keys()
+    todo = [k for j, k in enumerate(keys) if j % n == i and k not in done]
+    if not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be a positive int, got {workers!r}")
+    bar = tqdm(total=len(todo), desc=f"sweep {experiment} shard {i}/{n}", disable=not progress, leave=False)
+    if workers == 1 or len(todo) <= 1:
+        for k in todo:
+            _run_and_store(run_fn, unique[k], k, experiment, st.path, runs / k)
+            bar.update(1)
+    else:
+        ctx = mp.get_context("spawn")  # fork is unsafe once torch has started its thread pools
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
+            futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k)
+                       for k in todo]
+            for fut in as_completed(futures):
+                fut.result()  # re-raises a failed run's exception here
+                bar.update(1)
+    bar.close()
+    latest = {r["key"]: r for r in st.records() if r["key"] in unique}
+    rows = [{"key": k, **latest[k]["config"], **latest[k]["metrics"], "wall_s": latest[k]["wall_s"]}
+            for k in keys if k in latest]
+    return pd.DataFrame(rows)

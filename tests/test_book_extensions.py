@@ -1,0 +1,127 @@
+"""The book's Sphinx extensions in _ext/: parameter tables, execution records, the offline MathJax check."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import nbformat
+import pytest
+from docutils import nodes
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+
+import execution_report  # noqa: E402
+import offline_assets  # noqa: E402
+import rerun_box  # noqa: E402
+from sphinx.errors import ConfigError, ExtensionError  # noqa: E402
+
+PARAMETERS = '''seed = 0  # random seed
+ns = [32,
+      64]  # sequence lengths n
+rtols = [0.0, 1e-3]  # tolerances (0 = default max(m, n) * eps)
+label: str = "x"  # an annotated one
+'''
+
+
+def _chapter(folder: Path, source: str = PARAMETERS, *, metadata: dict | None = None, outputs=()) -> Path:
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nb = new_notebook(metadata={**kernel, **(metadata or {})})
+    nb.cells = [new_markdown_cell("# Title\n\n**Summary.**"),
+                new_code_cell(source, metadata={"tags": ["parameters"]}),
+                new_code_cell("x = 1", outputs=list(outputs))]
+    path = folder / "chapters" / "07_test_chapter.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+def test_chapter_parameters_reads_every_assignment_with_default_and_comment(tmp_path):
+    params = rerun_box.chapter_parameters(_chapter(tmp_path))
+    assert list(params) == ["seed", "ns", "rtols", "label"]
+    assert params["seed"] == {"default": "0", "help": "random seed"}
+    assert params["ns"]["default"] == "[32,\n      64]"
+    assert params["ns"]["help"] == "sequence lengths n"
+    assert params["rtols"]["help"] == "tolerances (0 = default max(m, n) * eps)"
+    assert params["label"] == {"default": '"x"', "help": "an annotated one"}
+
+
+def test_papermill_blind_spots_names_the_lines_papermill_skips(tmp_path):
+    path = _chapter(tmp_path)
+    assert rerun_box.papermill_blind_spots(path, list(rerun_box.chapter_parameters(path))) == ["rtols"]
+
+
+def test_notebook_without_parameters_cell_is_refused(tmp_path):
+    path = _chapter(tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[1].metadata["tags"] = []
+    nbformat.write(nb, path)
+    with pytest.raises(ExtensionError, match="0 code cells tagged 'parameters'"):
+        rerun_box.chapter_parameters(path)
+
+
+def test_rerun_box_gives_commands_sets_and_one_row_per_parameter(tmp_path):
+    path = _chapter(tmp_path)
+    for scale in ("paper", "smoke"):
+        (path.parent / "params" / scale).mkdir(parents=True)
+        (path.parent / "params" / scale / "07_test_chapter.yaml").write_text("seed: 1\n")
+    assert rerun_box.parameter_sets(path) == ["smoke", "paper"]
+    box = rerun_box.rerun_box(path, tmp_path)
+    text = box.astext()
+    assert "lowrank run 07 -p seed 1" in text
+    assert "lowrank run 07 --scale smoke   # seconds" in text
+    assert "lowrank run 07 --scale paper   # full scale" in text
+    assert ("papermill chapters/07_test_chapter.ipynb out.ipynb \\\n    --cwd chapters -k python3 "
+            "-f chapters/params/paper/07_test_chapter.yaml") in text
+    rows = list(box.findall(nodes.row))
+    assert len(rows) == 1 + 4  # header + parameters
+
+
+def test_committed_run_prefers_the_latest_record_and_spots_errors(tmp_path):
+    meta = {"papermill": {"duration": 12.5, "end_time": "2026-01-01T10:00:00+00:00", "exception": None},
+            "lowrank_execution": {"duration": 30.0, "end_time": "2026-01-02T10:00:00+00:00"}}
+    run = execution_report.committed_run(_chapter(tmp_path, metadata=meta))
+    assert run["method"] == "committed (make notebooks)"
+    assert run["runtime"] == 30.0 and run["succeeded"] is True and run["error"] is None
+
+    error = new_output("error", ename="ValueError", evalue="bad", traceback=[])
+    run = execution_report.committed_run(_chapter(tmp_path, metadata={"papermill": meta["papermill"]},
+                                                  outputs=[error]))
+    assert run["method"] == "committed (papermill)" and run["runtime"] == 12.5
+    assert run["succeeded"] is False and run["error"] == "ValueError"
+
+    run = execution_report.committed_run(_chapter(tmp_path))
+    assert run["method"] == "committed (not timed)" and run["runtime"] is None and run["succeeded"] is True
+
+
+def test_mathjax_path_must_be_the_local_copy():
+    offline_assets.check_mathjax_path(None, SimpleNamespace(mathjax_path="mathjax/tex-chtml.js"))
+    for bad in ("https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js", "mathjax/tex-svg.js"):
+        with pytest.raises(ConfigError, match="serves MathJax from its own _static folder"):
+            offline_assets.check_mathjax_path(None, SimpleNamespace(mathjax_path=bad))
+
+
+def test_mathjax_package_has_every_part_the_book_copies():
+    es5 = offline_assets.mathjax_es5()
+    assert (es5 / "tex-chtml.js").read_text(encoding="utf8", errors="replace").count("3.2.2") > 0
+    for part in offline_assets.MATHJAX_PARTS:
+        assert (es5 / part).exists(), part
+    assert len(list((es5 / "output/chtml/fonts/woff-v2").glob("*.woff"))) >= 20
+
+
+def test_execution_records_of_the_committed_chapters_are_readable():
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        run = execution_report.committed_run(path)
+        assert set(run) == {"mtime", "runtime", "method", "succeeded", "error", "traceback"}, path
+        json.dumps(run)
+
+
+def test_lowrank_book_stages_the_book_extensions(tmp_path):
+    from lowrank import runner
+
+    runner._stage_book(ROOT, tmp_path / "src")
+    for name in ("offline_assets", "rerun_box", "execution_report"):
+        assert (tmp_path / "src" / "_ext" / f"{name}.py").is_file(), name

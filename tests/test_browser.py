@@ -1,0 +1,488 @@
+"""The rendered book as a reader meets it, checked in a real browser (headless Chromium).
+
+``make test`` runs this module after ``tools/render_book.py`` has rendered the committed notebooks
+into ``_build/test/_build/html`` (set ``LOWRANK_BOOK_HTML`` to check another build, for instance
+``_build/html`` after ``make book``). The pages are served over HTTP on 127.0.0.1 and opened with
+Playwright driving Debian's ``/usr/bin/chromium`` (``CHROMIUM`` overrides the path; Playwright never
+downloads a browser here). For ``index.html`` and every page in ``_toc.yml`` it checks: no
+JavaScript error in the console, no failed request and no request leaving 127.0.0.1, every image
+loaded, every piece of math typeset by MathJax without errors and no raw ``$$`` left in the text,
+every internal link pointing at an existing file and anchor. Chapter pages must also carry their
+number, a bold opening summary, the closing "What to take away", the download button for their
+notebook, the generated re-run box and one box per sphinx-proof directive in their source; the
+bibliography lists every entry of the .bib files; the execution report lists every chapter as
+succeeded. A full-page PNG screenshot of each page goes to ``_build/screenshots/`` (mirroring the
+page's path; ``LOWRANK_SCREENSHOTS`` overrides the folder).
+
+Without Chromium (``tools/ensure_chromium.sh`` installs it when it can) or Playwright the browser
+tests are skipped with the reason, except under CI (``CI=true``), where they fail.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import html.parser
+import http.server
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = Path(os.environ.get("LOWRANK_BOOK_HTML", ROOT / "_build" / "test" / "_build" / "html")).resolve()
+SCREENSHOTS = Path(os.environ.get("LOWRANK_SCREENSHOTS", ROOT / "_build" / "screenshots")).resolve()
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+# Flags for a closed network: no background services, updates or sync, which would otherwise
+# flood the log with refused connections. Playwright adds a fresh --user-data-dir per launch.
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-default-apps", "--mute-audio",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+PROOF_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{prf:(\w+)\}", re.MULTILINE)
+# Hosts that serve scripts, styles or fonts to pages (links to project home pages are fine).
+CDN_HOST = re.compile(
+    r"(^|\.)(cdn[\w-]*\.[\w.-]+|[\w-]*cdn\.[\w.-]+|jsdelivr\.net|unpkg\.com|googleapis\.com|gstatic\.com|"
+    r"use\.fontawesome\.com|kit\.fontawesome\.com|use\.typekit\.net|code\.jquery\.com|polyfill\.io|"
+    r"esm\.sh|skypack\.dev)$")
+URL = re.compile(r"https?://([A-Za-z0-9.-]+)[^\s\"'<>)]*")
+# Dead defaults inside the speech-rule-engine that MathJax 3.2.2 bundles: MathJax points the engine
+# at its own [mathjax]/sre/mathmaps (components/src/a11y/sre/sre_config.js); the other two are for
+# Internet Explorer only. The browser test below proves that no request leaves 127.0.0.1.
+MATHJAX_DEAD_URLS = (
+    "https://cdn.jsdelivr.net/npm/speech-rule-engine@",
+    "https://cdn.jsdelivr.net/npm/sre-mathmaps-ie@",
+    "https://cdn.jsdelivr.net/npm/wicked-good-xpath@",
+)
+
+
+# --- what the book should contain: from the sources, not from the build --------------------
+
+@dataclass(frozen=True)
+class Page:
+    path: str               # relative to the HTML root, e.g. "chapters/05_rank_barrier.html"
+    source: Path | None     # the .md / .ipynb it is built from (None for index.html)
+    numbered: bool = False  # in a numbered part of the toc: a chapter
+    number: int | None = None
+
+    @property
+    def is_chapter(self) -> bool:
+        return self.source is not None and self.source.suffix == ".ipynb" and self.path.startswith("chapters/")
+
+    def __str__(self) -> str:
+        return self.path
+
+
+def _source_of(docname: str) -> Path:
+    for suffix in (".ipynb", ".md", ".rst"):
+        if (ROOT / f"{docname}{suffix}").is_file():
+            return ROOT / f"{docname}{suffix}"
+    raise FileNotFoundError(f"_toc.yml names {docname!r}, which has no .ipynb/.md/.rst source")
+
+
+def book_pages() -> list[Page]:
+    """index.html, then every document of _toc.yml in reading order; chapters numbered continuously."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
+    pages = [Page("index.html", None), Page(f"{toc['root']}.html", _source_of(toc["root"]))]
+    counter = 0
+
+    def walk(entries, numbered):
+        nonlocal counter
+        for entry in entries or []:
+            if "file" in entry:
+                name = str(Path(entry["file"]).with_suffix("")) if entry["file"].endswith((".md", ".ipynb")) \
+                    else entry["file"]
+                number = None
+                if numbered:
+                    counter += 1
+                    number = counter
+                pages.append(Page(f"{name}.html", _source_of(name), numbered, number))
+            walk(entry.get("sections"), numbered)
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"), bool(part.get("numbered")))
+    walk(toc.get("chapters"), bool(toc.get("numbered")))
+    return pages
+
+
+PAGES = book_pages()
+CHAPTERS = [p for p in PAGES if p.is_chapter]
+
+
+def source_text(page: Page) -> str:
+    """Markdown of a page's source (all markdown cells of a notebook)."""
+    if page.source is None:
+        return ""
+    if page.source.suffix == ".ipynb":
+        nb = json.loads(page.source.read_text(encoding="utf8"))
+        return "\n\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return page.source.read_text(encoding="utf8")
+
+
+def notebook_parameters(notebook: Path) -> list[str]:
+    """Names assigned in the notebook's cell tagged ``parameters``."""
+    nb = json.loads(notebook.read_text(encoding="utf8"))
+    [cell] = [c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", [])]
+    tree = ast.parse("".join(cell["source"]))
+    return [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
+
+
+def bib_entries() -> int:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
+    text = "".join((ROOT / f).read_text(encoding="utf8") for f in config.get("bibtex_bibfiles", []))
+    return len(re.findall(r"^\s*@(?!comment|string|preamble)\w+\s*\{", text, flags=re.MULTILINE | re.IGNORECASE))
+
+
+# --- the built HTML, read as files --------------------------------------------------------
+
+def _unavailable(reason: str):
+    if IN_CI:
+        pytest.fail(f"{reason} (CI=true: the browser test must run here)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def html_root() -> Path:
+    if not (HTML / "index.html").is_file():
+        _unavailable(f"no rendered book in {HTML}: run `make test`, or `python tools/render_book.py` first")
+    return HTML
+
+
+class _Collect(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+        self.loads: list[str] = []  # URLs the page itself loads: scripts, stylesheets, icons, images
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        for key in ("id", "name") if tag == "a" else ("id",):
+            if a.get(key):
+                self.ids.add(a[key])
+        if tag in ("script", "img", "iframe", "source", "audio", "video") and a.get("src"):
+            self.loads.append(a["src"])
+        if tag == "link" and a.get("href") and set((a.get("rel") or "").split()) & {
+                "stylesheet", "preload", "icon", "modulepreload", "manifest"}:
+            self.loads.append(a["href"])
+
+
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> _Collect:
+    collector = _Collect()
+    collector.feed(path.read_text(encoding="utf8", errors="replace"))
+    return collector
+
+
+def test_built_html_references_no_cdn(html_root):
+    """No .html/.js/.css file names a CDN, and no page loads anything from another host."""
+    offenders = []
+    for path in sorted(html_root.rglob("*")):
+        if path.suffix not in (".html", ".js", ".css") or "_sources" in path.relative_to(html_root).parts:
+            continue
+        rel = path.relative_to(html_root).as_posix()
+        text = path.read_text(encoding="utf8", errors="replace")
+        for match in URL.finditer(text):
+            if not CDN_HOST.search(match.group(1).lower()):
+                continue
+            if rel.startswith("_static/mathjax/") and match.group(0).startswith(MATHJAX_DEAD_URLS):
+                continue
+            offenders.append(f"{rel}: {match.group(0)}")
+        if path.suffix == ".html":
+            offenders += [f"{rel} loads {url}" for url in parsed(path).loads
+                          if urlsplit(url).scheme in ("http", "https") or url.startswith("//")]
+    assert not offenders, "the book must read offline:\n" + "\n".join(sorted(set(offenders)))
+
+
+def test_mathjax_is_served_locally_with_the_book_macros(html_root):
+    chapter = html_root / CHAPTERS[0].path if CHAPTERS else html_root / PAGES[1].path
+    text = chapter.read_text(encoding="utf8")
+    scripts = [s for s in parsed(chapter).loads if "mathjax" in s.lower()]
+    assert scripts, f"{chapter.name} loads no MathJax"
+    for src in scripts:
+        assert (chapter.parent / src.split("?")[0]).resolve().is_file(), f"{src} is not in the build"
+    for macro in ("dhead", "dproj", "softmax", "rank", "erank", "srank", "Ebound"):
+        assert f'"{macro}"' in text, f"TeX macro \\{macro} is not configured for MathJax"
+
+
+# --- the book in a browser ------------------------------------------------------------------
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(html_root):
+    handler = functools.partial(_QuietHandler, directory=str(html_root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).is_file():
+        _unavailable(f"Chromium not found at {CHROMIUM}: install Debian's `chromium` package "
+                     "(tools/ensure_chromium.sh does it when run as root with apt-get)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the Python package playwright is not installed (it is in requirements/lock.txt: make setup)")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Visit:
+    """What a reader's browser saw on one page."""
+    url: str
+    final_path: str
+    errors: list[str] = field(default_factory=list)     # console errors, uncaught exceptions
+    failed: list[str] = field(default_factory=list)     # failed or 4xx/5xx requests
+    external: list[str] = field(default_factory=list)   # requests to another host (blocked)
+    dom: dict = field(default_factory=dict)
+
+
+DOM_PROBE = """async () => {
+  const mj = window.MathJax;
+  const mathjaxLoaded = !!(mj && mj.startup && mj.startup.promise);
+  if (mathjaxLoaded) { await mj.startup.promise; }
+  const mathErrors = [];
+  if (mathjaxLoaded && mj.startup.document) {
+    for (const item of mj.startup.document.math) {
+      item.root.walkTree((node) => {
+        const undefinedMacro = node.isKind('mtext') && node.attributes.get('mathcolor') === 'red';
+        if (node.isKind('merror') || undefinedMacro) { mathErrors.push(item.math); }
+      });
+    }
+  }
+  const article = document.querySelector('article') || document.body;
+  const rawDollars = [];
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  const skip = 'pre, code, script, style, textarea, mjx-container, .highlight';
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.nodeValue.includes('$$') && !n.parentElement.closest(skip)) { rawDollars.push(n.nodeValue.trim().slice(0, 120)); }
+  }
+  const text = (el) => { const c = el.cloneNode(true); c.querySelectorAll('.headerlink, .section-number').forEach((x) => x.remove()); return c.textContent.trim(); };
+  const h1 = article.querySelector('h1');
+  let lead = h1 ? h1.nextElementSibling : null;
+  const rerun = article.querySelector('.rerun-chapter');
+  return {
+    mathjaxLoaded,
+    mathErrors,
+    rawDollars,
+    math: Array.from(article.querySelectorAll('.math'), (el) => ({ text: el.textContent.slice(0, 80), typeset: !!el.querySelector('mjx-container') })),
+    mjxCount: article.querySelectorAll('mjx-container').length,
+    images: Array.from(document.images, (img) => ({ src: img.currentSrc || img.src, ok: img.complete && img.naturalWidth > 0 })),
+    links: Array.from(document.querySelectorAll('a[href]'), (a) => ({ raw: a.getAttribute('href'), abs: a.href })),
+    ids: Array.from(document.querySelectorAll('[id], a[name]'), (el) => el.id || el.getAttribute('name')),
+    h1: h1 ? text(h1) : null,
+    h1Number: h1 && h1.querySelector('.section-number') ? h1.querySelector('.section-number').textContent.trim() : null,
+    leadHtml: lead && lead.tagName === 'P' ? lead.innerHTML.trim() : null,
+    h2: Array.from(article.querySelectorAll('section > h2'), text),
+    proofs: article.querySelectorAll('div.proof.admonition').length,
+    rerunText: rerun ? rerun.textContent : null,
+    rerunRows: rerun ? rerun.querySelectorAll('tbody tr').length : 0,
+    downloads: Array.from(document.querySelectorAll('.dropdown-download-buttons a, a.btn[href$=".ipynb"], a[href$=".ipynb"]'), (a) => a.getAttribute('href')),
+    citations: article.querySelectorAll('.citation').length,
+    partCaptions: Array.from(document.querySelectorAll('.bd-sidebar-primary p.caption'), (p) => p.textContent.trim()),
+    tableRows: Array.from(article.querySelectorAll('table tbody tr'), (tr) => Array.from(tr.cells, (td) => td.textContent.trim())),
+  };
+}"""
+
+
+# Before the screenshot: fonts loaded, layout settled, nothing scrolled (a theme script that scrolls
+# the navigation to the current page can leave a container scrolled sideways).
+SETTLE = """async () => {
+  await document.fonts.ready;
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  window.scrollTo(0, 0);
+  for (const el of document.querySelectorAll('*')) { if (el.scrollLeft) { el.scrollLeft = 0; } }
+  return document.documentElement.scrollWidth - document.documentElement.clientWidth;
+}"""
+
+
+@pytest.fixture(scope="module")
+def visit(site, browser):
+    """visit(page) -> Visit: load each page once, wait for MathJax, probe it, save its screenshot."""
+    seen: dict[str, Visit] = {}
+
+    def load(page: Page) -> Visit:
+        if page.path in seen:
+            return seen[page.path]
+        url = urljoin(site, page.path)
+        result = Visit(url=url, final_path=page.path)
+        context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+        host = urlsplit(site).netloc
+
+        def route(r):
+            if urlsplit(r.request.url).netloc == host or r.request.url.startswith(("data:", "blob:")):
+                r.continue_()
+            else:
+                result.external.append(r.request.url)
+                r.abort()
+
+        context.route("**/*", route)
+        tab = context.new_page()
+        tab.set_default_timeout(30_000)
+        tab.on("console", lambda m: result.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        tab.on("pageerror", lambda e: result.errors.append(f"uncaught exception: {e}"))
+        tab.on("requestfailed", lambda r: result.failed.append(f"{r.url}: {r.failure}")
+               if urlsplit(r.url).netloc == host else None)
+        tab.on("response", lambda r: result.failed.append(f"{r.url}: HTTP {r.status}") if r.status >= 400 else None)
+        try:
+            tab.goto(url, wait_until="load")
+            refresh = re.search(r'http-equiv="Refresh" content="0; url=([^"]+)"', (HTML / page.path).read_text(encoding="utf8"))
+            if refresh:  # index.html forwards to the first page
+                tab.wait_for_url(urljoin(url, refresh.group(1)))
+                tab.wait_for_load_state("load")
+            result.final_path = urlsplit(tab.url).path.lstrip("/")
+            result.dom = tab.evaluate(DOM_PROBE)
+            result.dom["overflowX"] = tab.evaluate(SETTLE)
+            shot = SCREENSHOTS / Path(page.path).with_suffix(".png")
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            tab.screenshot(path=str(shot), full_page=True)
+        finally:
+            context.close()
+        seen[page.path] = result
+        return result
+
+    return load
+
+
+def _page_ids(path: Path) -> set[str]:
+    return parsed(path).ids
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_page_loads_cleanly_offline(visit, page):
+    v = visit(page)
+    assert not v.errors, f"{page}: JavaScript errors:\n" + "\n".join(v.errors)
+    assert not v.failed, f"{page}: failed requests:\n" + "\n".join(v.failed)
+    assert not v.external, f"{page}: requests to other hosts (the book must read offline):\n" + "\n".join(v.external)
+    assert v.dom["overflowX"] <= 0, \
+        f"{page} is {v.dom['overflowX']} px wider than a {VIEWPORT['width']} px window (horizontal scrolling)"
+    assert (SCREENSHOTS / Path(page.path).with_suffix(".png")).stat().st_size > 0
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_images_load(visit, page):
+    broken = [img["src"] for img in visit(page).dom["images"] if not img["ok"]]
+    assert not broken, f"{page}: images that did not load: {broken}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_math_is_typeset(visit, page):
+    dom = visit(page).dom
+    math = dom["math"]
+    if math:
+        assert dom["mathjaxLoaded"], f"{page} has {len(math)} formulas but MathJax did not load"
+        raw = [m["text"] for m in math if not m["typeset"]]
+        assert not raw, f"{page}: formulas left untypeset: {raw[:5]}"
+        assert dom["mjxCount"] >= len(math)
+    assert not dom["mathErrors"], f"{page}: MathJax errors or undefined macros in: {dom['mathErrors'][:5]}"
+    assert not dom["rawDollars"], f"{page}: raw $$ left in the text: {dom['rawDollars'][:5]}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_internal_links_resolve(visit, page, site):
+    v = visit(page)
+    here_ids = set(v.dom["ids"])
+    broken = []
+    for link in v.dom["links"]:
+        raw, absolute = link["raw"], link["abs"]
+        if raw.startswith(("javascript:", "mailto:")) or not absolute.startswith(site):
+            continue
+        parts = urlsplit(absolute)
+        target = HTML / unquote(parts.path.lstrip("/"))
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file():
+            broken.append(f"{raw} -> missing file {target.relative_to(HTML)}")
+            continue
+        anchor = unquote(parts.fragment)
+        if not anchor or target.suffix != ".html":
+            continue
+        ids = here_ids if target == HTML / v.final_path else _page_ids(target)
+        if anchor not in ids:
+            broken.append(f"{raw} -> no id {anchor!r} in {target.relative_to(HTML)}")
+    assert not broken, f"{page}: broken internal links:\n" + "\n".join(sorted(set(broken)))
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if PROOF_DIRECTIVE.search(source_text(p))], ids=str)
+def test_proof_boxes_present(visit, page):
+    expected = len(PROOF_DIRECTIVE.findall(source_text(page)))
+    assert visit(page).dom["proofs"] == expected, \
+        f"{page}: {expected} sphinx-proof directives in the source, {visit(page).dom['proofs']} boxes rendered"
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_chapter_navigation_and_shape(visit, page):
+    dom = visit(page).dom
+    assert dom["h1Number"] == f"{page.number}.", \
+        f"{page}: chapter heading numbered {dom['h1Number']!r}, expected {page.number}. (continuous across parts)"
+    assert dom["leadHtml"] and dom["leadHtml"].startswith("<strong>"), \
+        f"{page}: the title must be followed by a bold summary of what the chapter shows"
+    assert dom["h2"] and dom["h2"][-1] == "What to take away", \
+        f"{page}: the last section must be 'What to take away', found {dom['h2'][-1:]}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_navigation_shows_the_parts(visit, page):
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
+    captions = [part["caption"] for part in toc.get("parts", []) if part.get("caption")]
+    assert visit(page).dom["partCaptions"] == captions, f"{page}: the navigation does not list the parts of _toc.yml"
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_chapter_reexecution_affordances(visit, page):
+    dom = visit(page).dom
+    notebook = Path(page.path).with_suffix(".ipynb").name
+    assert any(href.endswith(f"_sources/{Path(page.path).with_suffix('.ipynb').as_posix()}")
+               for href in dom["downloads"]), f"{page}: no download button for {notebook}: {dom['downloads']}"
+    number = notebook.split("_", 1)[0]
+    assert dom["rerunText"] and f"lowrank run {number} -p" in dom["rerunText"], f"{page}: no re-run box"
+    assert "papermill" in dom["rerunText"]
+    params = notebook_parameters(page.source)
+    assert dom["rerunRows"] == len(params), \
+        f"{page}: re-run box lists {dom['rerunRows']} parameters, the parameters cell has {len(params)}"
+    for name in params:
+        assert name in dom["rerunText"], f"{page}: parameter {name} missing from the re-run box"
+
+
+def test_bibliography_lists_every_entry(visit):
+    pages = [p for p in PAGES if "{bibliography}" in source_text(p)]
+    assert pages, "no page has a {bibliography} directive"
+    entries = bib_entries()
+    for page in pages:
+        shown = visit(page).dom["citations"]
+        if ":all:" in source_text(page):
+            assert shown == entries, f"{page}: {shown} bibliography entries shown, {entries} in the .bib files"
+        else:
+            assert shown > 0, f"{page}: empty bibliography"
+
+
+def test_execution_report_lists_every_chapter(visit):
+    pages = [p for p in PAGES if "{nb-exec-table}" in source_text(p)]
+    assert pages, "no execution report page (a {nb-exec-table} directive) in the toc"
+    rows = {row[0]: row for row in visit(pages[0]).dom["tableRows"] if row}
+    for chapter in CHAPTERS:
+        docname = str(Path(chapter.path).with_suffix(""))
+        assert docname in rows, f"execution report has no row for {docname}: {sorted(rows)}"
+        assert rows[docname][-1] == "succeeded", f"execution report: {docname} did not succeed: {rows[docname]}"

@@ -1,0 +1,119 @@
+import json
+import multiprocessing as mp
+
+import pandas as pd
+import pytest
+
+from lowrank.sweep import ResultStore, run_key, store_path, sweep
+
+
+def test_run_key_is_order_free_and_seed_sensitive():
+    a = run_key({"d_model": 64, "seed": 0, "head_dim": None})
+    assert a == run_key({"seed": 0, "head_dim": None, "d_model": 64}) and len(a) == 16
+    assert a != run_key({"d_model": 64, "seed": 1, "head_dim": None})
+    with pytest.raises(ValueError, match="must be a dict"):
+        run_key([1, 2])
+
+
+def test_store_path_uses_data_root(tmp_path, monkeypatch):
+    assert store_path("fig3a", root=tmp_path) == tmp_path / "results" / "fig3a.jsonl"
+    monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "env"))
+    assert store_path("x") == tmp_path / "env" / "results" / "x.jsonl"
+    with pytest.raises(ValueError, match="plain file name"):
+        store_path("../escape")
+
+
+def _fake_run(config, *, run_dir):
+    return {"val_ppl": 100.0 / config["n_heads"] + config["seed"]}
+
+
+def test_sweep_runs_each_key_once_and_returns_tidy_frame(tmp_path):
+    calls = []
+
+    def run(config, *, run_dir):
+        calls.append(run_dir.name)
+        return _fake_run(config, run_dir=run_dir)
+
+    configs = [{"n_heads": h, "seed": s} for h in (1, 2, 4) for s in (0, 1)]
+    store = tmp_path / "s.jsonl"
+    df = sweep(configs + configs[:2], experiment="t", store=store, run_fn=run, runs_dir=tmp_path, progress=False)
+    assert len(calls) == 6 and len(df) == 6
+    assert list(df.columns[:3]) == ["key", "n_heads", "seed"]
+    assert df.loc[(df.n_heads == 4) & (df.seed == 1), "val_ppl"].item() == 26.0
+    assert set(calls) == {run_key(c) for c in configs}
+    again = sweep(configs, experiment="t", store=store, run_fn=run, runs_dir=tmp_path, progress=False)
+    assert len(calls) == 6
+    pd.testing.assert_frame_equal(again, df)
+
+
+def test_shards_split_the_work_and_share_the_store(tmp_path):
+    configs = [{"n_heads": h, "seed": 0} for h in range(1, 8)]
+    store = tmp_path / "s.jsonl"
+    ran = []
+
+    def run(config, *, run_dir):
+        ran.append(config["n_heads"])
+        return _fake_run(config, run_dir=run_dir)
+
+    part = sweep(configs, experiment="t", store=store, shard=(1, 3), run_fn=run, runs_dir=tmp_path, progress=False)
+    assert ran == [2, 5] and sorted(part.n_heads) == [2, 5]
+    for i in (0, 2):
+        sweep(configs, experiment="t", store=store, shard=(i, 3), run_fn=run, runs_dir=tmp_path, progress=False)
+    assert sorted(ran) == list(range(1, 8))
+    with pytest.raises(ValueError, match="shard"):
+        sweep(configs, experiment="t", store=store, shard=(3, 3), run_fn=run, progress=False)
+
+
+def _append_many(path, worker):
+    store = ResultStore(path)
+    for i in range(100):
+        store.append({"key": f"{worker}-{i}", "payload": "x" * 5000})
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    path = tmp_path / "s.jsonl"
+    ctx = mp.get_context("fork")  # workers only append; spawn would re-import torch
+    procs = [ctx.Process(target=_append_many, args=(path, w)) for w in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 300 and all(json.loads(l)["payload"] == "x" * 5000 for l in lines)
+
+
+def test_a_line_cut_by_a_crash_is_skipped_and_the_next_append_survives(tmp_path):
+    path = tmp_path / "s.jsonl"
+    store = ResultStore(path)
+    store.append({"key": "a", "v": 1})
+    with open(path, "a") as f:
+        f.write('{"key": "b", "v"')  # killed mid-write
+    store.append({"key": "c", "v": 3})
+    assert [r["key"] for r in store.records()] == ["a", "c"]
+    with pytest.raises(ValueError, match="needs a 'key'"):
+        store.append({"v": 1})
+
+
+def test_default_runner_trains_and_resumes_through_the_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "data"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"{i}.txt").write_text(f"line {i} of a tiny corpus for the sweep test.\n" * 30)
+    cfg = dict(corpus=str(docs), vocab_size=280, seq_len=8, d_model=8, n_layers=1, n_heads=2, batch_size=4,
+               steps=4, warmup_steps=1, eval_interval=0, checkpoint_every=0, num_threads=1, seed=0)
+    df = sweep([cfg, dict(cfg, seed=1)], experiment="tiny", progress=False)
+    assert len(df) == 2 and df.val_ppl.gt(1).all() and df.seed.tolist() == [0, 1]
+    assert (tmp_path / "data" / "results" / "tiny.jsonl").is_file()
+    assert (tmp_path / "data" / "runs" / "tiny" / run_key(cfg) / "result.json").is_file()
+
+
+def test_workers_run_in_parallel_processes_into_one_store(tmp_path):
+    configs = [{"n_heads": h, "seed": 0} for h in range(1, 5)]
+    df = sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path,
+               progress=False, workers=2)
+    assert sorted(df.val_ppl) == sorted(100.0 / h for h in range(1, 5))
+    assert len(ResultStore(tmp_path / "s.jsonl").records()) == 4
+    with pytest.raises(ValueError, match="workers"):
+        sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, progress=False, workers=0)

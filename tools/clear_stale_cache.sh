@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Drop the book's jupyter-cache when the code it ran against has changed.
+#
+# jupyter-cache (execute_notebooks: cache in _config.yml) keys each notebook on the source of its
+# code cells only, so an edit in lowrank/ would otherwise leave stale outputs in the book. The
+# fingerprint covers every lowrank/**/*.py (path and content) and requirements/lock.txt (a new
+# torch or numpy changes numbers too); it is kept in <cache>/lowrank.sha256.
+#
+# Sphinx re-reads only source files that changed, and myst-nb executes a notebook only while
+# reading it, so clearing the cache alone would leave the old pages in place. The Sphinx
+# environment next to the cache (<cache>/../.doctrees) goes too, and the next build re-reads and
+# re-executes every chapter.
+#
+# usage: tools/clear_stale_cache.sh [CACHE_DIR]     (default: _build/.jupyter_cache)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cache=${1:-_build/.jupyter_cache}
+doctrees=$(dirname "$cache")/.doctrees
+stamp=$cache/lowrank.sha256
+
+fingerprint=$(
+  {
+    find lowrank -type f -name '*.py' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    sha256sum requirements/lock.txt
+  } | sha256sum | cut -d' ' -f1
+)
+
+if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$fingerprint" ]]; then
+  if [[ -e $cache || -e $doctrees ]]; then
+    echo "lowrank/ or the lock file changed since the last build: clearing $cache and $doctrees"
+  fi
+  rm -rf "$cache" "$doctrees"
+  mkdir -p "$cache"
+  echo "$fingerprint" > "$stamp"
+fi

@@ -98,7 +98,8 @@ def bench_scaling(ns, *, device: torch.device, timing: dict, svd_elements: int =
     """Item 2: seconds per matrix for the SVD-based measures and for hardmax_rank at each n.
 
     Each n gets a batch of about ``svd_elements`` (SVD) or ``hardmax_elements`` (hardmax)
-    matrix entries, so small n is not all call overhead and large n stays affordable. The row's
+    matrix entries, so small n is not all call overhead and large n stays affordable; the SVD
+    batch has at least one matrix per thread, so every n runs the same (split) code path. The row's
     ratio is SVD / hardmax time at the largest n; ``extra`` holds the log-log slopes (fitted
     for n >= SLOPE_FROM_N) and one point per (n, method) for the plot.
     """
@@ -106,7 +107,8 @@ def bench_scaling(ns, *, device: torch.device, timing: dict, svd_elements: int =
     points = []
     for n in ns:
         for method, elements in ((SVD_METHOD, svd_elements), (HARDMAX_METHOD, hardmax_elements)):
-            batch = max(1, elements // (n * n))
+            least = torch.get_num_threads() if method == SVD_METHOD and device.type == "cpu" else 1
+            batch = max(least, elements // (n * n))
             A = attention_batch(batch, n, device=device)
             fn = (lambda: rank_report(A, hardmax=False)) if method == SVD_METHOD else (lambda: hardmax_rank(A))
             t = time_one(fn, sync=sync, **timing)

@@ -9,9 +9,14 @@ from pathlib import Path
 from harness import FAIL, ERROR, Result, fmt_seconds
 
 
+_SHORT = {"batch": "B", "d_model": "d", "n_heads": "h", "heads": "h", "head_dim": "d_h",
+          "fixed_head_dim": "d_p", "layers": "L", "vocab": "V"}
+_SKIP = {"device", "dtype", "optimizer", "model"}
+
+
 def _config_text(cfg: dict) -> str:
-    skip = {"device", "dtype", "optimizer", "model"}
-    return ", ".join(f"{k}={v}" for k, v in cfg.items() if k not in skip and not isinstance(v, list))
+    return ", ".join(f"{_SHORT.get(k, k)}={v}" for k, v in cfg.items()
+                     if k not in _SKIP and not isinstance(v, list))
 
 
 def _time_cell(t: dict | None) -> str:
@@ -21,36 +26,48 @@ def _time_cell(t: dict | None) -> str:
     return cell + (f" [{fmt_seconds(t['min_s'])}, {fmt_seconds(t['max_s'])}]" if t["reps"] > 1 else "")
 
 
-def table_rows(results: list[Result]) -> list[list[str]]:
-    """One list of cells per result: item, comparison, config, ours, baseline, ratio, target, status."""
-    rows = []
+def row_ids(results: list[Result]) -> list[str]:
+    """1a, 1b, 2a, 3a, ...: the item number and the row's letter within its item."""
+    ids, seen = [], {}
     for r in results:
+        k = seen.get(r.item, 0)
+        seen[r.item] = k + 1
+        ids.append(f"{r.item}{chr(ord('a') + k)}")
+    return ids
+
+
+def table_rows(results: list[Result]) -> list[list[str]]:
+    """One list of cells per result: id, comparison, size, ours, baseline, ratio, target, status."""
+    rows = []
+    for rid, r in zip(row_ids(results), results):
         ours, base = (_time_cell(r.timings.get(side)) for side in ("ours", "baseline"))
         ratio = "-" if r.ratio is None else f"{r.ratio:.3g}"
         target = "-" if r.target is None else f"<= {r.target:.3g}"
-        rows.append([str(r.item), f"{r.ours} vs {r.baseline}", _config_text(r.config), ours, base,
+        rows.append([rid, f"{r.ours} vs {r.baseline}", _config_text(r.config), ours, base,
                      ratio, target, r.status])
     return rows
 
 
-HEADER = ["#", "comparison (ours vs baseline)", "config", "ours: median [min, max]",
-          "baseline: median [min, max]", "ratio ours/baseline", "target", "status"]
+HEADER = ["#", "ours vs baseline", "size", "ours: median [min, max]", "baseline: median [min, max]",
+          "ratio", "target", "status"]
 
 
 def text_table(results: list[Result]) -> str:
-    """A plain-text table for the terminal, with each row's note underneath it."""
+    """A plain-text table for the terminal, with each row's comparison above and note below it."""
     rows = table_rows(results)
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(HEADER)]
-    # The comparison and config columns would make every line wrap; they are printed as a
-    # heading line per row instead.
+    # The comparison and size columns would make every line wrap; they head each row instead.
     short = [0, 3, 4, 5, 6, 7]
-    line = lambda cells: "  ".join(cells[i].ljust(widths[i]) for i in short)  # noqa: E731
+
+    def line(cells):
+        return "  ".join(cells[i].ljust(widths[i]) for i in short)
+
     out = [line(HEADER), line(["-" * w for w in widths])]
     for r, cells in zip(results, rows):
-        out.append(f"{r.item}. {cells[1]}  ({cells[2]})")
+        out.append(f"{cells[0]}. {cells[1]}  ({cells[2]})")
         out.append(line(cells))
         if r.note:
-            out.append(f"   {r.note}")
+            out.append(f"    {r.note}")
     return "\n".join(out)
 
 
@@ -58,37 +75,42 @@ def _md_cell(s: str) -> str:
     return s.replace("|", "\\|")
 
 
-def markdown_table(results: list[Result], env: dict) -> str:
-    """The markdown table with a line stating machine, threads, versions and load."""
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows)]
+
+
+def environment_line(env: dict) -> str:
+    """One sentence: machine, threads, library versions, BLAS, load, mode and date."""
     v = env["versions"]
     blas = ", ".join(f"{b.get('internal_api')} {b.get('version') or ''} ({b.get('architecture', '-')}, "
-                     f"{b.get('num_threads')} threads)" for b in env.get("blas", []) if b.get("user_api") == "blas")
-    head = (f"Machine `{env['machine']}` ({env['cpu_count']} cores{', ' + env['gpu'] if env['gpu'] else ''}), "
-            f"torch {v['torch']} with {env['torch_threads']} threads, NumPy {v['numpy']}"
-            f"{' (' + blas + ')' if blas else ''}, transformers {v.get('transformers')}; "
-            f"load average {env['loadavg_start'][0]:.1f} at start, {env.get('loadavg_end', [float('nan')])[0]:.1f} "
-            f"at end; {env['mode']} mode, {env['date']}. Ratio = median over repetitions of "
-            "t_ours / t_baseline (both timed back to back in each repetition, after warm-up); below "
-            "the target passes.\n\n")
-    lines = ["| " + " | ".join(HEADER) + " |", "|" + "|".join("---" for _ in HEADER) + "|"]
-    for r, cells in zip(results, table_rows(results)):
-        cells = list(cells)
-        if r.note:
-            cells[1] += f" ({r.note})"
-        lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
-    return head + "\n".join(lines) + "\n"
+                     f"{b.get('num_threads')} threads)" for b in env.get("blas", [])
+                     if b.get("user_api") == "blas")
+    gpu = f", {env['gpu']}" if env.get("gpu") else ""
+    end = env.get("loadavg_end", [float("nan")])[0]
+    return (f"Machine `{env['machine']}` ({env['cpu_count']} cores{gpu}), torch {v['torch']} with "
+            f"{env['torch_threads']} threads, NumPy {v['numpy']}{' (' + blas + ')' if blas else ''}, "
+            f"transformers {v.get('transformers')}; load average {env['loadavg_start'][0]:.1f} at start, "
+            f"{end:.1f} at end; {env['mode']} mode, {env['date']}.")
 
 
 def summary_markdown(results: list[Result], env: dict) -> str:
-    """The short table for the README: comparison, size, ratio, target, status."""
-    lines = [f"Measured on `{env['machine']}`, {env['torch_threads']} threads, torch {env['versions']['torch']}, "
-             f"load average {env['loadavg_start'][0]:.1f}; ratio = time ours / time baseline "
-             "(median of paired repetitions).\n",
-             "| # | ours vs baseline | size | ratio | target | |", "|---|---|---|---|---|---|"]
-    for r, cells in zip(results, table_rows(results)):
-        lines.append("| " + " | ".join(_md_cell(c) for c in (cells[0], cells[1], cells[2], cells[5], cells[6],
-                                                              cells[7])) + " |")
-    return "\n".join(lines) + "\n"
+    """The short table (README): row, comparison, size, ratio, target, status."""
+    rows = [[c[0], c[1], c[2], c[5], c[6], c[7]] for c in table_rows(results)]
+    head = (environment_line(env) + " Ratio = time ours / time baseline, the median over repetitions "
+            "that time both back to back; at or below the target passes.\n\n")
+    return head + "\n".join(_md_table(["#", "ours vs baseline", "size", "ratio", "target", "status"], rows)) + "\n"
+
+
+def markdown_table(results: list[Result], env: dict) -> str:
+    """The book's results: the short table, each row's note, then every row's timings."""
+    cells = table_rows(results)
+    notes = [f"- **{c[0]}** {r.note}" for r, c in zip(results, cells) if r.note]
+    timings = [[c[0], c[2], c[3], c[4], str(r.timings["ours"]["reps"]) if r.timings.get("ours") else "-"]
+               for r, c in zip(results, cells)]
+    return (summary_markdown(results, env) + "\n" + "\n".join(notes) + "\n\nTimings (seconds per call):\n\n"
+            + "\n".join(_md_table(["#", "size", "ours: median [min, max]", "baseline: median [min, max]",
+                                    "repetitions"], timings)) + "\n")
 
 
 def atomic_write(path: Path, data: bytes) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -81,6 +82,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="which comparisons to run")
     p.add_argument("--out", type=Path, default=HERE / "results", help="folder for the result files")
     p.add_argument("--no-write", action="store_true", help="print the table only")
+    p.add_argument("--render", type=Path, metavar="RESULTS.json",
+                   help="measure nothing: rewrite the tables and the plot in --out from a results file")
     args = p.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         p.error(f"--threads must be >= 1, got {args.threads}")
@@ -108,7 +111,7 @@ def _guarded(item: int, fn, *args, **kw) -> list[Result]:
     return out if isinstance(out, list) else [out]
 
 
-def run_items(args, settings: dict, device: torch.device) -> tuple[list[Result], Result | None]:
+def run_items(args, settings: dict, device: torch.device) -> list[Result]:
     from bench_attention import bench_mha
     from bench_probe import bench_probe
     from bench_rank import bench_rank_report, bench_scaling
@@ -116,7 +119,7 @@ def run_items(args, settings: dict, device: torch.device) -> tuple[list[Result],
 
     amp = torch.bfloat16 if device.type == "cuda" else None
     s = settings
-    results, scaling = [], None
+    results = []
     for item in args.items:
         t0 = time.perf_counter()
         if item == 1:
@@ -125,7 +128,6 @@ def run_items(args, settings: dict, device: torch.device) -> tuple[list[Result],
         elif item == 2:
             rows = _guarded(2, bench_scaling, s["scaling_ns"], device=device, timing=s["scaling_timing"],
                             svd_elements=s["svd_elements"], hardmax_elements=s["hardmax_elements"])
-            scaling = rows[0] if rows[0].extra.get("points") else None
         elif item == 3:
             rows = _guarded(3, bench_mha, s["mha"], device=device, timing=s["timing"], amp=amp)
         elif item == 4:
@@ -134,11 +136,45 @@ def run_items(args, settings: dict, device: torch.device) -> tuple[list[Result],
             rows = _guarded(5, bench_probe, s["probe_n"], device=device, timing=s["probe_timing"])
         print(f"item {item}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         results.extend(rows)
-    return results, scaling
+    return results
+
+
+def write_results(out: Path, results: list[Result], env: dict, *, quick: bool) -> list[str]:
+    """The JSON and markdown files of a run; a full run also the book's latest.md, summary.md, plot."""
+    stem = env["machine"] + ("-quick" if quick else "")
+    write_json(out / f"{stem}.json", results, env)
+    md = markdown_table(results, env).encode()
+    atomic_write(out / f"{stem}.md", md)
+    written = [f"{stem}.json", f"{stem}.md"]
+    if not quick:
+        # The book's appendix shows the most recent full run.
+        atomic_write(out / "latest.md", md)
+        atomic_write(out / "summary.md", summary_markdown(results, env).encode())
+        written += ["latest.md", "summary.md"]
+        scaling = next((r for r in results if r.extra.get("points")), None)
+        if scaling is not None:
+            scaling_plot(out / "scaling.png", scaling)
+            written.append("scaling.png")
+    return [str(out / w) for w in written]
+
+
+def render(path: Path, out: Path) -> int:
+    """Rewrite the tables and the plot from a results file, without measuring anything."""
+    try:
+        data = json.loads(path.read_text())
+        results = [Result(**r) for r in data["results"]]
+        env = data["environment"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"cannot read results from {path}: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {', '.join(write_results(out, results, env, quick=env.get('mode') == 'quick'))}")
+    return 0
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.render is not None:
+        return render(args.render, args.out)
     mode = "quick" if args.quick else "full"
     device = torch.device("cuda" if args.gpu else "cpu")
     settings = {**SETTINGS[mode], **(GPU_OVERRIDES if args.gpu and not args.quick else {})}
@@ -159,7 +195,7 @@ def main(argv=None) -> int:
                git_commit=_git_commit(), settings=settings)
     print(f"{env['machine']}: torch {env['versions']['torch']}, {threads} threads, {mode} mode, "
           f"load average {env['loadavg_start'][0]:.2f}", flush=True)
-    results, scaling = run_items(args, settings, device)
+    results = run_items(args, settings, device)
     env.update(loadavg_end=list(os.getloadavg()), wall_s=time.perf_counter() - start)
     if limits is not None:
         limits.restore_original_limits()
@@ -169,20 +205,7 @@ def main(argv=None) -> int:
     print(f"\nwall time {env['wall_s']:.1f} s; load average {env['loadavg_start'][0]:.2f} at start, "
           f"{env['loadavg_end'][0]:.2f} at end")
     if not args.no_write:
-        stem = env["machine"] + ("-quick" if args.quick else "")
-        write_json(args.out / f"{stem}.json", results, env)
-        md = markdown_table(results, env).encode()
-        atomic_write(args.out / f"{stem}.md", md)
-        written = [f"{stem}.json", f"{stem}.md"]
-        if not args.quick:
-            # The book's appendix shows the most recent full run.
-            atomic_write(args.out / "latest.md", md)
-            atomic_write(args.out / "summary.md", summary_markdown(results, env).encode())
-            written += ["latest.md", "summary.md"]
-            if scaling is not None:
-                scaling_plot(args.out / "scaling.png", scaling)
-                written.append("scaling.png")
-        print(f"wrote {', '.join(str(args.out / w) for w in written)}")
+        print(f"wrote {', '.join(write_results(args.out, results, env, quick=args.quick))}")
     bad = failed(results)
     if bad:
         print(f"{len(bad)} comparison(s) missed a target or failed a check: "

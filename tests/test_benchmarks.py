@@ -168,9 +168,11 @@ def _rows():
 def test_markdown_table_and_json(tmp_path):
     rows, env = _rows()
     md = report.markdown_table(rows, env)
-    assert "| 1 | rank_report vs numpy (x \\| y) | n=8 | 2 s [1 s, 3 s] |" in md
-    assert "| 0.3 | <= 0.4 | PASS |" in md and "| - | - | skipped |" in md
-    assert f"{env['torch_threads']} threads" in md
+    assert "| 1a | rank_report vs numpy | n=8 | 0.3 | <= 0.4 | PASS |" in md
+    assert "| 5a | probe vs naive |  | - | - | skipped |" in md
+    assert "- **1a** x \\| y" not in md and "- **1a** x | y" in md and "- **5a** not importable" in md
+    assert "| 1a | n=8 | 2 s [1 s, 3 s] | 2 s [1 s, 3 s] | 3 |" in md
+    assert f"{env['torch_threads']} threads" in md and "load average" in md
     path = tmp_path / "m.json"
     report.write_json(path, rows, env)
     data = json.loads(path.read_text())
@@ -180,7 +182,15 @@ def test_markdown_table_and_json(tmp_path):
     text = report.text_table(rows)
     assert "rank_report vs numpy" in text and "PASS" in text
     summary = report.summary_markdown(rows, env)
-    assert "| 1 | rank_report vs numpy | n=8 | 0.3 | <= 0.4 | PASS |" in summary
+    assert "| 1a | rank_report vs numpy | n=8 | 0.3 | <= 0.4 | PASS |" in summary
+    assert "Timings" not in summary
+
+
+def test_row_ids_letter_rows_within_items():
+    rows = [harness.Result(key=str(i), item=item, ours="a", baseline="b", config={})
+            for i, item in enumerate([1, 1, 2, 3, 3, 3])]
+    assert report.row_ids(rows) == ["1a", "1b", "2a", "3a", "3b", "3c"]
+    assert report._config_text({"batch": 4, "d_model": 8, "n_heads": 2, "device": "cpu"}) == "B=4, d=8, h=2"
 
 
 def test_full_run_writes_the_book_files(monkeypatch, tmp_path):
@@ -190,7 +200,7 @@ def test_full_run_writes_the_book_files(monkeypatch, tmp_path):
     scaling = harness.Result(key="s", item=2, ours="svd", baseline="hardmax", config={},
                              extra={"points": points, "slopes": {"svd": 1.0, "hardmax": 1.0}, "slope_from_n": 64})
     threads = torch.get_num_threads()
-    monkeypatch.setattr(run, "run_items", lambda args, settings, device: (rows + [scaling], scaling))
+    monkeypatch.setattr(run, "run_items", lambda args, settings, device: rows + [scaling])
     try:
         assert run.main(["--threads", "1", "--out", str(tmp_path)]) == 0
     finally:
@@ -200,6 +210,12 @@ def test_full_run_writes_the_book_files(monkeypatch, tmp_path):
     assert names == {f"{machine}.json", f"{machine}.md", "latest.md", "summary.md", "scaling.png"}
     assert (tmp_path / "latest.md").read_text() == (tmp_path / f"{machine}.md").read_text()
     assert json.loads((tmp_path / f"{machine}.json").read_text())["environment"]["mode"] == "full"
+    # --render rebuilds the same tables from the results file alone.
+    again = tmp_path / "again"
+    assert run.main(["--render", str(tmp_path / f"{machine}.json"), "--out", str(again)]) == 0
+    assert (again / "latest.md").read_text() == (tmp_path / "latest.md").read_text()
+    assert (again / "scaling.png").exists()
+    assert run.main(["--render", str(tmp_path / "missing.json"), "--out", str(again)]) == 2
 
 
 def test_scaling_plot_writes_png(tmp_path):
@@ -218,7 +234,7 @@ def test_run_exit_code(monkeypatch, tmp_path, capsys, check, status, code):
     row = harness.Result(key="k", item=3, ours="a", baseline="b", config={}, ratio=1.0, target=1.0,
                          status=status)
     threads = torch.get_num_threads()
-    monkeypatch.setattr(run, "run_items", lambda args, settings, device: ([row], None))
+    monkeypatch.setattr(run, "run_items", lambda args, settings, device: [row])
     argv = ["--quick", "--threads", "1", "--out", str(tmp_path)] + (["--check"] if check else [])
     try:
         got = run.main(argv)

@@ -103,6 +103,8 @@ def bench_scaling(ns, *, device: torch.device, timing: dict, svd_elements: int =
     ratio is SVD / hardmax time at the largest n; ``extra`` holds the log-log slopes (fitted
     for n >= SLOPE_FROM_N) and one point per (n, method) for the plot.
     """
+    if len(set(ns)) < 2:
+        raise ValueError(f"a slope needs at least two sizes, got ns={ns!r}")
     sync = cuda_sync(device)
     points = []
     for n in ns:
@@ -116,7 +118,7 @@ def bench_scaling(ns, *, device: torch.device, timing: dict, svd_elements: int =
                            "seconds_per_matrix": t.median / batch,
                            "min_s": min(t.times) / batch, "max_s": max(t.times) / batch,
                            "reps": len(t.times)})
-    start = min(SLOPE_FROM_N, max(ns))
+    start = min(SLOPE_FROM_N, sorted(set(ns))[-2])  # at least two points in every fit
     slopes = {}
     for method in (SVD_METHOD, HARDMAX_METHOD):
         pts = [p for p in points if p["method"] == method and p["n"] >= start]

@@ -261,3 +261,29 @@ def test_settings_cover_every_item():
         assert all(t["warmup"] >= 1 and t["reps"] >= 3 for k, t in mode.items() if k.endswith("timing"))
     assert math.isclose(min(run.SETTINGS["full"]["scaling_ns"]), 64)
     assert max(run.SETTINGS["full"]["scaling_ns"]) == 2048
+
+
+TINY = dict(warmup=1, reps=3)
+
+
+def test_bench_functions_run_on_tiny_sizes():
+    """Every item's code path, at sizes that take milliseconds; statuses, not timings, are checked."""
+    cpu = torch.device("cpu")
+    rows = bench_rank.bench_rank_report([(4, 8)], device=cpu, timing=TINY, numpy_timing=TINY)
+    assert [r.key for r in rows] == ["rank_report_vs_numpy_4x8x8", "rank_report_vs_svdvals_4x8x8"]
+    assert all(r.status in ("PASS", "FAIL") and r.ratio > 0 for r in rows)
+    scaling = bench_rank.bench_scaling([8, 16], device=cpu, timing=TINY, svd_elements=512, hardmax_elements=1024)
+    assert {(p["n"], p["method"]) for p in scaling.extra["points"]} == {
+        (n, m) for n in (8, 16) for m in (bench_rank.SVD_METHOD, bench_rank.HARDMAX_METHOD)}
+    assert set(scaling.extra["slopes"]) == {bench_rank.SVD_METHOD, bench_rank.HARDMAX_METHOD}
+    assert scaling.extra["slope_from_n"] == 8
+    with pytest.raises(ValueError, match="two sizes"):
+        bench_rank.bench_scaling([8], device=cpu, timing=TINY)
+    mha = bench_attention.bench_mha([dict(batch=2, n=8, d_model=16, n_heads=4)], device=cpu, timing=TINY)
+    assert [r.target for r in mha] == [1.0, 1.4, None]
+    assert mha[2].extra["flop_ratio"] == pytest.approx(4 * 8 / 16)
+    cfg = dict(vocab=50, d_model=16, layers=1, heads=2, d_ff=32, n=8, batch=2, dropout=0.1)
+    row = bench_training.bench_training_step(cfg, device=cpu, timing=TINY)
+    losses = row.extra["losses"]
+    assert row.status in ("PASS", "FAIL") and 0.5 < losses["ours"] / losses["bert"] < 2
+    assert abs(losses["ours"] - math.log(50)) < 1.0

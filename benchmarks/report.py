@@ -122,6 +122,7 @@ def atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes the file private; results are for every reader
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

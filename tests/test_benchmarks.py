@@ -179,6 +179,7 @@ def test_markdown_table_and_json(tmp_path):
     assert data["environment"]["versions"]["torch"] == torch.__version__
     assert [r["status"] for r in data["results"]] == ["PASS", "skipped"]
     assert not list(tmp_path.glob("*.tmp"))
+    assert path.stat().st_mode & 0o777 == 0o644
     text = report.text_table(rows)
     assert "rank_report vs numpy" in text and "PASS" in text
     summary = report.summary_markdown(rows, env)

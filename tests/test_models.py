@@ -1,23 +1,13 @@
 import pytest
 import torch
 
+from lowrank.headsize import PAPER_TABLES
 from lowrank.models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, Transformer,
                             TransformerConfig, bert_parameter_count, count_parameters, mask_tokens)
 
-# (table, d, h, d_p (None = d/h), d_ff, reported # params in millions): Bhojanapalli et al. 2020,
-# Tables 1, 2(A), 2(B), 3; all 24 layers, vocabulary 30522.
-PAPER_ROWS = [
-    ("1", 1024, 8, None, 4096, 336), ("1", 1024, 16, None, 4096, 336), ("1", 1024, 32, None, 4096, 336),
-    ("2A", 512, 8, 128, 4096, 168), ("2A", 512, 12, 128, 4096, 193), ("2A", 512, 16, 128, 4096, 218),
-    ("2A", 512, 32, 128, 4096, 319),
-    ("2B", 512, 8, 32, 4096, 130), ("2B", 512, 8, 64, 4096, 142), ("2B", 512, 8, 128, 4096, 168),
-    ("2B", 512, 8, 256, 4096, 218),
-    ("3", 768, 8, 128, 3072, 214), ("3", 768, 12, 128, 3072, 252), ("3", 768, 16, 128, 3072, 290),
-    ("3", 768, 20, 128, 3072, 327),
-]
 
 
-@pytest.mark.parametrize("table, d, h, dp, dff, reported", PAPER_ROWS)
+@pytest.mark.parametrize("table, d, h, dp, dff, reported", PAPER_TABLES)
 def test_bert_parameter_count_reproduces_paper_tables(table, d, h, dp, dff, reported):
     assert abs(bert_parameter_count(d, 24, h, dp, dff) / 1e6 - reported) < 0.5
 

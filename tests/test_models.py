@@ -6,7 +6,6 @@ from lowrank.models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier
                             TransformerConfig, bert_parameter_count, count_parameters, mask_tokens)
 
 
-
 @pytest.mark.parametrize("table, d, h, dp, dff, reported", PAPER_TABLES)
 def test_bert_parameter_count_reproduces_paper_tables(table, d, h, dp, dff, reported):
     assert abs(bert_parameter_count(d, 24, h, dp, dff) / 1e6 - reported) < 0.5

@@ -142,7 +142,7 @@ def scaling_plot(path: Path, row: Result) -> None:
 
     import matplotlib.pyplot as plt
 
-    from lowrank.plotting import grey_safe_lines, subplots, use_style
+    from lowrank.book.plotting import grey_safe_lines, subplots, use_style
 
     use_style()
     points, slopes = row.extra["points"], row.extra["slopes"]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MultiHeadAttention", "hardmax", "row_softmax", "causal_mask", "standard_head_dim",
+__all__ = ["MultiHeadAttention", "HeadWeights", "head_weights", "set_head_weights", "hardmax", "row_softmax", "causal_mask", "standard_head_dim",
            "attention_parameter_count"]
 
 
@@ -208,3 +210,33 @@ def _normalise(logits: torch.Tensor, use_hardmax: bool, *, masked: bool) -> torc
     # Only a caller's mask can hide a whole row (the causal mask keeps the diagonal), so the
     # NaN clean-up, a full extra pass over (B, h, n, n), is needed only then.
     return row_softmax(logits) if masked else torch.softmax(logits, dim=-1)
+
+
+# --- per-head view of a layer's weights (theory and fitting write heads directly) ----------
+
+class HeadWeights(NamedTuple):
+    """Per-head weights in row convention: W_q, W_k, W_v (h, d, d_h); W_o (h, d_h, d)."""
+    W_q: torch.Tensor
+    W_k: torch.Tensor
+    W_v: torch.Tensor
+    W_o: torch.Tensor
+    scale: float
+
+
+def head_weights(mha: MultiHeadAttention) -> HeadWeights:
+    """The weights of a layer split per head, float64 (biases are not part of this view)."""
+    h, dh, d = mha.n_heads, mha.head_dim, mha.d_model
+    W = mha.in_proj.weight.detach().to(torch.float64)  # (3 h dh, d); y = x W^T
+    q, k, v = (W[j * h * dh:(j + 1) * h * dh].reshape(h, dh, d).transpose(1, 2) for j in range(3))
+    o = mha.out_proj.weight.detach().to(torch.float64).T.reshape(h, dh, d)
+    return HeadWeights(q, k, v, o, float(mha.scale))
+
+
+@torch.no_grad()
+def set_head_weights(mha: MultiHeadAttention, hw: HeadWeights) -> None:
+    """Write per-head weights (``head_weights``' layout) into a layer, in its dtype."""
+    h, dh, d = mha.n_heads, mha.head_dim, mha.d_model
+    dtype = mha.in_proj.weight.dtype
+    blocks = [w.transpose(1, 2).reshape(h * dh, d) for w in (hw.W_q, hw.W_k, hw.W_v)]
+    mha.in_proj.weight.copy_(torch.cat(blocks).to(dtype))
+    mha.out_proj.weight.copy_(hw.W_o.reshape(h * dh, d).T.to(dtype))

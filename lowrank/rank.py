@@ -25,6 +25,7 @@ import torch
 __all__ = [
     "batched_svdvals", "singular_values", "numerical_rank", "effective_rank", "stable_rank",
     "energy_rank", "hardmax_rank", "rank_report", "default_rtol", "rank_label",
+    "numerical_rank_of_singular_values", "effective_rank_of_singular_values",
 ]
 
 
@@ -127,11 +128,11 @@ def _threshold(sigma: torch.Tensor, m: int, n: int, atol, rtol) -> torch.Tensor:
     return torch.clamp(sigma[..., :1] * rtol, min=atol)
 
 
-def _numerical_rank(sigma, m, n, atol, rtol):
+def numerical_rank_of_singular_values(sigma, m, n, atol, rtol):
     return (sigma > _threshold(sigma, m, n, atol, rtol)).sum(-1)
 
 
-def _effective_rank(sigma):
+def effective_rank_of_singular_values(sigma):
     total = sigma.sum(-1, keepdim=True)
     p = sigma / torch.where(total > 0, total, torch.ones_like(total))
     entropy = -torch.special.xlogy(p, p).sum(-1)  # xlogy gives 0 log 0 = 0
@@ -158,12 +159,12 @@ def numerical_rank(A, *, atol: float | None = None, rtol: float | None = None,
                    dtype: torch.dtype | None = torch.float64) -> torch.Tensor:
     """Number of singular values above max(atol, rtol * sigma_1) (matrix_rank semantics)."""
     A = _check(A, dtype)
-    return _numerical_rank(batched_svdvals(A), *A.shape[-2:], atol, rtol)
+    return numerical_rank_of_singular_values(batched_svdvals(A), *A.shape[-2:], atol, rtol)
 
 
 def effective_rank(A, *, dtype: torch.dtype | None = torch.float64) -> torch.Tensor:
     """Roy & Vetterli (2007): exp(-sum p log p) with p = sigma / sum(sigma); 0 for a zero matrix."""
-    return _effective_rank(singular_values(A, dtype=dtype))
+    return effective_rank_of_singular_values(singular_values(A, dtype=dtype))
 
 
 def stable_rank(A, *, dtype: torch.dtype | None = torch.float64) -> torch.Tensor:
@@ -217,8 +218,8 @@ def rank_report(A, *, rtols: Sequence[float | None] = (None, 1e-6, 1e-3),
         tol = "rtol=max(m,n)eps" if rtol is None else f"rtol={rtol:g}"
         if atol is not None:
             tol += f",atol={atol:g}"
-        columns[("numerical_rank", tol)] = _numerical_rank(sigma, m, n, atol, rtol)
-    columns[("effective_rank", "")] = _effective_rank(sigma)
+        columns[("numerical_rank", tol)] = numerical_rank_of_singular_values(sigma, m, n, atol, rtol)
+    columns[("effective_rank", "")] = effective_rank_of_singular_values(sigma)
     columns[("stable_rank", "")] = _stable_rank(sigma)
     for e in energies:
         columns[("energy_rank", f"energy={e:g}")] = _energy_rank(sigma, e)

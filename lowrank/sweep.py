@@ -10,7 +10,6 @@ killed run continues from its last checkpoint.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing as mp
 import os
@@ -23,6 +22,7 @@ import pandas as pd
 from .progress import tqdm
 
 from .data import data_root
+from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run"]
 
@@ -30,14 +30,6 @@ try:  # POSIX; on other systems O_APPEND single writes are the only guard
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None
-
-
-def run_key(config: dict) -> str:
-    """16 hex digits of the sha256 of the canonical JSON of the full config (seed included)."""
-    if not isinstance(config, dict):
-        raise ValueError(f"config must be a dict, got {type(config).__name__}")
-    text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def store_path(experiment: str, *, root: str | os.PathLike | None = None) -> Path:

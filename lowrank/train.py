@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import functools
 import json
 import math
@@ -37,7 +38,7 @@ from . import data as _data
 from .models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, TransformerConfig,
                      count_parameters, mask_tokens)
 
-__all__ = ["TrainConfig", "NonFiniteLossError", "train", "lr_at", "main"]
+__all__ = ["TrainConfig", "NonFiniteLossError", "train", "lr_at", "run_key", "main"]
 
 TASKS = ("lm", "mlm", "classify")
 SCHEDULES = ("cosine", "inverse_sqrt", "constant")
@@ -513,6 +514,14 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
     return result
 
 
+def run_key(config: dict) -> str:
+    """16 hex digits of the sha256 of the canonical JSON of the full config (seed included)."""
+    if not isinstance(config, dict):
+        raise ValueError(f"config must be a dict, got {type(config).__name__}")
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m lowrank.train --config cfg.json [--out-dir DIR] [--resume]`` (also under torchrun)."""
     p = argparse.ArgumentParser(prog="python -m lowrank.train", description=__doc__.split("\n")[0])
@@ -524,7 +533,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     cfg = TrainConfig.from_dict(json.loads(Path(args.config).read_text()))
     if args.out_dir is None:
-        from .sweep import run_key
         args.out_dir = str(Path("runs") / run_key(cfg.to_dict()))
     try:
         result = train(cfg, out_dir=args.out_dir, resume=args.resume, progress=not args.no_progress,

@@ -120,7 +120,7 @@ def test_execution_records_of_the_committed_chapters_are_readable():
 
 
 def test_lowrank_book_stages_the_book_extensions(tmp_path):
-    from lowrank import runner
+    from lowrank.book import runner
 
     runner._stage_book(ROOT, tmp_path / "src")
     for name in ("offline_assets", "rerun_box", "execution_report"):

@@ -18,9 +18,9 @@ import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from lowrank import runner
-from lowrank.cli import main
-from lowrank.params import SCHEMAS, Bool, Float, Int, Str, validate
+from lowrank.book import runner
+from lowrank.book.cli import main
+from lowrank.book.params import SCHEMAS, Bool, Float, Int, Str, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -42,7 +42,7 @@ def _throwaway_notebook(path: Path) -> None:
     nb.cells = [
         new_markdown_cell("# A throwaway chapter"),
         params,
-        new_code_cell("from myst_nb import glue\nfrom lowrank.runner import results_dir"),
+        new_code_cell("from myst_nb import glue\nfrom lowrank.book.runner import results_dir"),
         new_code_cell("out = results_dir()\nif out is not None:\n    (out / 'table.csv').write_text(f'x\\n{x}\\n')\n"
                       "glue('ch99_x', x, display=False)"),
         new_code_cell("# NBVAL_CHECK_OUTPUT\nprint(f'x is {x}')"),

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from lowrank.glued import read_book_glue, read_glue
+from lowrank.book.glued import read_book_glue, read_glue
 
 
 def _nb(path, items):

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from lowrank import headsize as hs
+from lowrank.experiments import headsize as hs
 from lowrank.sweep import ResultStore
 
 

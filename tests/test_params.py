@@ -1,6 +1,6 @@
 import pytest
 
-from lowrank.params import (Choice, Float, FloatList, Int, IntList, ParameterError, chapter_name, register,
+from lowrank.book.params import (Choice, Float, FloatList, Int, IntList, ParameterError, chapter_name, register,
                             schema, validate)
 
 register("99_test_chapter", seed=Int(0), n=Int(2, 100, doc="sequence length"), lr=Float(0, 1),
@@ -49,7 +49,7 @@ def test_chapter_name_resolution():
 def test_every_registered_chapter_has_a_notebook_with_matching_parameters():
     import json
     import pathlib
-    from lowrank.params import SCHEMAS
+    from lowrank.book.params import SCHEMAS
     root = pathlib.Path(__file__).resolve().parents[1] / "chapters"
     for name, spec in SCHEMAS.items():
         if name.startswith("99_"):

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.glued import read_book_glue
-from lowrank.synthesis import CLAIMS, VERDICTS, MissingEvidence, verdict_table
+from lowrank.book.glued import read_book_glue
+from lowrank.experiments.synthesis import CLAIMS, VERDICTS, MissingEvidence, verdict_table
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 

@@ -6,7 +6,8 @@ import torch
 from lowrank import MultiHeadAttention
 from lowrank.theory import (cost_table, embed_standard_in_fixed, head_weights, layer_cost,
                             separating_input, theorem2_layer)
-from lowrank.theory.multihead import HeadWeights, _forward, _set_head_weights
+from lowrank.attention import HeadWeights, set_head_weights
+from lowrank.theory.multihead import _forward
 
 
 def _x(m, n, d, seed=0, dtype=torch.float64):
@@ -93,7 +94,7 @@ def _matching_sums(f, g, U_f):
     Uq, S, Vh = torch.linalg.svd(U_f)
     W_q = (Uq[:, :dh] * S[:dh]).expand(h, d, dh)
     W_k = Vh[:dh].T.expand(h, d, dh)
-    _set_head_weights(f, HeadWeights(W_q, W_k, W_v, W_o, f.scale))
+    set_head_weights(f, HeadWeights(W_q, W_k, W_v, W_o, f.scale))
 
 
 def test_separating_input_case2():
@@ -115,7 +116,7 @@ def test_separating_input_case3():
     g = MultiHeadAttention(d, h, dp, bias=False).double()
     Uq, S, Vh = torch.linalg.svd(U)
     gv = head_weights(theorem2_layer(d, h, dp, seed=0))
-    _set_head_weights(g, HeadWeights((Uq[:, :dp] * S[:dp]).expand(h, d, dp), Vh[:dp].T.expand(h, d, dp),
+    set_head_weights(g, HeadWeights((Uq[:, :dp] * S[:dp]).expand(h, d, dp), Vh[:dp].T.expand(h, d, dp),
                                      gv.W_v, gv.W_o, g.scale))
     f = MultiHeadAttention(d, h, bias=False).double()
     _matching_sums(f, g, M * g.scale / f.scale)  # s_g U - s_f W_q W_k^T = s_g K, skew-symmetric

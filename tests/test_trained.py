@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from lowrank.attention import MultiHeadAttention
-from lowrank.trained import (argmax_patterns, as_rtols, saturation_table, classification_batch, fresh_classifier, head_dim_sweep,
+from lowrank.experiments.trained import (argmax_patterns, as_rtols, saturation_table, classification_batch, fresh_classifier, head_dim_sweep,
                              load_classifier, pretrained_ranks, saturation_point)
 
 WORDS = ("the king queen lord lady sword crown night day love death war peace speak hear go come "

@@ -18,37 +18,10 @@ from typing import NamedTuple
 import pandas as pd
 import torch
 
-from ..attention import MultiHeadAttention, standard_head_dim
+from ..attention import HeadWeights, MultiHeadAttention, head_weights, set_head_weights, standard_head_dim
 
 __all__ = ["HeadWeights", "head_weights", "embed_standard_in_fixed", "theorem2_layer",
            "Separation", "separating_input", "layer_cost", "cost_table"]
-
-
-class HeadWeights(NamedTuple):
-    """Per-head weights in row convention: W_q, W_k, W_v (h, d, d_h); W_o (h, d_h, d)."""
-    W_q: torch.Tensor
-    W_k: torch.Tensor
-    W_v: torch.Tensor
-    W_o: torch.Tensor
-    scale: float
-
-
-def head_weights(mha: MultiHeadAttention) -> HeadWeights:
-    """The weights of a layer split per head, float64 (biases are not part of this view)."""
-    h, dh, d = mha.n_heads, mha.head_dim, mha.d_model
-    W = mha.in_proj.weight.detach().to(torch.float64)  # (3 h dh, d); y = x W^T
-    q, k, v = (W[j * h * dh:(j + 1) * h * dh].reshape(h, dh, d).transpose(1, 2) for j in range(3))
-    o = mha.out_proj.weight.detach().to(torch.float64).T.reshape(h, dh, d)
-    return HeadWeights(q, k, v, o, float(mha.scale))
-
-
-@torch.no_grad()
-def _set_head_weights(mha: MultiHeadAttention, hw: HeadWeights) -> None:
-    h, dh, d = mha.n_heads, mha.head_dim, mha.d_model
-    dtype = mha.in_proj.weight.dtype
-    blocks = [w.transpose(1, 2).reshape(h * dh, d) for w in (hw.W_q, hw.W_k, hw.W_v)]
-    mha.in_proj.weight.copy_(torch.cat(blocks).to(dtype))
-    mha.out_proj.weight.copy_(hw.W_o.reshape(h * dh, d).T.to(dtype))
 
 
 @torch.no_grad()
@@ -81,7 +54,7 @@ def embed_standard_in_fixed(mha_standard: MultiHeadAttention, head_dim: int, *,
         p[:, :, :dh] = w * mult
     W_o = torch.zeros(h, head_dim, d, dtype=torch.float64)
     W_o[:, :dh] = hw.W_o
-    _set_head_weights(fixed, HeadWeights(*pad, W_o, fixed.scale))
+    set_head_weights(fixed, HeadWeights(*pad, W_o, fixed.scale))
     if has_bias:
         b = mha_standard.in_proj.bias.detach().to(torch.float64).reshape(3, h, dh)
         new_b = torch.zeros(3, h, head_dim, dtype=torch.float64)
@@ -123,7 +96,7 @@ def theorem2_layer(d: int, n_heads: int, head_dim: int, *, seed: int = 0) -> Mul
     W_v = torch.randn(n_heads, d, head_dim, generator=g, dtype=torch.float64)
     W_o = torch.randn(n_heads, head_dim, d, generator=g, dtype=torch.float64) / math.sqrt(n_heads * head_dim)
     layer = MultiHeadAttention(d, n_heads, head_dim, bias=False).double()
-    _set_head_weights(layer, HeadWeights(Q @ R, K @ R, W_v, W_o, layer.scale))
+    set_head_weights(layer, HeadWeights(Q @ R, K @ R, W_v, W_o, layer.scale))
     total = torch.einsum("hdk,hke->de", W_v, W_o)
     if torch.linalg.matrix_rank(total) < d or torch.linalg.matrix_rank(Q @ K.T) < head_dim:
         raise ValueError(f"seed {seed} drew degenerate weights (probability zero); use another seed")

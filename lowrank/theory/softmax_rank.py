@@ -14,7 +14,7 @@ import torch
 from ..progress import progress
 
 from ..attention import row_softmax
-from ..rank import _effective_rank, _numerical_rank, default_rtol
+from ..rank import effective_rank_of_singular_values, numerical_rank_of_singular_values, default_rtol
 from .sampling import sample_qk
 
 
@@ -45,9 +45,9 @@ def rank_vs_head_dim(n: int, head_dims: Sequence[int], *, n_trials: int = 20, sc
         for matrix, k, A in mats:
             sigma = torch.linalg.svdvals(A)
             for rtol in rtols:
-                r = _numerical_rank(sigma, n, n, None, rtol if rtol > 0 else None)
+                r = numerical_rank_of_singular_values(sigma, n, n, None, rtol if rtol > 0 else None)
                 rows += _rows(dh, k, matrix, "numerical_rank", _tol_label(rtol, n), r)
-            rows += _rows(dh, k, matrix, "effective_rank", "", _effective_rank(sigma))
+            rows += _rows(dh, k, matrix, "effective_rank", "", effective_rank_of_singular_values(sigma))
     return pd.DataFrame(rows)
 
 

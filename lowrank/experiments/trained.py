@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import data as _data
-from .models import SequenceClassifier
-from .pretrained import encode_windows
-from .probe import MEASURES, LayerAttention, for_each_layer, rank_table, valid_blocks
-from .progress import progress
-from .sweep import sweep
-from .train import TrainConfig, train
+from .. import data as _data
+from ..models import SequenceClassifier
+from ..pretrained import encode_windows
+from ..probe import MEASURES, LayerAttention, for_each_layer, rank_table, valid_blocks
+from ..progress import progress
+from ..sweep import sweep
+from ..train import TrainConfig, train
 
 __all__ = ["pretrained_ranks", "argmax_patterns", "classification_batch", "load_classifier", "fresh_classifier",
            "first_block_ranks", "head_dim_sweep", "saturation_point", "saturation_table", "as_rtols"]

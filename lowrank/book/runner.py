@@ -1,7 +1,7 @@
 """Re-execute a chapter with checked parameters: the logic behind ``lowrank run``, ``list`` and ``book``.
 
 A **chapter** is a notebook ``chapters/NN_name.ipynb`` with one code cell tagged ``parameters``,
-a schema registered under ``"NN_name"`` in :mod:`lowrank.params`, and parameter sets
+a schema registered under ``"NN_name"`` in :mod:`lowrank.book.params`, and parameter sets
 ``chapters/params/<scale>/NN_name.yaml`` (``smoke``: seconds, used by the tests; ``paper``: full
 scale). A chapter is named on the command line by its file name, its stem or its number (``01``).
 
@@ -69,7 +69,7 @@ from typing import Any
 
 import yaml
 
-from . import __version__
+from .. import __version__
 from .glued import read_glue
 from .params import SCHEMAS, ParameterError, validate
 
@@ -176,7 +176,7 @@ def _header_lines(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Chapter:
-    """A chapter notebook; ``name`` (the file stem) is also its schema key in lowrank.params."""
+    """A chapter notebook; ``name`` (the file stem) is also its schema key in lowrank.book.params."""
 
     name: str
     path: Path

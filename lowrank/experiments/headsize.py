@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from .models import bert_parameter_count
-from .sweep import run_key, sweep
-from .train import TrainConfig
+from ..models import bert_parameter_count
+from ..sweep import run_key, sweep
+from ..train import TrainConfig
 
 __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "parameter_matched",
            "head_size_at_fixed_heads", "run_grids", "summarise", "curves", "headline",

@@ -5,7 +5,7 @@
     lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR]
 
 Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) are described in
-:mod:`lowrank.runner`. ``python -m lowrank`` is the same command.
+:mod:`lowrank.book.runner`. ``python -m lowrank`` is the same command.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The verdict table of chapter 08: one row per claim of the two papers, judged on the numbers
-the other chapters glued (see ``lowrank.glued``).
+the other chapters glued (see ``lowrank.book.glued``).
 
 Each claim names the chapter that tests it, a sentence of evidence built from glued values,
 and a rule that turns those values into one of four verdicts. The rules are written down

@@ -1,0 +1,46 @@
+import pytest
+
+from lowrank.experiments.verdicts import (CONDITIONAL, INCONCLUSIVE, REPRODUCED, VERDICTS, WEAKER, Claim,
+                                          Judgement, MissingEvidence, need)
+
+
+def _rule(h):
+    """Reproduced when x is positive, else inconclusive.
+
+    Further detail that the table does not print."""
+    return Judgement(REPRODUCED, f"x = {need(h, 'ch09_x')}") if need(h, "ch09_x") > 0 else \
+        Judgement(INCONCLUSIVE, "x = 0", "an effect of 1")
+
+
+def test_five_verdicts_in_order():
+    assert VERDICTS[0] == REPRODUCED and len(VERDICTS) == 5
+
+
+@pytest.mark.parametrize("verdict", [WEAKER, CONDITIONAL, INCONCLUSIVE])
+def test_qualified_verdicts_need_their_qualifier(verdict):
+    with pytest.raises(ValueError, match="needs a qualifier"):
+        Judgement(verdict, "some evidence")
+    assert Judgement(verdict, "e", "q").label == f"{verdict}: q"
+
+
+def test_unknown_verdict_and_empty_evidence_are_refused():
+    with pytest.raises(ValueError, match="unknown verdict"):
+        Judgement("not reproduced at this scale", "e")
+    with pytest.raises(ValueError, match="evidence"):
+        Judgement(REPRODUCED, " ")
+
+
+def test_claim_prints_the_first_docstring_paragraph_and_judges():
+    c = Claim("x-positive", "paper", "09", "sec-x", "x is positive", _rule)
+    assert c.rule_sentence == "Reproduced when x is positive, else inconclusive."
+    assert c.judge({"ch09_x": 2}).verdict == REPRODUCED
+    assert c.judge({"ch09_x": 0}).verdict == INCONCLUSIVE
+    with pytest.raises(MissingEvidence, match="ch09_x"):
+        c.judge({})
+
+
+def test_claims_without_a_rule_sentence_or_with_bad_keys_are_refused():
+    with pytest.raises(ValueError, match="docstring"):
+        Claim("k", "p", "09", "s", "st", lambda h: None)
+    with pytest.raises(ValueError, match="key"):
+        Claim("Bad Key", "p", "09", "s", "st", _rule)

@@ -1,56 +1,198 @@
-from pathlib import Path
+"""Chapter 08's collector, judge and table, on synthetic claims and headline dicts (no notebook runs)."""
+import json
+import re
+from types import SimpleNamespace
 
+import matplotlib
 import pytest
 
-from lowrank.book.glued import read_book_glue
-from lowrank.experiments.synthesis import CLAIMS, VERDICTS, MissingEvidence, verdict_table
+matplotlib.use("Agg")
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+from lowrank.experiments import synthesis as S
+from lowrank.experiments.verdicts import (CONDITIONAL, CONTRADICTED, INCONCLUSIVE, REPRODUCED, VERDICTS,
+                                          WEAKER, Claim, Judgement, need)
 
-
-@pytest.fixture(scope="module")
-def glue():
-    return read_book_glue(CHAPTERS, exclude=("08_synthesis",))
-
-
-def test_every_claim_gets_evidence_and_a_known_verdict(glue):
-    table = verdict_table(glue)
-    assert len(table) == len(CLAIMS)
-    assert set(table.verdict) <= set(VERDICTS)
-    assert table.evidence.str.len().min() > 20
-    assert list(table.columns) == ["paper", "claim", "chapter", "evidence", "verdict"]
+# The synthetic chapter 05's rule reaches every verdict from one number, x.
+X_REPRODUCED = 3.0  # x above this: reproduced
 
 
-def _verdict(glue, claim_start, **changes):
-    table = verdict_table({**glue, **changes})
-    return table.loc[table.claim.str.startswith(claim_start), "verdict"].item()
+def _rule_x(h):
+    """Reproduced above 3, weaker in (2, 3], conditional in (1, 2], inconclusive in (0, 1], else contradicted.
+
+    Only the first paragraph is the table's rule sentence."""
+    x = need(h, "ch05_x")
+    ev = f"x = {x} (95 % interval ±0.1, 5 seeds)"
+    if x > X_REPRODUCED:
+        return Judgement(REPRODUCED, ev)
+    if x > 2:
+        return Judgement(WEAKER, ev, "a bound off by one")
+    if x > 1:
+        return Judgement(CONDITIONAL, ev, "inside the proof's hypotheses")
+    if x > 0:
+        return Judgement(INCONCLUSIVE, ev, "smallest detectable effect 0.2")
+    return Judgement(CONTRADICTED, ev)
 
 
-def test_verdicts_follow_the_numbers(glue):
-    assert _verdict(glue, "Theorem 1, sufficiency", ch02_construction_error=1e-15) == "reproduced"
-    assert _verdict(glue, "Theorem 1, sufficiency", ch02_construction_error=1e-3) == "contradicted"
-    assert _verdict(glue, "Theorem 1, necessity", ch02_vanish_list="7, 15, 31", ch02_ns_list="8, 16, 32") == "reproduced"
-    assert _verdict(glue, "Theorem 1, necessity", ch02_vanish_list="3, 15, 31", ch02_ns_list="8, 16, 32") == "contradicted"
-    assert _verdict(glue, "Low-rank barrier", ch05_cells_above=0, ch05_settings_hold=6,
-                    ch05_settings_total=17) == "holds only under stated conditions"
-    assert _verdict(glue, "Low-rank barrier", ch05_cells_above=3) == "contradicted"
-    assert _verdict(glue, "Saturation", ch06_power_better=4, ch06_fitted=4, ch06_alpha_main_lo=0.5) == "contradicted"
-    assert _verdict(glue, "Saturation", ch06_power_better=1, ch06_fitted=4) == "reproduced"
-    assert _verdict(glue, "Training: at many heads", ch04_gap_ppl=5.0) == "reproduced"
-    assert _verdict(glue, "Training: at many heads", ch04_gap_ppl=-5.0) == "not reproduced at this scale"
+def _rule_y(h):
+    """Reproduced when y is true, else contradicted."""
+    return Judgement(REPRODUCED if need(h, "ch07_y") else CONTRADICTED, f"y = {need(h, 'ch07_y')}")
 
 
-def test_missing_evidence_names_the_chapter():
-    with pytest.raises(MissingEvidence, match="chapter 02"):
-        verdict_table({})
+CLAIM_X = Claim("x-claim", "Paper A", "05", "sec-ch05-x", "x is large", _rule_x)
+CLAIM_Y = Claim("y-claim", "Paper B", "07", "sec_ch07 Y", "y holds", _rule_y)
+SOURCES = (S.ChapterSource("05", "05_five", "five"), S.ChapterSource("06", "06_six", "six"),
+           S.ChapterSource("07", "07_seven", "seven"), S.ChapterSource("04", "04_four", "four"))
+MODULES = {"five": SimpleNamespace(CLAIMS=(CLAIM_X,)), "six": SimpleNamespace(),
+           "seven": SimpleNamespace(CLAIMS=(CLAIM_Y,))}  # "four" does not exist
 
 
-def test_trained_model_verdicts_follow_the_numbers(glue):
-    assert _verdict(glue, "The mechanism", ch07_logit_range="exactly 32", ch07_mini_dh=32,
-                    ch07_clf_exact=24, ch07_clf_cases=24) == "reproduced"
-    assert _verdict(glue, "The mechanism", ch07_logit_range="33 to 40", ch07_mini_dh=32) == "contradicted"
-    assert _verdict(glue, "The barrier describes", ch07_hard_frac_nmax=0.7, ch07_barrier=0.63) == "contradicted"
-    assert _verdict(glue, "The barrier describes", ch07_hard_frac_nmax=0.2, ch07_barrier=0.63,
-                    ch07_full_default=1.0) == "holds only under stated conditions"
-    assert _verdict(glue, "Model reduction", ch07_acc_sat=4, ch07_sat_hard=4, ch07_clf_ln_n=4.2) == "reproduced"
-    assert _verdict(glue, "Model reduction", ch07_acc_sat=8, ch07_sat_hard=16) == "not reproduced at this scale"
+def _collect():
+    return S.collect_claims(SOURCES, load=MODULES.get)
+
+
+def test_collect_claims_gathers_and_names_the_silent_chapters():
+    col = _collect()
+    assert [c.key for c in col.claims] == ["x-claim", "y-claim"]
+    assert set(col.silent) == {"06", "04"}
+    assert "defines no CLAIMS" in col.silent["06"] and "does not exist" in col.silent["04"]
+    sentence = S.silent_sentence(col)
+    assert "chapter 06" in sentence and "chapter 04" in sentence and "them" in sentence
+    empty = S.collect_claims((S.ChapterSource("09", "09_x", "x"),), load={"x": SimpleNamespace(CLAIMS=())}.get)
+    assert "lists no claim" in empty.silent["09"] and "it as a row" in S.silent_sentence(empty)
+    assert S.silent_sentence(S.collect_claims(SOURCES[:1], load=MODULES.get)).startswith("Every chapter")
+
+
+def test_collect_claims_refuses_misfiled_duplicate_or_foreign_claims():
+    with pytest.raises(ValueError, match="names chapter 05"):
+        S.collect_claims(SOURCES[1:2], load={"six": SimpleNamespace(CLAIMS=(CLAIM_X,))}.get)
+    with pytest.raises(ValueError, match="more than once"):
+        S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(CLAIM_X, CLAIM_X))}.get)
+    with pytest.raises(TypeError, match="not a Claim"):
+        S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=("x",))}.get)
+
+
+def test_the_real_collector_imports_by_name_and_tolerates_absent_modules():
+    col = S.collect_claims((S.ChapterSource("09", "09_none", "no_such_module_here"),))
+    assert col.claims == () and "does not exist" in col.silent["09"]
+    for src in S.CLAIM_CHAPTERS:  # every listed chapter either exists or is reported, never an error
+        S.collect_claims((src,))
+
+
+def test_split_by_chapter():
+    assert S.split_by_chapter({"ch05_x": 1, "ch05_fig_a": 2, "ch07_y": 3, "other": 4}) == {
+        "05": {"ch05_x": 1, "ch05_fig_a": 2}, "07": {"ch07_y": 3}}
+
+
+@pytest.mark.parametrize("x, verdict", [(3.5, REPRODUCED), (3.0, WEAKER), (2.5, WEAKER), (1.5, CONDITIONAL),
+                                        (0.5, INCONCLUSIVE), (0.0, CONTRADICTED)])
+def test_every_verdict_reaches_the_table(x, verdict):
+    rows = S.judge_claims(_collect(), {"ch05_x": x, "ch07_y": True}, {"05": "paper"})
+    row = next(r for r in rows if r.key == "x-claim")
+    assert row.verdict == verdict and row.judged and row.scale == "paper"
+    assert row.rule == "Reproduced above 3, weaker in (2, 3], conditional in (1, 2], inconclusive in (0, 1], " \
+                       "else contradicted."
+    assert "5 seeds" in row.evidence
+    if verdict in (WEAKER, CONDITIONAL, INCONCLUSIVE):
+        assert row.label.startswith(verdict + ": ") and row.qualifier
+    table = S.verdict_table(rows)
+    assert list(table.columns) == list(S.COLUMNS)
+    assert table.loc[table.Claim == "x is large", "Verdict"].item() == row.label
+    assert table.loc[table.Claim == "y holds", "Scale"].item() == "default"  # no scale recorded
+
+
+def test_a_missing_chapter_or_value_gives_a_clear_row_not_a_crash():
+    rows = S.judge_claims(_collect(), {"ch07_other": 1})
+    x = next(r for r in rows if r.key == "x-claim")
+    assert x.verdict == S.NOT_JUDGED and x.evidence == "chapter 05 not executed" and not x.judged
+    y = next(r for r in rows if r.key == "y-claim")
+    assert y.verdict == S.NOT_JUDGED and "ch07_y" in y.evidence and "re-execute" in y.evidence
+    silent = [r for r in rows if r.statement == "(no claim collected)"]
+    assert {r.chapter for r in silent} == {"06", "04"} and all(r.verdict == S.NOT_JUDGED for r in silent)
+    table = S.verdict_table(rows)
+    assert len(table) == 4 and not table.isna().any().any()
+    sentence = S.totals_sentence(rows)
+    assert sentence.startswith("Of the 2 claims collected,") and "2 are not judged yet" in sentence
+
+
+def test_links_point_at_the_section_from_the_chapter_and_from_the_intro():
+    rows = S.judge_claims(_collect(), {"ch05_x": 5.0, "ch07_y": True})
+    x, y, *silent = rows
+    assert S.chapter_link(x) == '<a href="05_five.html#sec-ch05-x">chapter 05</a>'
+    assert S.chapter_link(x, "chapters/") == '<a href="chapters/05_five.html#sec-ch05-x">chapter 05</a>'
+    assert S.chapter_link(y).startswith('<a href="07_seven.html#sec-ch07-y">')  # docutils' make_id
+    assert 'href="06_six.html"' in S.chapter_link(silent[0])  # no section: the chapter itself
+    brief = S.verdict_table(rows, base="chapters/", brief=True)
+    assert list(brief.columns) == ["Claim", "Paper", "Chapter", "Verdict"]
+    html = S.style_table(S.verdict_table(rows)).to_html()
+    assert '<a href="05_five.html#sec-ch05-x">chapter 05</a>' in html  # the link is not escaped
+    assert not re.search(r'<th[^>]*class="row_heading', html)  # no index column
+
+
+def test_text_cells_are_escaped_but_links_are_not():
+    rule = lambda h: Judgement(REPRODUCED, "p < 0.05 & more")  # noqa: E731
+    rule.__doc__ = "Reproduced."
+    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(
+        Claim("a", "P", "05", "s", "a <b> claim", rule),))}.get)
+    html = S.style_table(S.verdict_table(S.judge_claims(col, {"ch05_z": 1}))).to_html()
+    assert "p &lt; 0.05 &amp; more" in html and "a &lt;b&gt; claim" in html and '<a href="05_five.html#s">' in html
+
+
+def _rows(counts):
+    rows = []
+    for verdict, n in counts.items():
+        for i in range(n):
+            rows.append(S.Row("05", "05_five", "s", "P", f"{verdict} {i}", "e", verdict, "", "default", "r"))
+    return rows
+
+
+@pytest.mark.parametrize("counts, expected", [
+    ({REPRODUCED: 1}, "Of the one claim collected, 1 is reproduced, none is reproduced in a weaker form, "
+                      "none holds only under stated conditions, none is inconclusive and none is contradicted."),
+    ({REPRODUCED: 3, CONDITIONAL: 1, CONTRADICTED: 2, INCONCLUSIVE: 0},
+     "Of the 6 claims collected, 3 are reproduced, none is reproduced in a weaker form, 1 holds only under "
+     "stated conditions, none is inconclusive and 2 are contradicted."),
+    ({CONDITIONAL: 2, WEAKER: 1, S.NOT_JUDGED: 1},
+     "Of the 4 claims collected, none is reproduced, 1 is reproduced in a weaker form, 2 hold only under stated "
+     "conditions, none is inconclusive, none is contradicted and 1 is not judged yet, its evidence missing."),
+    ({}, "No claim was collected from the chapters, so none was judged."),
+])
+def test_totals_sentence_parses_for_every_count(counts, expected):
+    assert S.totals_sentence(_rows(counts)) == expected
+    assert S.verdict_counts(_rows(counts))[REPRODUCED] == counts.get(REPRODUCED, 0)
+
+
+def test_count_phrase():
+    assert [S.count_phrase(n) for n in (0, 1, 2)] == ["no claims", "1 claim", "2 claims"]
+    assert S.count_phrase(2, "chapter") == "2 chapters"
+
+
+def test_notebook_scale_reads_the_metadata(tmp_path):
+    def nb(name, meta):
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": meta}))
+        return tmp_path / f"{name}.ipynb"
+
+    assert S.notebook_scale(nb("a", {"lowrank_execution": {"scale": "long", "duration": 1}})) == "long"
+    assert S.notebook_scale(nb("b", {"lowrank_execution": {"duration": 1}})) == "default"
+    assert S.notebook_scale(nb("c", {"papermill": {"parameters": {"n": 3}}})) == "custom"
+    assert S.notebook_scale(nb("d", {})) == "default"
+    nb("05_five", {"lowrank_execution": {"scale": "smoke"}})
+    assert S.read_scales(tmp_path, SOURCES) == {"05": "smoke"}  # 06, 07, 04: no notebook
+
+
+def test_run_synthesis_headline_and_figure():
+    import matplotlib.pyplot as plt
+
+    tables = S.run_synthesis({"ch05_x": 0.5, "ch07_y": False}, {"05": "default"}, sources=SOURCES,
+                             load=MODULES.get)
+    h = S.headline(tables)
+    assert tuple(h) == S.HEADLINE_KEYS
+    assert h["ch08_n_claims"] == 2 and h["ch08_n_inconclusive"] == 1 and h["ch08_n_contradicted"] == 1
+    assert h["ch08_n_not_judged"] == 0
+    assert 'href="chapters/05_five.html#sec-ch05-x"' in h["ch08_brief"].to_html()
+    meanings = h["ch08_verdict_meanings"].to_html()
+    assert all(v in meanings for v in VERDICTS)
+    fig, ax = plt.subplots()
+    S.plot_verdicts_by_paper(tables["rows"], ax)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Paper A", "Paper B"]
+    assert {t.get_text() for t in ax.get_legend().get_texts()} == {INCONCLUSIVE, CONTRADICTED}
+    plt.close(fig)

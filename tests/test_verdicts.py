@@ -44,3 +44,36 @@ def test_claims_without_a_rule_sentence_or_with_bad_keys_are_refused():
         Claim("k", "p", "09", "s", "st", lambda h: None)
     with pytest.raises(ValueError, match="key"):
         Claim("Bad Key", "p", "09", "s", "st", _rule)
+
+
+def test_need_returns_nan_as_a_value_and_names_the_chapter_of_a_missing_key():
+    import math
+
+    assert math.isnan(need({"ch05_a": float("nan")}, "ch05_a"))
+    with pytest.raises(MissingEvidence, match="chapter 05"):
+        need({}, "ch05_a")
+
+
+def test_is_missing():
+    from lowrank.experiments.verdicts import is_missing
+
+    assert is_missing(None) and is_missing(float("nan"))
+    assert not is_missing(0.0) and not is_missing(0) and not is_missing("") and not is_missing(float("inf"))
+
+
+def test_judge_refuses_a_rule_that_returns_no_judgement():
+    def bad(h):
+        """Returns a verdict string instead of a Judgement."""
+        return REPRODUCED
+
+    with pytest.raises(TypeError, match="not a Judgement"):
+        Claim("bad", "p", "09", "s", "st", bad).judge({})
+
+
+def test_label_without_qualifier_and_meanings_for_every_verdict():
+    from lowrank.experiments.verdicts import VERDICT_MEANING
+
+    assert Judgement(REPRODUCED, "e").label == REPRODUCED
+    assert set(VERDICT_MEANING) == set(VERDICTS) and all(VERDICT_MEANING.values())
+    with pytest.raises(ValueError, match="two digits"):
+        Claim("k", "p", "9", "s", "st", _rule)

@@ -6,7 +6,9 @@ rewritten only when every cell ran; on an error the committed file is left as it
 reported, the remaining notebooks still run, and the exit status is 1. Per-cell timing metadata is
 neither recorded nor kept (nbclient's ``execution``, papermill's ``papermill``), so a re-run changes
 a notebook only where its outputs changed and in its ``lowrank_execution`` metadata: when the run
-ended and how long it took, for the book's execution report (_ext/execution_report.py).
+ended and how long it took, for the book's execution report (_ext/execution_report.py), and the
+parameter set it ran with (``scale``: always ``default`` here), which chapter 08's verdict table
+prints beside each verdict (lowrank.experiments.synthesis.notebook_scale).
 
 usage: python tools/execute_notebooks.py chapters/*.ipynb
 """
@@ -43,6 +45,7 @@ def execute_in_place(path: Path, *, kernel: str, timeout: int) -> None:
     nb.metadata["lowrank_execution"] = {
         "end_time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "duration": round(time.perf_counter() - start, 1),
+        "scale": "default",  # the notebook's own parameters cell, no parameter set
     }
     # write next to the target, then rename: an interrupted run never leaves half a notebook
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".ipynb")

@@ -1,173 +1,387 @@
-"""The verdict table of chapter 08: one row per claim of the two papers, judged on the numbers
-the other chapters glued (see ``lowrank.book.glued``).
+"""Chapter 08: collect every chapter's claims, judge them on that chapter's headline values, tabulate.
 
-Each claim names the chapter that tests it, a sentence of evidence built from glued values,
-and a rule that turns those values into one of four verdicts. The rules are written down
-here, next to the claims, so that a reader can check how a verdict follows from the numbers
-and a changed number changes the verdict.
+The claims and their rules live in the chapters' experiment modules (``CLAIMS``, see
+:mod:`lowrank.experiments.verdicts`); this module only gathers them from the modules listed in
+:data:`CLAIM_CHAPTERS`, judges each on the headline values of its own chapter, and lays the
+judgements out as the book's verdict table. It holds no rule of its own.
+
+Evidence arrives as one dict of glued values (``chNN_*`` keys, as
+``lowrank.book.glued.read_book_glue`` returns them from the executed notebooks, or as the
+chapters' ``headline()`` dicts merged), and is split per chapter by the key prefix. A chapter with
+no values is "not executed"; a claim whose rule asks for a value its chapter did not provide
+gets a row that says so. Neither stops the table. A chapter whose module is missing or defines
+no ``CLAIMS`` contributes no claim, and the table says so in a row of its own.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-import pandas as pd
+from .verdicts import VERDICT_MEANING, VERDICTS, Claim, Judgement, MissingEvidence
 
-__all__ = ["VERDICTS", "Claim", "CLAIMS", "verdict_table", "MissingEvidence"]
-
-REPRODUCED = "reproduced"
-CONDITIONAL = "holds only under stated conditions"
-NOT_AT_SCALE = "not reproduced at this scale"
-CONTRADICTED = "contradicted"
-VERDICTS = (REPRODUCED, CONDITIONAL, NOT_AT_SCALE, CONTRADICTED)
-
-# Below this a construction or embedding error is float64 round-off, not an approximation.
-EXACT = 1e-10
-
-
-class MissingEvidence(KeyError):
-    """A claim needs a glued value that no executed chapter provides."""
+__all__ = ["ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
+           "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
+           "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
+           "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
+           "HEADLINE_KEYS", "plot_verdicts_by_paper"]
 
 
 @dataclass(frozen=True)
-class Claim:
-    paper: str
-    claim: str
-    chapter: str
-    evidence: Callable[[Mapping[str, Any]], str]
-    verdict: Callable[[Mapping[str, Any]], str]
+class ChapterSource:
+    """A chapter that tests claims: its number, its notebook's stem and its experiment module."""
+    number: str
+    stem: str
+    module: str
 
 
-def _g(glue: Mapping[str, Any], key: str):
-    if key not in glue:
-        raise MissingEvidence(f"glued value {key!r} not found: execute chapter {key[2:4]} first")
-    return glue[key]
-
-
-B, M = "Bhojanapalli et al. 2020", "Min & Li (ICLR 2025 subm.)"
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim(B, "Theorem 1, sufficiency: with head size n, one head can produce any positive row-stochastic P",
-          "02",
-          lambda g: f"construction error {_g(g, 'ch02_construction_error'):.1e} for n up to {_g(g, 'ch02_construction_nmax')}",
-          lambda g: REPRODUCED if _g(g, "ch02_construction_error") < EXACT else CONTRADICTED),
-    Claim(B, "Theorem 1, necessity: below the sequence length some P cannot be represented",
-          "02",
-          lambda g: (f"the d < n counterexample stays {_g(g, 'ch02_counterexample_tv'):.2f} (TV) from its target; "
-                     f"fitted error vanishes first at r = {_g(g, 'ch02_vanish_list')} for n = {_g(g, 'ch02_ns_list')}; "
-                     f"one rank below, the worst target stays at {_g(g, 'ch02_below_min'):.1e} or more"),
-          lambda g: _threshold_verdict(g)),
-    Claim(B, "Multi-head bottleneck: with h > d/n heads of size d/h, a layer loses the ability to represent arbitrary attention",
-          "03",
-          lambda g: (f"standard heads fit up to h = {_g(g, 'ch03_h_last_fit')} (d/h = {_g(g, 'ch03_dh_last_fit')}) and fail from "
-                     f"h = {_g(g, 'ch03_h_first_fail')} (error {_g(g, 'ch03_fail_error'):.2f}); fixed d_p = n fits every h "
-                     f"(worst {_g(g, 'ch03_fixed_worst'):.1e})"),
-          lambda g: REPRODUCED if (_g(g, "ch03_fail_error") > 1e3 * max(_g(g, "ch03_fixed_worst"), 1e-12))
-          else NOT_AT_SCALE),
-    Claim(B, "F ⊆ G: a fixed head size d_p ≥ d/h can represent every standard multi-head layer",
-          "03",
-          lambda g: (f"embedded layer matches to {_g(g, 'ch03_embed_error'):.1e} "
-                     f"(without absorbing the softmax scale: {_g(g, 'ch03_embed_naive_error'):.2f})"),
-          lambda g: REPRODUCED if _g(g, "ch03_embed_error") < EXACT else CONTRADICTED),
-    Claim(B, "Theorem 2: some fixed-head layer is not represented by any standard layer with d/h < d_p",
-          "03",
-          lambda g: (f"best standard fit stays at {_g(g, 'ch03_t2_floor'):.3f} (rel. error) over all restarts, the fixed-head "
-                     f"fit reaches {_g(g, 'ch03_t2_fixed'):.1e}; separating input found (proof case {_g(g, 'ch03_sep_case')})"),
-          lambda g: REPRODUCED if _g(g, "ch03_t2_floor") > 100 * _g(g, "ch03_t2_fixed") else NOT_AT_SCALE),
-    Claim(B, "Parameter counts of Tables 1-3 (BERT-style models with fixed head size)",
-          "04",
-          lambda g: f"all {_g(g, 'ch04_table_rows')} rows within {_g(g, 'ch04_table_max_diff'):.2f} M of the reported counts",
-          lambda g: REPRODUCED if _g(g, "ch04_table_max_diff") <= 0.5 else CONTRADICTED),
-    Claim(B, "Training: at many heads, a fixed head size gives lower perplexity than the standard d/h",
-          "04",
-          lambda g: (f"at h = {_g(g, 'ch04_gap_h')}: fixed {_g(g, 'ch04_fixed_ppl_last'):.1f} vs standard "
-                     f"{_g(g, 'ch04_std_ppl_last'):.1f} validation perplexity, after {_g(g, 'ch04_tokens_seen'):,} training tokens"),
-          lambda g: REPRODUCED if _g(g, "ch04_gap_ppl") > 0 else NOT_AT_SCALE),
-    Claim(B, "Training, parameter-matched: a fixed head size at a smaller width matches a wider standard model",
-          "04",
-          lambda g: (f"fixed d = {_g(g, 'ch04_match_fixed_d')} ({_g(g, 'ch04_match_fixed_params_k'):.0f} k params): "
-                     f"{_g(g, 'ch04_match_fixed_ppl'):.1f}; standard d = {_g(g, 'ch04_match_base_d')} "
-                     f"({_g(g, 'ch04_match_base_params_k'):.0f} k): {_g(g, 'ch04_match_base_ppl'):.1f}"),
-          lambda g: REPRODUCED if _g(g, "ch04_match_fixed_ppl") <= _g(g, "ch04_match_base_ppl") else NOT_AT_SCALE),
-    Claim(B, "The mechanism: a head's logits have rank at most d_h, also in a trained model",
-          "07",
-          lambda g: (f"all-MiniLM-L6-v2 (d_h = {_g(g, 'ch07_mini_dh')}): logit rank {_g(g, 'ch07_logit_range')} "
-                     f"at every n > {_g(g, 'ch07_mini_dh')} over {_g(g, 'ch07_mini_maps')} maps; our classifier: "
-                     f"{_g(g, 'ch07_clf_exact')} of {_g(g, 'ch07_clf_cases')} first-block cases at min(d_h, n)"),
-          lambda g: REPRODUCED if (str(_g(g, "ch07_logit_range")) == f"exactly {_g(g, 'ch07_mini_dh')}"
-                                   and _g(g, "ch07_clf_exact") == _g(g, "ch07_clf_cases")) else CONTRADICTED),
-    Claim(M, "Low-rank barrier: the mean rank of random attention is at most about 0.63 n",
-          "05",
-          lambda g: (f"hardmax: {_g(g, 'ch05_cells_above')} of {_g(g, 'ch05_cells')} (n, d_h) means above the bound; "
-                     f"the barrier holds in {_g(g, 'ch05_settings_hold')} of {_g(g, 'ch05_settings_total')} settings; "
-                     f"standard softmax: {_g(g, 'ch05_temp_standard'):.2f} n"),
-          lambda g: _barrier_verdict(g)),
-    Claim(M, "Rank rises with head size toward the barrier",
-          "05",
-          lambda g: (f"hardmax rank / n at n = {_g(g, 'ch05_nmax')}: {_g(g, 'ch05_frac_dh1_nmax'):.3f} at d_h = 1, "
-                     f"{_g(g, 'ch05_frac_dhmax_nmax'):.3f} at d_h = {_g(g, 'ch05_dhmax')} (bound {_g(g, 'ch05_bound_frac_nmax'):.3f})"),
-          lambda g: REPRODUCED if (_g(g, "ch05_frac_dhmax_nmax") > 0.9 * _g(g, "ch05_bound_frac_nmax")
-                                   and _g(g, "ch05_frac_dh1_nmax") < 0.5 * _g(g, "ch05_frac_dhmax_nmax")) else CONTRADICTED),
-    Claim(M, "Saturation: rank stops growing early, at d_h of order log n",
-          "06",
-          lambda g: (f"the {_g(g, 'ch06_main_criterion')} point grows {_g(g, 'ch06_main_ratio'):.1f}x while ln n grows "
-                     f"{_g(g, 'ch06_ln_ratio'):.1f}x (n = {_g(g, 'ch06_nmin')} to {_g(g, 'ch06_nmax')}); power law "
-                     f"alpha = {_g(g, 'ch06_alpha_main'):.2f} [{_g(g, 'ch06_alpha_main_lo'):.2f}, {_g(g, 'ch06_alpha_main_hi'):.2f}] "
-                     f"fits better for {_g(g, 'ch06_power_better')} of {_g(g, 'ch06_fitted')} criteria"),
-          lambda g: _saturation_verdict(g)),
-    Claim(M, "The barrier describes trained attention on real data",
-          "07",
-          lambda g: (f"MiniLM at n = {_g(g, 'ch07_n_max')}: mean hardmax rank {_g(g, 'ch07_hard_frac_nmax'):.2f} n "
-                     f"(barrier {_g(g, 'ch07_barrier'):.2f} n), {_g(g, 'ch07_above_barrier'):.0%} of (head, window) pairs "
-                     f"above it; numerically full rank at the default tolerance in {_g(g, 'ch07_full_default'):.0%} of maps"),
-          lambda g: _trained_barrier_verdict(g)),
-    Claim(M, "Model reduction: accuracy saturates in d_h where attention rank does, near log n",
-          "07",
-          lambda g: (f"BBC News classifier: accuracy {_g(g, 'ch07_acc_low'):.2f} to {_g(g, 'ch07_acc_high'):.2f}, saturating at "
-                     f"d_h = {_g(g, 'ch07_acc_sat')}; hardmax rank at {_g(g, 'ch07_sat_hard')}, rtol-1e-3 rank at "
-                     f"{_g(g, 'ch07_sat_coarse')} (grid ends at {_g(g, 'ch07_dh_max')}); ln n = {_g(g, 'ch07_clf_ln_n'):.1f}"),
-          lambda g: _reduction_verdict(g)),
+# The one place that lists where claims come from. A chapter joins by defining CLAIMS in its module.
+CLAIM_CHAPTERS: tuple[ChapterSource, ...] = (
+    ChapterSource("02", "02_representation_theorem", "representation"),
+    ChapterSource("03", "03_multihead_bottleneck", "multihead"),
+    ChapterSource("04", "04_head_size_training", "headsize"),
+    ChapterSource("05", "05_rank_barrier", "barrier"),
+    ChapterSource("06", "06_rank_saturation", "saturation"),
+    ChapterSource("07", "07_trained_attention", "trained"),
 )
 
-
-def _threshold_verdict(g) -> str:
-    if _g(g, "ch02_counterexample_tv") <= 0:
-        return CONTRADICTED
-    # The theorem's threshold is n; what the fits show is sharper (n - 1), still a bottleneck below it.
-    ns = [int(x) for x in str(_g(g, "ch02_ns_list")).split(",")]
-    vanish = [int(x) for x in str(_g(g, "ch02_vanish_list")).split(",")]
-    return REPRODUCED if all(v >= n - 1 for v, n in zip(vanish, ns)) else CONTRADICTED
+# What a row says in the verdict column when no rule could be applied (not one of the five verdicts).
+NOT_JUDGED = "not judged"
 
 
-def _barrier_verdict(g) -> str:
-    if _g(g, "ch05_cells_above") > 0:
-        return CONTRADICTED
-    return REPRODUCED if _g(g, "ch05_settings_hold") == _g(g, "ch05_settings_total") else CONDITIONAL
+# --- collecting ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Collection:
+    """The claims gathered, and the chapters that gave none with the reason (number -> reason)."""
+    claims: tuple[Claim, ...]
+    silent: dict[str, str]
+    sources: tuple[ChapterSource, ...]
+
+    def source(self, number: str) -> ChapterSource | None:
+        return next((s for s in self.sources if s.number == number), None)
 
 
-def _saturation_verdict(g) -> str:
-    power_wins = _g(g, "ch06_power_better") == _g(g, "ch06_fitted")
-    alpha_positive = _g(g, "ch06_alpha_main_lo") > 0
-    # Growth like n^alpha with alpha bounded away from 0 is faster than any log n.
-    return CONTRADICTED if (power_wins and alpha_positive) else REPRODUCED
+def _import(name: str) -> ModuleType | None:
+    """lowrank.experiments.<name>, or None if that module does not exist (any other error is raised)."""
+    full = f"{__package__}.{name}"
+    try:
+        return importlib.import_module(full)
+    except ModuleNotFoundError as e:
+        if e.name == full:
+            return None
+        raise
 
 
-def _trained_barrier_verdict(g) -> str:
-    if _g(g, "ch07_hard_frac_nmax") > _g(g, "ch07_barrier"):
-        return CONTRADICTED
-    # Below the barrier on average in the hardmax count, but full rank numerically: it depends on the measure.
-    return CONDITIONAL if _g(g, "ch07_full_default") > 0.5 else REPRODUCED
+def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
+                   load: Callable[[str], ModuleType | None] = _import) -> Collection:
+    """Every Claim of the listed chapters' modules, in chapter order; chapters without any are named.
+
+    ``load(module_name)`` returns the module or None when it does not exist (tests pass fakes).
+    A claim filed under another chapter than the module's, or a key used twice, is an error.
+    """
+    sources = tuple(sources)
+    claims: list[Claim] = []
+    silent: dict[str, str] = {}
+    for src in sources:
+        module = load(src.module)
+        if module is None:
+            silent[src.number] = f"module lowrank.experiments.{src.module} does not exist yet"
+            continue
+        found = getattr(module, "CLAIMS", None)
+        if found is None:
+            silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS yet"
+            continue
+        found = tuple(found)
+        if not found:
+            silent[src.number] = f"lowrank.experiments.{src.module} lists no claim"
+        for c in found:
+            if not isinstance(c, Claim):
+                raise TypeError(f"{src.module}.CLAIMS holds {type(c).__name__}, not a Claim")
+            if c.chapter != src.number:
+                raise ValueError(f"claim {c.key} of {src.module} names chapter {c.chapter}, not {src.number}")
+        claims += found
+    keys = Counter(c.key for c in claims)
+    twice = sorted(k for k, n in keys.items() if n > 1)
+    if twice:
+        raise ValueError(f"claim keys used more than once: {', '.join(twice)}")
+    return Collection(tuple(claims), silent, sources)
 
 
-def _reduction_verdict(g) -> str:
-    together = _g(g, "ch07_acc_sat") == _g(g, "ch07_sat_hard")
-    near_log = _g(g, "ch07_acc_sat") <= 2 * _g(g, "ch07_clf_ln_n")
-    return REPRODUCED if (together and near_log) else NOT_AT_SCALE
+# --- evidence and scale ----------------------------------------------------------------------
+
+_PREFIX = re.compile(r"ch(\d\d)_")
 
 
-def verdict_table(glue: Mapping[str, Any], claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: paper, claim, chapter, evidence, verdict."""
-    rows = [dict(paper=c.paper, claim=c.claim, chapter=c.chapter, evidence=c.evidence(glue),
-                 verdict=c.verdict(glue)) for c in claims]
-    return pd.DataFrame(rows)
+def split_by_chapter(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """{'05': {every chNN_ key of chapter 05: value}, ...}; keys without a chNN_ prefix are dropped."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        m = _PREFIX.match(key)
+        if m:
+            out.setdefault(m.group(1), {})[key] = value
+    return out
+
+
+def notebook_scale(path: str | Path) -> str:
+    """The parameter set an executed notebook was run with, from its metadata.
+
+    ``metadata.lowrank_execution.scale`` (written by tools/execute_notebooks.py and by a runner
+    that records it); without it, "custom" if papermill injected parameters, else "default".
+    """
+    meta = json.loads(Path(path).read_text(encoding="utf8")).get("metadata", {})
+    scale = (meta.get("lowrank_execution") or {}).get("scale")
+    if scale:
+        return str(scale)
+    injected = (meta.get("papermill") or {}).get("parameters")
+    return "custom" if injected else "default"
+
+
+def read_scales(folder: str | Path, sources: Iterable[ChapterSource] = CLAIM_CHAPTERS) -> dict[str, str]:
+    """{chapter number: scale} for each listed chapter whose notebook exists in ``folder``."""
+    folder = Path(folder)
+    return {s.number: notebook_scale(folder / f"{s.stem}.ipynb") for s in sources
+            if (folder / f"{s.stem}.ipynb").is_file()}
+
+
+# --- judging ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the verdict table: a judged claim, an unjudged one, or a chapter with no claim."""
+    chapter: str
+    stem: str
+    section: str          # the label of the section that tests the claim ("" for a silent chapter)
+    paper: str
+    statement: str
+    evidence: str
+    verdict: str          # one of VERDICTS, or NOT_JUDGED
+    qualifier: str
+    scale: str
+    rule: str
+    key: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.verdict}: {self.qualifier}" if self.qualifier else self.verdict
+
+    @property
+    def judged(self) -> bool:
+        return self.verdict in VERDICTS
+
+
+def judge_claims(collection: Collection, values: Mapping[str, Any],
+                 scales: Mapping[str, str] | None = None) -> list[Row]:
+    """Judge every collected claim on its own chapter's values; one row per claim, then one per silent chapter.
+
+    A chapter with no value at all gives its claims the evidence "chapter NN not executed"; a
+    claim whose rule needs a value the chapter lacks names that value. Both are NOT_JUDGED.
+    ``scales`` maps chapter numbers to the scale they were run at (default: "default").
+    """
+    by_chapter = split_by_chapter(values)
+    scales = dict(scales or {})
+    rows = []
+    for c in collection.claims:
+        src = collection.source(c.chapter)
+        stem = src.stem if src else c.chapter
+        scale = scales.get(c.chapter, "default")
+        common = dict(chapter=c.chapter, stem=stem, section=c.section, paper=c.paper,
+                      statement=c.statement, rule=c.rule_sentence, key=c.key)
+        if c.chapter not in by_chapter:
+            rows.append(Row(**common, evidence=f"chapter {c.chapter} not executed", verdict=NOT_JUDGED,
+                            qualifier="", scale="none"))
+            continue
+        try:
+            j: Judgement = c.judge(by_chapter[c.chapter])
+        except MissingEvidence as e:
+            missing = e.args[0] if e.args else str(e)
+            rows.append(Row(**common, evidence=f"chapter {c.chapter} was executed without this value "
+                            f"({missing}); re-execute it", verdict=NOT_JUDGED, qualifier="", scale=scale))
+            continue
+        rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale=scale))
+    for number, reason in collection.silent.items():
+        src = collection.source(number)
+        rows.append(Row(chapter=number, stem=src.stem if src else number, section="", paper="",
+                        statement="(no claim collected)", evidence=reason, verdict=NOT_JUDGED, qualifier="",
+                        scale=scales.get(number, "none"), rule=""))
+    return rows
+
+
+# --- links and tables ------------------------------------------------------------------------
+
+def section_anchor(label: str) -> str:
+    """The HTML id Sphinx gives a section labelled ``(label)=`` (docutils' make_id)."""
+    anchor = re.sub(r"[^a-z0-9]+", "-", label.lower())
+    return re.sub(r"^[^a-z]+", "", anchor).strip("-")
+
+
+def chapter_link(row: Row, base: str = "") -> str:
+    """An HTML link to the section that tests the row's claim (to the chapter if there is no section).
+
+    ``base`` is the path from the page showing the table to the chapters folder: "" in a chapter,
+    "chapters/" in intro.md.
+    """
+    href = f"{base}{row.stem}.html"
+    if row.section:
+        href += f"#{section_anchor(row.section)}"
+    return f'<a href="{href}">chapter {row.chapter}</a>'
+
+
+COLUMNS = ("Claim", "Paper", "Chapter", "Evidence (with uncertainty)", "Verdict", "Scale", "Rule")
+
+
+def verdict_table(rows: Iterable[Row], *, base: str = "", brief: bool = False):
+    """The verdict table as a DataFrame (Chapter holds an HTML link; show it with :func:`style_table`).
+
+    ``brief`` keeps Claim, Paper, Chapter and Verdict, for the intro.
+    """
+    import pandas as pd
+
+    records = [{"Claim": r.statement, "Paper": r.paper or "-", "Chapter": chapter_link(r, base),
+                "Evidence (with uncertainty)": r.evidence, "Verdict": r.label, "Scale": r.scale,
+                "Rule": r.rule or "-"} for r in rows]
+    table = pd.DataFrame(records, columns=list(COLUMNS))
+    return table[["Claim", "Paper", "Chapter", "Verdict"]] if brief else table
+
+
+def style_table(table):
+    """A Styler for reading: no index column, left-aligned, every column but Chapter HTML-escaped."""
+    text = [c for c in table.columns if c != "Chapter"]
+    return (table.style.hide(axis="index")
+            .format(escape="html", subset=text)
+            .set_properties(**{"text-align": "left", "vertical-align": "top"})
+            .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
+
+
+def meanings_table():
+    """The five verdicts and what each means, from verdicts.VERDICT_MEANING (the one definition)."""
+    import pandas as pd
+
+    return pd.DataFrame({"Verdict": list(VERDICTS), "Meaning": [VERDICT_MEANING[v] for v in VERDICTS]})
+
+
+# --- sentences -------------------------------------------------------------------------------
+
+def count_phrase(count: int, noun: str = "claim", plural: str | None = None) -> str:
+    """'no claims', '1 claim', '3 claims': a count with its noun, agreeing for every count."""
+    if count == 0:
+        return f"no {plural or noun + 's'}"
+    return f"{count} {noun if count == 1 else (plural or noun + 's')}"
+
+
+def verdict_counts(rows: Iterable[Row]) -> dict[str, int]:
+    """{verdict: number of claims} for the five verdicts and NOT_JUDGED (claim rows only)."""
+    counts = Counter(r.verdict for r in rows if r.statement != "(no claim collected)")
+    return {v: counts.get(v, 0) for v in (*VERDICTS, NOT_JUDGED)}
+
+
+# Each verdict as a predicate, singular and plural, so that "1 claim is ..." and "3 are ..." parse.
+_PREDICATE = {
+    VERDICTS[0]: ("is reproduced", "are reproduced"),
+    VERDICTS[1]: ("is reproduced in a weaker form", "are reproduced in a weaker form"),
+    VERDICTS[2]: ("holds only under stated conditions", "hold only under stated conditions"),
+    VERDICTS[3]: ("is inconclusive", "are inconclusive"),
+    VERDICTS[4]: ("is contradicted", "are contradicted"),
+    NOT_JUDGED: ("is not judged yet, its evidence missing", "are not judged yet, their evidence missing"),
+}
+
+
+def _clause(count: int, verdict: str) -> str:
+    one, many = _PREDICATE[verdict]
+    if count == 0:
+        return f"none {one}"
+    return f"{count} {one if count == 1 else many}"
+
+
+def totals_sentence(rows: Iterable[Row]) -> str:
+    """'Of the 12 claims collected, 1 is reproduced, 3 are inconclusive, none is contradicted...' for any counts."""
+    counts = verdict_counts(rows)
+    total = sum(counts.values())
+    if total == 0:
+        return "No claim was collected from the chapters, so none was judged."
+    clauses = [_clause(counts[v], v) for v in VERDICTS]
+    if counts[NOT_JUDGED]:
+        clauses.append(_clause(counts[NOT_JUDGED], NOT_JUDGED))
+    head = "Of the one claim collected, " if total == 1 else f"Of the {total} claims collected, "
+    return head + ", ".join(clauses[:-1]) + " and " + clauses[-1] + "."
+
+
+def silent_sentence(collection: Collection) -> str:
+    """Which listed chapters contributed no claim (and why), or that every one did."""
+    numbers = [s.number for s in collection.sources]
+    if not collection.silent:
+        return f"Every chapter listed ({', '.join(numbers)}) contributed claims."
+    parts = [f"chapter {n} ({why})" for n, why in collection.silent.items()]
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    listed = "it as a row" if len(parts) == 1 else "them as rows"
+    return f"No claim was collected from {joined}; the table lists {listed} without a verdict."
+
+
+# --- the chapter -----------------------------------------------------------------------------
+
+def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = None, *,
+                  sources: Iterable[ChapterSource] = CLAIM_CHAPTERS,
+                  load: Callable[[str], ModuleType | None] = _import) -> dict[str, Any]:
+    """Collect, judge and tabulate: {'collection', 'rows', 'table' (links from a chapter page),
+    'brief' (links from intro.md), 'meanings'}."""
+    collection = collect_claims(sources, load=load)
+    rows = judge_claims(collection, values, scales)
+    return {"collection": collection, "rows": rows, "table": verdict_table(rows),
+            "brief": verdict_table(rows, base="chapters/", brief=True), "meanings": meanings_table()}
+
+
+HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
+                 *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
+
+
+def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
+    """Every value chapter 08 glues: counts per verdict, the totals sentence, the brief and meanings tables."""
+    rows = tables["rows"]
+    counts = verdict_counts(rows)
+    out: dict[str, Any] = {
+        "ch08_n_claims": sum(counts.values()),
+        "ch08_totals": totals_sentence(rows),
+        "ch08_silent": silent_sentence(tables["collection"]),
+        "ch08_brief": style_table(tables["brief"]),
+        "ch08_verdict_meanings": style_table(tables["meanings"]),
+    }
+    for v, n in counts.items():
+        out[f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}"] = n
+    assert tuple(out) == HEADLINE_KEYS
+    return out
+
+
+def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
+    """Horizontal stacked bars: for each paper, how many of its claims got each verdict."""
+    import numpy as np
+
+    rows = [r for r in rows if r.paper]
+    papers = list(dict.fromkeys(r.paper for r in rows))
+    order = (*VERDICTS, NOT_JUDGED)
+    shades = {VERDICTS[0]: "#1b7837", VERDICTS[1]: "#7fbf7b", VERDICTS[2]: "#d9f0d3",
+              VERDICTS[3]: "#bababa", VERDICTS[4]: "#af8dc3", NOT_JUDGED: "#ffffff"}
+    hatches = {VERDICTS[0]: "", VERDICTS[1]: "//", VERDICTS[2]: "..", VERDICTS[3]: "", VERDICTS[4]: "xx",
+               NOT_JUDGED: "--"}
+    left = np.zeros(len(papers))
+    for v in order:
+        counts = np.array([sum(r.verdict == v for r in rows if r.paper == p) for p in papers], float)
+        if not counts.any():
+            continue
+        ax.barh(range(len(papers)), counts, left=left, color=shades[v], hatch=hatches[v],
+                edgecolor="black", linewidth=0.6, label=v)
+        for i, (c, x) in enumerate(zip(counts, left)):
+            if c:
+                ax.text(x + c / 2, i, f"{int(c)}", ha="center", va="center", fontsize="small")
+        left += counts
+    ax.set_yticks(range(len(papers)), papers)
+    ax.invert_yaxis()
+    ax.set_xlabel("number of claims")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    if len(papers):
+        ax.legend(title="verdict", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))

@@ -196,3 +196,12 @@ def test_run_synthesis_headline_and_figure():
     assert [t.get_text() for t in ax.get_yticklabels()] == ["Paper A", "Paper B"]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {INCONCLUSIVE, CONTRADICTED}
     plt.close(fig)
+
+
+def test_figure_without_claims_says_so():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    S.plot_verdicts_by_paper([], ax)
+    assert [t.get_text() for t in ax.texts] == ["no claim collected yet"]
+    plt.close(fig)

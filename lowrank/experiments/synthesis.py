@@ -363,6 +363,10 @@ def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
 
     rows = [r for r in rows if r.paper]
     papers = list(dict.fromkeys(r.paper for r in rows))
+    if not papers:
+        ax.text(0.5, 0.5, "no claim collected yet", ha="center", va="center", transform=ax.transAxes)
+        ax.set(xticks=[], yticks=[])
+        return
     order = (*VERDICTS, NOT_JUDGED)
     shades = {VERDICTS[0]: "#1b7837", VERDICTS[1]: "#7fbf7b", VERDICTS[2]: "#d9f0d3",
               VERDICTS[3]: "#bababa", VERDICTS[4]: "#af8dc3", NOT_JUDGED: "#ffffff"}

@@ -359,6 +359,8 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
 
 def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
     """Horizontal stacked bars: for each paper, how many of its claims got each verdict."""
+    import textwrap
+
     import numpy as np
 
     rows = [r for r in rows if r.paper]
@@ -367,13 +369,13 @@ def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
         ax.text(0.5, 0.5, "no claim collected yet", ha="center", va="center", transform=ax.transAxes)
         ax.set(xticks=[], yticks=[])
         return
-    order = (*VERDICTS, NOT_JUDGED)
-    shades = {VERDICTS[0]: "#1b7837", VERDICTS[1]: "#7fbf7b", VERDICTS[2]: "#d9f0d3",
-              VERDICTS[3]: "#bababa", VERDICTS[4]: "#af8dc3", NOT_JUDGED: "#ffffff"}
+    # light to dark from contradicted to reproduced, with hatches so the bars stay apart in grey scale
+    shades = {VERDICTS[0]: "#5aae61", VERDICTS[1]: "#a6dba0", VERDICTS[2]: "#fee08b", VERDICTS[3]: "#d9d9d9",
+              VERDICTS[4]: "#c2a5cf", NOT_JUDGED: "#ffffff"}
     hatches = {VERDICTS[0]: "", VERDICTS[1]: "//", VERDICTS[2]: "..", VERDICTS[3]: "", VERDICTS[4]: "xx",
                NOT_JUDGED: "--"}
     left = np.zeros(len(papers))
-    for v in order:
+    for v in (*VERDICTS, NOT_JUDGED):
         counts = np.array([sum(r.verdict == v for r in rows if r.paper == p) for p in papers], float)
         if not counts.any():
             continue
@@ -381,11 +383,12 @@ def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
                 edgecolor="black", linewidth=0.6, label=v)
         for i, (c, x) in enumerate(zip(counts, left)):
             if c:
-                ax.text(x + c / 2, i, f"{int(c)}", ha="center", va="center", fontsize="small")
+                ax.text(x + c / 2, i, f"{int(c)}", ha="center", va="center", fontsize="small",
+                        bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none"))
         left += counts
-    ax.set_yticks(range(len(papers)), papers)
+    ax.set_yticks(range(len(papers)), [textwrap.fill(p, 22) for p in papers])
     ax.invert_yaxis()
     ax.set_xlabel("number of claims")
     ax.xaxis.get_major_locator().set_params(integer=True)
-    if len(papers):
-        ax.legend(title="verdict", fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    ax.grid(axis="y", visible=False)
+    ax.legend(title="verdict", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)

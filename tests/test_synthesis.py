@@ -205,3 +205,29 @@ def test_figure_without_claims_says_so():
     S.plot_verdicts_by_paper([], ax)
     assert [t.get_text() for t in ax.texts] == ["no claim collected yet"]
     plt.close(fig)
+
+
+def test_every_real_claim_links_to_a_section_label_of_its_chapter():
+    """The links of the rendered table: each collected claim's section is a (label)= target in its notebook."""
+    from pathlib import Path
+
+    chapters = Path(__file__).resolve().parents[1] / "chapters"
+    col = S.collect_claims()
+    for claim in col.claims:
+        src = col.source(claim.chapter)
+        nb = json.loads((chapters / f"{src.stem}.ipynb").read_text(encoding="utf8"))
+        text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        assert f"({claim.section})=" in text, f"claim {claim.key}: no ({claim.section})= label in {src.stem}"
+        assert S.section_anchor(claim.section) == claim.section, (
+            f"claim {claim.key}: label {claim.section!r} changes in HTML; use lower-case letters, digits and '-'")
+
+
+def test_a_rule_reading_another_chapters_value_is_named():
+    def rule(h):
+        """Reads chapter 03's value from chapter 07's claim."""
+        return Judgement(REPRODUCED, f"{need(h, 'ch03_z')}")
+
+    col = S.collect_claims(SOURCES[2:3], load={"seven": SimpleNamespace(CLAIMS=(
+        Claim("z", "P", "07", "s", "z", rule),))}.get)
+    (row,) = S.judge_claims(col, {"ch07_y": 1, "ch03_z": 2})
+    assert row.verdict == S.NOT_JUDGED and "a value of chapter 03" in row.evidence

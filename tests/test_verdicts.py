@@ -77,3 +77,9 @@ def test_label_without_qualifier_and_meanings_for_every_verdict():
     assert set(VERDICT_MEANING) == set(VERDICTS) and all(VERDICT_MEANING.values())
     with pytest.raises(ValueError, match="two digits"):
         Claim("k", "p", "9", "s", "st", _rule)
+
+
+def test_missing_evidence_carries_its_key():
+    with pytest.raises(MissingEvidence) as info:
+        need({"ch05_a": 1}, "ch05_b")
+    assert info.value.key == "ch05_b" and isinstance(info.value, KeyError)

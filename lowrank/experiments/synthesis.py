@@ -200,9 +200,15 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
         try:
             j: Judgement = c.judge(by_chapter[c.chapter])
         except MissingEvidence as e:
-            missing = e.args[0] if e.args else str(e)
-            rows.append(Row(**common, evidence=f"chapter {c.chapter} was executed without this value "
-                            f"({missing}); re-execute it", verdict=NOT_JUDGED, qualifier="", scale=scale))
+            key = getattr(e, "key", "")
+            m = _PREFIX.match(key)
+            if m and m.group(1) != c.chapter:
+                evidence = (f"the rule reads {key}, a value of chapter {m.group(1)}; a rule may read only "
+                            f"its own chapter's values (chapter {c.chapter})")
+            else:
+                evidence = (f"chapter {c.chapter} was executed without the value {key or e.args[0]}; "
+                            "re-execute it with its current code")
+            rows.append(Row(**common, evidence=evidence, verdict=NOT_JUDGED, qualifier="", scale=scale))
             continue
         rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale=scale))
     for number, reason in collection.silent.items():

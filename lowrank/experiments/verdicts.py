@@ -44,13 +44,17 @@ BOOK = "this book"  # a finding of the book's own, beyond both papers
 
 
 class MissingEvidence(KeyError):
-    """A rule needs a headline value that its chapter did not provide."""
+    """A rule needs a headline value that its chapter did not provide (``key`` names it)."""
+
+    def __init__(self, message: str, key: str = ""):
+        super().__init__(message)
+        self.key = key
 
 
 def need(headline: Mapping[str, Any], key: str) -> Any:
     """headline[key], or MissingEvidence naming the key (NaN is a value: rules decide on it)."""
     if key not in headline:
-        raise MissingEvidence(f"headline value {key!r} not found: run chapter {key[2:4]} first")
+        raise MissingEvidence(f"headline value {key!r} not found: run chapter {key[2:4]} first", key)
     return headline[key]
 
 

@@ -13,6 +13,7 @@ non-zero when any target is missed or a correctness check fails. Items:
   3  MultiHeadAttention fwd+bwd vs torch.nn.MultiheadAttention; fixed vs standard head size
   4  masked-LM training step vs Hugging Face BertForMaskedLM (sdpa)
   5  lowrank.probe.rank_table over MiniLM vs output_attentions + NumPy loop
+  6  start-up: `lowrank list` and `lowrank --help` vs `papermill --help` (fresh processes)
 """
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ SETTINGS = {
         mha=[dict(batch=32, n=128, d_model=256, n_heads=8), dict(batch=4, n=256, d_model=512, n_heads=8)],
         train=dict(vocab=512, d_model=64, layers=2, heads=8, d_ff=256, n=64, batch=8, dropout=0.0),
         train_timing=dict(warmup=1, reps=7, budget_s=8),
-        probe_n=64, probe_timing=dict(warmup=1, reps=3, budget_s=2)),
+        probe_n=64, probe_timing=dict(warmup=1, reps=3, budget_s=2),
+        startup_timing=dict(warmup=1, reps=5)),
     "full": dict(
         timing=dict(warmup=2, reps=21, budget_s=60),
         numpy_timing=dict(warmup=1, reps=7, budget_s=120),
@@ -62,7 +64,8 @@ SETTINGS = {
         mha=[dict(batch=32, n=128, d_model=256, n_heads=8), dict(batch=16, n=512, d_model=512, n_heads=8)],
         train=dict(vocab=8192, d_model=256, layers=6, heads=8, d_ff=1024, n=256, batch=8, dropout=0.1),
         train_timing=dict(warmup=2, reps=11, budget_s=150),
-        probe_n=512, probe_timing=dict(warmup=1, reps=3, budget_s=120)),
+        probe_n=512, probe_timing=dict(warmup=1, reps=3, budget_s=120),
+        startup_timing=dict(warmup=1, reps=5)),
 }
 # On a GPU the layers and the training step run under bf16 autocast at larger sizes (BERT-base
 # for the training step); rank analysis stays float64.
@@ -80,7 +83,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--gpu", action="store_true", help="run on CUDA (bf16 autocast for items 3 and 4)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch and BLAS threads (default: the cores this process may use)")
-    p.add_argument("--items", type=int, nargs="+", default=[1, 2, 3, 4, 5], choices=[1, 2, 3, 4, 5],
+    p.add_argument("--items", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6], choices=[1, 2, 3, 4, 5, 6],
                    help="which comparisons to run")
     p.add_argument("--out", type=Path, default=HERE / "results", help="folder for the result files")
     p.add_argument("--no-write", action="store_true", help="print the table only")
@@ -117,6 +120,7 @@ def run_items(args, settings: dict, device: torch.device) -> list[Result]:
     from bench_attention import bench_mha
     from bench_probe import bench_probe
     from bench_rank import bench_rank_report, bench_scaling
+    from bench_startup import bench_startup
     from bench_training import bench_training_step
 
     amp = torch.bfloat16 if device.type == "cuda" else None
@@ -134,8 +138,10 @@ def run_items(args, settings: dict, device: torch.device) -> list[Result]:
             rows = _guarded(3, bench_mha, s["mha"], device=device, timing=s["timing"], amp=amp)
         elif item == 4:
             rows = _guarded(4, bench_training_step, s["train"], device=device, timing=s["train_timing"], amp=amp)
-        else:
+        elif item == 5:
             rows = _guarded(5, bench_probe, s["probe_n"], device=device, timing=s["probe_timing"])
+        else:
+            rows = _guarded(6, bench_startup, timing=s["startup_timing"])
         print(f"item {item}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         results.extend(rows)
     return results

@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -135,8 +136,20 @@ def _pip_download(requirement: str, dest: Path) -> None:
            "--disable-pip-version-check", "-q", "-d", str(dest), requirement]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else
-                           f"pip exited with status {done.returncode}")
+        raise RuntimeError(_pip_cause(done.stderr) or f"pip exited with status {done.returncode}")
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _pip_cause(stderr: str) -> str:
+    """The informative line of pip's error output: colour codes removed, the last ``ERROR:`` line
+    (or the last line with a letter in it), at most 300 characters."""
+    lines = [ln.strip() for ln in _ANSI.sub("", stderr or "").splitlines()]
+    lines = [ln for ln in lines if re.search(r"[A-Za-z]", ln)]
+    errors = [ln for ln in lines if ln.startswith("ERROR")]
+    cause = (errors or lines or [""])[-1]
+    return cause if len(cause) <= 300 else cause[:297] + "..."
 
 
 def fetch(corpus: str, *, root: str | os.PathLike | None = None, download=None) -> Path:
@@ -250,7 +263,7 @@ def load_local(path: str | os.PathLike) -> Corpus:
     """
     p = Path(path)
     if p.is_file():
-        lines = [ln.strip() for ln in p.read_text(encoding="utf-8", errors="replace").splitlines()]
+        lines = [ln.strip() for ln in _read_text(p).splitlines()]
         texts = [ln + "\n" for ln in lines if ln]
         if not texts:
             raise ValueError(f"local corpus {p} has no non-empty lines")
@@ -260,13 +273,28 @@ def load_local(path: str | os.PathLike) -> Corpus:
         if not files:
             raise ValueError(f"local corpus folder {p} has no .txt files")
         rel = [f.relative_to(p).as_posix() for f in files]
-        texts = [f.read_text(encoding="utf-8", errors="replace").strip() + "\n" for f in files]
+        texts = [_read_text(f).strip() + "\n" for f in files]
         if all("/" in r for r in rel):
             label_names = sorted({r.split("/")[0] for r in rel})
             labels = [label_names.index(r.split("/")[0]) for r in rel]
             return Corpus(f"local-{p.name}", rel, texts, labels, label_names)
         return Corpus(f"local-{p.name}", rel, texts)
     raise ValueError(f"local corpus path {str(p)!r} is neither a file nor a folder")
+
+
+def _read_text(path: Path) -> str:
+    """A local corpus file as UTF-8 text; a binary file (a NUL byte, or bytes that are not UTF-8)
+    is refused with the file and the byte offset named, instead of decoded into replacement characters."""
+    raw = path.read_bytes()
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise ValueError(f"local corpus file {path} is binary (a NUL byte at offset {nul}); "
+                         "expected UTF-8 text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"local corpus file {path} is not UTF-8 text (byte {raw[e.start]:#04x} at "
+                         f"offset {e.start}); convert it to UTF-8") from None
 
 
 def load_corpus(corpus: str | os.PathLike, *, root: str | os.PathLike | None = None) -> Corpus:
@@ -332,7 +360,12 @@ def train_tokenizer(texts: list[str], *, vocab_size: int, name: str,
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
     path = cache_dir(root) / "tokenizers" / f"{safe}-bpe{vocab_size}-{_texts_digest(texts)}.json"
     if path.is_file():
-        return Tokenizer.from_file(str(path))
+        try:
+            return Tokenizer.from_file(str(path))
+        except Exception as e:  # truncated or corrupt cache file: name it, rebuild it
+            warnings.warn(f"tokenizer cache {path} could not be read ({_brief(e)}); rebuilding it",
+                          RuntimeWarning, stacklevel=2)
+            path.unlink(missing_ok=True)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -345,6 +378,11 @@ def train_tokenizer(texts: list[str], *, vocab_size: int, name: str,
     tok.save(str(tmp))
     os.replace(tmp, path)
     return tok
+
+
+def _brief(err: BaseException) -> str:
+    text = " ".join(f"{type(err).__name__}: {err}".split())
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def encode_documents(tokenizer, texts: list[str]) -> list[list[int]]:
@@ -399,9 +437,18 @@ def prepare_lm(corpus: str | os.PathLike, *, vocab_size: int, split_seed: int = 
     tok = train_tokenizer(parts["train"].texts, vocab_size=vocab_size, name=docs.name, root=root)
     digest = _texts_digest([json.dumps([parts[s].names for s in parts])] + parts["train"].texts)
     path = cache_dir(root) / "tokens" / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', docs.name)}-bpe{vocab_size}-{digest}.pt"
+    streams = None
     if path.is_file():
-        streams = torch.load(path, weights_only=True)
-    else:
+        try:
+            streams = torch.load(path, weights_only=True)
+            if not (isinstance(streams, dict) and all(isinstance(streams.get(s), torch.Tensor) for s in parts)):
+                raise ValueError("not a dict of train/validation/test token tensors")
+        except Exception as e:  # truncated or corrupt cache file: name it, rebuild it
+            warnings.warn(f"token cache {path} could not be read ({_brief(e)}); rebuilding it",
+                          RuntimeWarning, stacklevel=2)
+            path.unlink(missing_ok=True)
+            streams = None
+    if streams is None:
         streams = {s: encode_stream(tok, parts[s].texts) for s in parts}
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")

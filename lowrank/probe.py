@@ -161,7 +161,25 @@ def _valid(batch, B: int, n: int, device) -> torch.Tensor:
     return mask
 
 
+def _max_positions(model: nn.Module) -> int | None:
+    """How many positions the model embeds (Hugging Face ``max_position_embeddings`` or a lowrank
+    model's ``cfg.max_len``), or None when it does not say."""
+    config = getattr(model, "config", None)
+    if isinstance(getattr(config, "max_position_embeddings", None), int):
+        return config.max_position_embeddings
+    for module in model.modules():
+        cfg = getattr(module, "cfg", None)
+        if isinstance(getattr(cfg, "max_len", None), int):
+            return cfg.max_len
+    return None
+
+
 def _forward(model: nn.Module, batch) -> None:
+    ids = batch.get("input_ids", batch.get("ids")) if isinstance(batch, Mapping) else batch
+    limit = _max_positions(model)
+    if isinstance(ids, torch.Tensor) and ids.dim() == 2 and limit is not None and ids.shape[1] > limit:
+        raise ValueError(f"sequences of {ids.shape[1]} tokens are longer than the {limit} positions "
+                         f"{type(model).__name__} embeds; use at most {limit} tokens")
     if isinstance(batch, Mapping):
         model(**batch)
     elif isinstance(batch, torch.Tensor):

@@ -14,6 +14,7 @@ import json
 import multiprocessing as mp
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -46,17 +47,41 @@ class ResultStore:
         self.path = Path(path)
 
     def records(self) -> list[dict]:
-        """All complete records, in file order; a line cut short by a crash is ignored."""
+        """All complete records, in file order.
+
+        A line that is not UTF-8, not JSON, or not a record (a dict with a string ``key``, a dict
+        ``config`` and a dict ``metrics``) is skipped with a warning naming the file and line
+        number; a last line cut short by a crash is skipped silently (the next append starts a
+        fresh line). A store path that is a folder raises ValueError naming it.
+        """
+        if self.path.is_dir():
+            raise ValueError(f"results store {self.path} is a folder; expected a .jsonl file")
         if not self.path.is_file():
             return []
+        raw = self.path.read_bytes()
+        lines = raw.split(b"\n")
         out = []
-        for line in self.path.read_text().splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
                 continue
-            if isinstance(rec, dict) and "key" in rec:
-                out.append(rec)
+            why = None
+            try:
+                rec = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as e:
+                why = f"byte {line[e.start]:#04x} at column {e.start + 1} is not UTF-8"
+            except json.JSONDecodeError as e:
+                if number == len(lines):
+                    continue  # the unterminated last line of a killed writer
+                why = f"not JSON ({e.msg})"
+            else:
+                if not (isinstance(rec, dict) and isinstance(rec.get("key"), str)
+                        and isinstance(rec.get("config"), dict) and isinstance(rec.get("metrics"), dict)):
+                    why = "not a record with a string 'key' and dict 'config' and 'metrics'"
+            if why:
+                warnings.warn(f"results store {self.path}, line {number}: {why}; skipped", RuntimeWarning,
+                              stacklevel=2)
+                continue
+            out.append(rec)
         return out
 
     def keys(self) -> set[str]:
@@ -66,6 +91,9 @@ class ResultStore:
         """Append one record as one line: one write, O_APPEND, exclusive lock, fsync."""
         if "key" not in record:
             raise ValueError("a result record needs a 'key'")
+        if not (isinstance(record["key"], str) and isinstance(record.get("config"), dict)
+                and isinstance(record.get("metrics"), dict)):
+            raise ValueError("a result record needs a string 'key' and dict 'config' and 'metrics'")
         line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

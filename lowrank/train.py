@@ -38,7 +38,7 @@ from . import data as _data
 from .models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, TransformerConfig,
                      count_parameters, mask_tokens)
 
-__all__ = ["TrainConfig", "NonFiniteLossError", "train", "lr_at", "run_key", "main"]
+__all__ = ["TrainConfig", "NonFiniteLossError", "CheckpointError", "train", "lr_at", "run_key", "main"]
 
 TASKS = ("lm", "mlm", "classify")
 SCHEDULES = ("cosine", "inverse_sqrt", "constant")
@@ -86,6 +86,19 @@ class TrainConfig:
     num_threads: int | None = None   # torch CPU threads; None leaves torch's default
 
     def __post_init__(self):
+        for f in fields(self):  # types first, so a string "64" is named, not a TypeError later
+            v, kind = getattr(self, f.name), str(f.type)
+            optional = "None" in kind
+            if v is None and optional:
+                continue
+            base = kind.split("|")[0].strip()
+            ok = {"int": lambda x: isinstance(x, int) and not isinstance(x, bool),
+                  "float": lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x),
+                  "bool": lambda x: isinstance(x, bool),
+                  "str": lambda x: isinstance(x, str)}.get(base, lambda x: True)(v)
+            if not ok:
+                raise ValueError(f"{f.name} must be {'an' if base == 'int' else 'a'} {base}"
+                                 f"{' or None' if optional else ''}, got {_short(v)}")
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {self.task!r}")
         if self.schedule not in SCHEDULES:
@@ -121,6 +134,25 @@ class TrainConfig:
             head_dim=self.head_dim, d_ff=self.d_ff, max_len=self.seq_len + (1 if self.task == "classify" else 0),
             dropout=self.dropout, causal=self.task == "lm", norm=self.norm,
             tie_embeddings=self.tie_embeddings)
+
+
+def _short(value, limit: int = 80) -> str:
+    """A repr of user input that never grows beyond ``limit`` characters."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxdict, r.maxstring, r.maxother = 3, 6, 6, limit, limit
+    text = r.repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file exists but cannot be read; the message names it and what to do."""
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -397,7 +429,15 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
                             lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), fused=device.type == "cuda")
     start, run_loss, run_n = 0, 0.0, 0
     if resume and ckpt_path.is_file():
-        state = torch.load(ckpt_path, map_location=device, weights_only=True)
+        try:
+            state = torch.load(ckpt_path, map_location=device, weights_only=True)
+            if not (isinstance(state, dict) and {"config", "model", "optimizer", "step"} <= set(state)):
+                raise ValueError("not a lowrank training checkpoint")
+        except Exception as e:
+            raise CheckpointError(
+                f"checkpoint {ckpt_path} cannot be read ({type(e).__name__}: {_clip(e, 160)}); "
+                "it is truncated or not a checkpoint: delete it to restart the run from step 0, or "
+                "choose another out_dir") from e
         if state["config"] != cfg.to_dict():
             raise ValueError(f"checkpoint {ckpt_path} was written for a different config; "
                              "use a new out_dir or resume=False")
@@ -410,7 +450,7 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
         _atomic_write_text(out / "config.json", json.dumps(cfg.to_dict(), indent=1) + "\n")
         kept = _read_metrics(metrics_path, start) if start else []
         _atomic_write_text(metrics_path, "".join(line + "\n" for line in kept))
-        if not resume:
+        if not resume:  # train(resume=False) starts afresh; the command line refuses a used folder
             for stale in (ckpt_path, result_path):
                 stale.unlink(missing_ok=True)
     if world > 1:
@@ -514,6 +554,20 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
     return result
 
 
+def _last_step(metrics: Path) -> int | None:
+    """The last logged step of a run folder's metrics.jsonl, or None."""
+    try:
+        lines = metrics.read_text().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            return int(json.loads(line)["step"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return None
+
+
 def run_key(config: dict) -> str:
     """16 hex digits of the sha256 of the canonical JSON of the full config (seed included)."""
     if not isinstance(config, dict):
@@ -523,23 +577,81 @@ def run_key(config: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m lowrank.train --config cfg.json [--out-dir DIR] [--resume]`` (also under torchrun)."""
+    """``python -m lowrank.train --config cfg.json [--out-dir DIR] [--resume]`` (also under torchrun).
+
+    Exit status 0 done; 2 the input was refused (config file missing or unreadable, unknown key,
+    bad value, a used ``--out-dir`` without ``--resume``, an unreadable checkpoint), one line on
+    stderr, nothing written; 1 the run failed (non-finite loss: the last good checkpoint is kept).
+    ``--debug`` adds the Python traceback.
+    """
     p = argparse.ArgumentParser(prog="python -m lowrank.train", description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, help="JSON file with TrainConfig fields")
-    p.add_argument("--out-dir", default=None, help="run folder (default runs/<config hash>)")
+    p.add_argument("--out-dir", default=None,
+                   help="run folder (default runs/<config hash>); a folder holding files is refused "
+                        "unless --resume")
     p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
     p.add_argument("--data-root", default=None, help="data folder (default $LOWRANK_DATA or ./data)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
     args = p.parse_args(argv)
-    cfg = TrainConfig.from_dict(json.loads(Path(args.config).read_text()))
+
+    def refuse(message: str, status: int = 2) -> int:
+        if args.debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"python -m lowrank.train: error: {message}", file=sys.stderr)
+        return status
+
+    path = Path(args.config)
+    try:
+        text = path.read_text(encoding="utf8")
+    except IsADirectoryError:
+        return refuse(f"--config {path}: is a folder; expected a JSON file of TrainConfig fields")
+    except FileNotFoundError:
+        return refuse(f"--config {path}: no such file")
+    except (OSError, UnicodeDecodeError) as e:
+        return refuse(f"--config {path}: cannot be read as UTF-8 text ({type(e).__name__})")
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        return refuse(f"--config {path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})")
+    if not isinstance(raw, dict):
+        return refuse(f"--config {path}: expected a JSON object of TrainConfig fields, got "
+                      f"{type(raw).__name__}")
+    try:
+        cfg = TrainConfig.from_dict(raw)
+    except (ValueError, TypeError) as e:
+        return refuse(f"--config {path}: {_clip(e)}")
     if args.out_dir is None:
         args.out_dir = str(Path("runs") / run_key(cfg.to_dict()))
+    out = Path(args.out_dir)
+    if out.exists() and not out.is_dir():
+        return refuse(f"--out-dir {out}: is a file; expected a run folder")
+    if not args.resume and out.is_dir() and any(out.iterdir()):
+        held = ", ".join(sorted(p.name for p in out.iterdir())[:5])
+        return refuse(f"--out-dir {out} is not empty ({held}); nothing was changed: pass --resume to "
+                      "continue the run there, or choose an empty or new folder")
     try:
-        result = train(cfg, out_dir=args.out_dir, resume=args.resume, progress=not args.no_progress,
+        result = train(cfg, out_dir=out, resume=args.resume, progress=not args.no_progress,
                        data_root=args.data_root)
+    except CheckpointError as err:
+        return refuse(str(err))
     except NonFiniteLossError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+        return refuse(f"the run failed: {err}", status=1)
+    except _data.DataUnavailableError as err:
+        return refuse(str(err))
+    except ValueError as err:  # a corpus path, a vocabulary or a checkpoint that does not fit
+        return refuse(_clip(err, 400))
+    except KeyboardInterrupt:
+        print("python -m lowrank.train: interrupted; resume with --resume (the last checkpoint is kept)",
+              file=sys.stderr)
+        return 130
+    except Exception as err:  # noqa: BLE001 - a failure inside the run (out of memory, a dead worker)
+        last = _last_step(out / "metrics.jsonl")
+        return refuse(f"the run failed{f' after step {last}' if last is not None else ''}: "
+                      f"{type(err).__name__}: {_clip(err, 300)} (--debug shows the traceback; "
+                      "--resume continues from the last checkpoint)", status=1)
     if int(os.environ.get("RANK", "0")) == 0:
         print(json.dumps({k: v for k, v in result.items() if k != "config"}))
     return 0

@@ -256,7 +256,7 @@ def test_run_rejects_bad_threads():
 
 def test_settings_cover_every_item():
     keys = {"timing", "numpy_timing", "rank_shapes", "scaling_ns", "scaling_timing", "svd_elements",
-            "hardmax_elements", "mha", "train", "train_timing", "probe_n", "probe_timing"}
+            "hardmax_elements", "mha", "train", "train_timing", "probe_n", "probe_timing", "startup_timing"}
     for mode in run.SETTINGS.values():
         assert set(mode) == keys
         assert all(t["warmup"] >= 1 and t["reps"] >= 3 for k, t in mode.items() if k.endswith("timing"))
@@ -288,3 +288,12 @@ def test_bench_functions_run_on_tiny_sizes():
     losses = row.extra["losses"]
     assert row.status in ("PASS", "FAIL") and 0.5 < losses["ours"] / losses["bert"] < 2
     assert abs(losses["ours"] - math.log(50)) < 1.0
+
+
+def test_startup_item_runs_fresh_processes_and_checks_heavy_imports(monkeypatch):
+    import bench_startup
+
+    rows = bench_startup.bench_startup(timing=dict(warmup=1, reps=3))
+    assert [r.key for r in rows] == ["startup_list", "startup_help"]
+    assert all(r.item == 6 and r.target == 1.5 and r.ratio > 0 for r in rows)  # no absolute times
+    assert bench_startup.heavy_imports("list") == [] and bench_startup.heavy_imports("--help") == []

@@ -132,7 +132,8 @@ def test_default_run_folder_is_timestamp_and_parameter_hash(book):
 # --- every chapter's parameter sets, without executing anything -----------------------------
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=_ids)
-def test_parameter_sets_are_valid_for_the_notebook_and_the_schema(chapter):
+def test_parameter_sets_are_valid_for_the_notebook_and_the_schema(chapter, monkeypatch):
+    monkeypatch.setattr(runner, "_cuda_available", lambda: True)  # paper sets name device cuda
     ch = runner.resolve_chapter(str(chapter), ROOT)
     assert ch.name in SCHEMAS, f"no schema registered for {ch.name} in lowrank/params.py"
     defaults = {k: v["default"] for k, v in runner.notebook_parameters(ch).items()}
@@ -203,6 +204,7 @@ def test_chapter_01_smoke_run_reflects_an_injected_parameter(tmp_path):
     printed = "".join(o.get("text", "") for o in headline.outputs)
     assert printed.startswith("n = 24, d_h = ") and "mean over 3 random heads" in printed
     assert json.loads((out / "results.json").read_text())["ch01_n"] == 24
+    assert nb.metadata["lowrank_execution"]["scale"] == "smoke"  # chapter 08 reads each row's scale here
 
 
 @pytest.mark.parametrize("args, message", [

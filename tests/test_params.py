@@ -18,8 +18,10 @@ def test_valid_parameters_are_normalised():
     ("n", 2.5, ["'n'", "2.5", "an int"]),
     ("n", True, ["'n'", "True"]),
     ("lr", float("nan"), ["'lr'", "nan"]),
-    ("dims", [], ["'dims'", "at least 1"]),
-    ("dims", [1, 0], ["'dims'", ">= 1"]),
+    ("dims", [], ["'dims'", "1 to 1024 items"]),
+    ("dims", [1, 0], ["'dims'", "in [1, 4294967295]"]),
+    ("dims", list(range(1, 2000)), ["'dims'", "1 to 1024 items", "..."]),
+    ("seed", 99999999999999999999999, ["'seed'", "in [0, 4294967295]"]),
     ("kind", "c", ["'kind'", "'c'", "one of 'a', 'b'"]),
     ("scales", "1.0", ["'scales'", "list"]),
 ])

@@ -67,7 +67,7 @@ def test_shards_split_the_work_and_share_the_store(tmp_path):
 def _append_many(path, worker):
     store = ResultStore(path)
     for i in range(100):
-        store.append({"key": f"{worker}-{i}", "payload": "x" * 5000})
+        store.append({"key": f"{worker}-{i}", "config": {}, "metrics": {}, "payload": "x" * 5000})
 
 
 def test_concurrent_appends_never_interleave(tmp_path):
@@ -86,11 +86,13 @@ def test_concurrent_appends_never_interleave(tmp_path):
 def test_a_line_cut_by_a_crash_is_skipped_and_the_next_append_survives(tmp_path):
     path = tmp_path / "s.jsonl"
     store = ResultStore(path)
-    store.append({"key": "a", "v": 1})
+    store.append({"key": "a", "config": {}, "metrics": {"v": 1}})
     with open(path, "a") as f:
         f.write('{"key": "b", "v"')  # killed mid-write
-    store.append({"key": "c", "v": 3})
-    assert [r["key"] for r in store.records()] == ["a", "c"]
+    assert [r["key"] for r in store.records()] == ["a"]  # an unterminated last line: silently skipped
+    store.append({"key": "c", "config": {}, "metrics": {"v": 3}})
+    with pytest.warns(RuntimeWarning, match=r"s.jsonl, line 2: not JSON"):
+        assert [r["key"] for r in store.records()] == ["a", "c"]
     with pytest.raises(ValueError, match="needs a 'key'"):
         store.append({"v": 1})
 

@@ -19,17 +19,26 @@ from pathlib import Path
 SCALES = ("default", "smoke", "paper")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (the usage itself is one ``--help`` away)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="lowrank", description="Re-execute the book's chapters with checked parameters.",
-        epilog="Exit status: 0 done, 1 a cell failed, 2 refused before any kernel started, 130 interrupted.")
+        epilog="Exit status: 0 done, 1 a cell failed (the cell is named), 2 refused before any kernel "
+               "started (the input, its value and what is allowed are named), 130 interrupted.")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks of errors")
     sub = p.add_subparsers(dest="command", required=True, metavar="{run,list,book}")
 
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("--root", type=Path, default=None,
                         help="the book's folder (default: the nearest folder holding chapters/)")
 
-    execution = argparse.ArgumentParser(add_help=False)
+    execution = _Parser(add_help=False)
     execution.add_argument("--allow-cpu", action="store_true",
                            help="run a parameter set that declares '# requires: gpu' without CUDA")
     execution.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
@@ -77,12 +86,16 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 2
 
     from . import runner
+    from .params import ParameterError
 
-    root = args.root.resolve() if args.root else runner.find_root()
     # Only the main thread may set handlers (main() can be called from a worker thread).
     on_main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if on_main else None
+    handled = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {s: signal.signal(s, _terminate) for s in handled} if on_main else {}
     try:
+        if args.root is not None and not args.root.is_dir():
+            raise runner.UsageError(f"--root {args.root}: no such folder")
+        root = args.root.resolve() if args.root else runner.find_root()
         if args.command == "run":
             return _run(args, root, "lowrank " + " ".join(argv))
         if args.command == "list":
@@ -98,18 +111,42 @@ def main(argv: list[str] | None = None) -> int:
     except runner.RunError as e:
         if getattr(e, "traceback", ""):
             print(e.traceback, file=sys.stderr)
+        _debug(args)
         print(f"lowrank: error: {e}", file=sys.stderr)
         return e.status
+    except ParameterError as e:
+        _debug(args)
+        print(f"lowrank: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("lowrank: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `lowrank list | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:  # a bug, or a failure no check foresaw: one line, the traceback on --debug
+        _debug(args)
+        text = " ".join(str(e).split())
+        print(f"lowrank: error: {args.command} stopped: {type(e).__name__}: {text[:300]}"
+              + ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+        return 1
     finally:
-        if on_main:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _debug(args) -> None:
+    if getattr(args, "debug", False):
+        import traceback
+
+        traceback.print_exc()
 
 
 def _terminate(signum, frame):
-    # A killed run (timeout, scheduler) then leaves OUTDIR.failed like Ctrl-C, not a temporary folder.
+    # A killed run (timeout, scheduler, a closed terminal: SIGHUP) then leaves OUTDIR.failed like
+    # Ctrl-C, not a temporary folder.
     raise KeyboardInterrupt
 
 
@@ -122,7 +159,7 @@ def _run(args, root, command: str) -> int:
                            kernel=args.kernel, allow_cpu=args.allow_cpu)
     for note in plan.notes:
         print(f"lowrank: warning: {note}", file=sys.stderr)
-    outdir = args.out or runner.default_outdir(plan, root)
+    outdir = runner.check_outdir(args.out) if args.out else runner.default_outdir(plan, root)
     if args.dry_run:
         print(f"chapter:    {chapter.name} ({chapter.path})")
         print(f"scale:      {plan.scale}" + "".join(f"\nfile:       {f}" for f in plan.files))
@@ -169,12 +206,12 @@ def _list(args, root) -> int:
         spec = SCHEMAS.get(chapter.name, {})
         if not spec:
             print("  no schema registered in lowrank/params.py")
-        params = runner.notebook_parameters(chapter)
+        params = runner.notebook_parameters(chapter, papermill=False)
         w_name = max((len(n) for n in params), default=0)
         w_default = max((len(p["default_text"]) for p in params.values()), default=0)
         for name, info in params.items():
             allowed = f"  [{spec[name].allowed()}]" if name in spec else ""
-            unread = "" if info["papermill"] else "  (papermill's parser skips this line: remove '=' from its comment)"
+            unread = "" if info["papermill"] is not False else "  (papermill's parser skips this line: remove '=' from its comment)"
             print(f"  {name:<{w_name}} = {info['default_text']:<{w_default}}  # {info['help']}{allowed}{unread}")
         print()
     return 0

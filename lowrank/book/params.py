@@ -10,15 +10,33 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
-__all__ = ["ParameterError", "Param", "Int", "Float", "Bool", "Choice", "Str", "IntList",
+__all__ = ["ParameterError", "Param", "short_repr", "MAX_LIST", "INT_CEILING", "Constraint", "Estimate",
+           "CONSTRAINTS", "ESTIMATES", "PATHS", "check_constraints", "estimate", "Int", "Float", "Bool", "Choice", "Str", "IntList",
            "FloatList", "ChoiceList", "SCHEMAS", "register", "schema", "validate", "chapter_name"]
 
 
 class ParameterError(ValueError):
     """A chapter parameter is unknown, of the wrong type, or out of range."""
+
+
+MAX_LIST = 1024          # longest list a parameter accepts (a sweep over more values is a mistake)
+INT_CEILING = 2**32 - 1  # an int parameter without an upper bound (a seed) stays below this:
+                         # seeds are offset and passed to torch/NumPy, which overflow past int64
+
+
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters, never expanding more of a nested or
+    self-sharing value (a YAML "billion laughs" file) than it prints."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxlist, r.maxtuple, r.maxdict, r.maxset = 2, 8, 8, 4, 4
+    r.maxstring, r.maxother, r.maxlong = limit, limit, limit
+    text = r.repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -30,6 +48,7 @@ class Param:
     doc: str = ""
     min_len: int = 1
     allow_none: bool = False
+    max_len: int = MAX_LIST
 
     def allowed(self) -> str:
         if self.kind in ("choice", "choice_list"):
@@ -38,31 +57,36 @@ class Param:
         else:
             base = {"int": "an int", "float": "a number", "bool": "True or False", "str": "a string",
                     "int_list": "a list of ints", "float_list": "a list of numbers"}[self.kind]
-            rng = _range_text(self.lo, self.hi)
+            rng = _range_text(self.lo, self._hi())
             what = f"{base}{' ' + rng if rng else ''}"
-            if self.kind.endswith("_list"):
-                what = f"{what} (at least {self.min_len} item{'s' if self.min_len > 1 else ''})"
+        if self.kind.endswith("_list"):
+            what = f"{what} ({self.min_len} to {self.max_len} items)"
         return what + (" or None" if self.allow_none else "")
+
+    def _hi(self):
+        return INT_CEILING if self.hi is None and self.kind in ("int", "int_list") else self.hi
 
     def check(self, name: str, value: Any) -> Any:
         if value is None and self.allow_none:
             return None
+        hi = self._hi()
+        n_min, n_max = self.min_len, self.max_len
         ok = {
-            "int": lambda v: _is_int(v) and _in_range(v, self.lo, self.hi),
-            "float": lambda v: _is_num(v) and _in_range(v, self.lo, self.hi),
+            "int": lambda v: _is_int(v) and _in_range(v, self.lo, hi),
+            "float": lambda v: _is_num(v) and _in_range(v, self.lo, hi),
             "bool": lambda v: isinstance(v, bool),
-            "str": lambda v: isinstance(v, str) and v != "",
-            "choice": lambda v: v in self.choices,
-            "int_list": lambda v: _is_list(v, self.min_len) and all(_is_int(x) and _in_range(x, self.lo, self.hi) for x in v),
-            "float_list": lambda v: _is_list(v, self.min_len) and all(_is_num(x) and _in_range(x, self.lo, self.hi) for x in v),
-            "choice_list": lambda v: _is_list(v, self.min_len) and all(x in self.choices for x in v),
+            "str": lambda v: isinstance(v, str) and v != "" and len(v) <= 4096 and "\x00" not in v,
+            "choice": lambda v: _is_scalar(v) and v in self.choices,
+            "int_list": lambda v: _is_list(v, n_min, n_max) and all(_is_int(x) and _in_range(x, self.lo, hi) for x in v),
+            "float_list": lambda v: _is_list(v, n_min, n_max) and all(_is_num(x) and _in_range(x, self.lo, hi) for x in v),
+            "choice_list": lambda v: _is_list(v, n_min, n_max) and all(_is_scalar(x) and x in self.choices for x in v),
         }[self.kind]
         try:
             good = ok(value)
         except TypeError:
             good = False
         if not good:
-            raise ParameterError(f"parameter {name!r} = {value!r} is not allowed: expected {self.allowed()}"
+            raise ParameterError(f"parameter {name!r} = {short_repr(value)} is not allowed: expected {self.allowed()}"
                                  + (f" ({self.doc})" if self.doc else ""))
         if self.kind == "float":
             return float(value)
@@ -81,21 +105,29 @@ def _is_num(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _is_list(v, min_len: int) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) >= min_len
+def _is_list(v, min_len: int, max_len: int = MAX_LIST) -> bool:
+    return isinstance(v, (list, tuple)) and min_len <= len(v) <= max_len
+
+
+def _is_scalar(v) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
 
 
 def _in_range(v, lo, hi) -> bool:
     return (lo is None or v >= lo) and (hi is None or v <= hi)
 
 
+def _num_text(x) -> str:
+    return str(x) if isinstance(x, int) else f"{x:g}"
+
+
 def _range_text(lo, hi) -> str:
     if lo is not None and hi is not None:
-        return f"in [{lo:g}, {hi:g}]"
+        return f"in [{_num_text(lo)}, {_num_text(hi)}]"
     if lo is not None:
-        return f">= {lo:g}"
+        return f">= {_num_text(lo)}"
     if hi is not None:
-        return f"<= {hi:g}"
+        return f"<= {_num_text(hi)}"
     return ""
 
 
@@ -119,16 +151,16 @@ def Choice(*choices, doc="") -> Param:
     return Param("choice", choices=tuple(choices), doc=doc)
 
 
-def IntList(lo=None, hi=None, doc="", min_len=1) -> Param:
-    return Param("int_list", lo, hi, doc=doc, min_len=min_len)
+def IntList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST) -> Param:
+    return Param("int_list", lo, hi, doc=doc, min_len=min_len, max_len=max_len)
 
 
-def FloatList(lo=None, hi=None, doc="", min_len=1) -> Param:
-    return Param("float_list", lo, hi, doc=doc, min_len=min_len)
+def FloatList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST) -> Param:
+    return Param("float_list", lo, hi, doc=doc, min_len=min_len, max_len=max_len)
 
 
-def ChoiceList(*choices, doc="", min_len=1) -> Param:
-    return Param("choice_list", choices=tuple(choices), doc=doc, min_len=min_len)
+def ChoiceList(*choices, doc="", min_len=1, max_len=MAX_LIST) -> Param:
+    return Param("choice_list", choices=tuple(choices), doc=doc, min_len=min_len, max_len=max_len)
 
 
 SCHEMAS: dict[str, dict[str, Param]] = {}
@@ -147,7 +179,7 @@ def chapter_name(chapter: str) -> str:
     hits = [c for c in SCHEMAS if c.split("_", 1)[0] == stem.zfill(2)]
     if len(hits) == 1:
         return hits[0]
-    raise ParameterError(f"unknown chapter {chapter!r}; known chapters: {', '.join(sorted(SCHEMAS))}")
+    raise ParameterError(f"unknown chapter {short_repr(chapter)}; known chapters: {', '.join(sorted(SCHEMAS))}")
 
 
 def schema(chapter: str) -> dict[str, Param]:
@@ -169,16 +201,19 @@ def validate(chapter: str, values: Mapping[str, Any] | None = None, *, partial: 
             given.update(values)
         else:
             given.update({k: values[k] for k in spec if k in values})
-    unknown = sorted(set(given) - set(spec))
+    unknown = sorted((k for k in given if k not in spec), key=str)
     if unknown:
-        raise ParameterError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for chapter "
+        raise ParameterError(f"unknown parameter(s) {', '.join(short_repr(k, 40) for k in unknown[:5])} for chapter "
                              f"{chapter_name(chapter)}; allowed: {', '.join(spec)}")
     if not partial:
         missing = [k for k in spec if k not in given]
         if missing:
             raise ParameterError(f"missing parameter(s) {', '.join(map(repr, missing))} for chapter "
                                  f"{chapter_name(chapter)}")
-    return {name: spec[name].check(name, value) for name, value in given.items()}
+    checked = {name: spec[name].check(name, value) for name, value in given.items()}
+    if not partial:
+        check_constraints(chapter_name(chapter), checked)
+    return checked
 
 
 # --- chapter schemas -------------------------------------------------------------------
@@ -353,3 +388,217 @@ register(
     saturation_fraction=Float(0.5, 1.0, doc="a curve saturates where it reaches this fraction of its rise"),
     results_dir=Param("str", allow_none=True, doc="None trains in a temporary folder; a path keeps and resumes runs"),
 )
+
+
+# --- beyond single values ------------------------------------------------------------------
+# Kept apart from SCHEMAS (one table per chapter above): constraints between parameters,
+# values that pass their own range but break a later cell, path parameters, and estimates of a
+# run's memory and time. ``validate(chapter, globals())`` (the notebook's cell) and ``lowrank run``
+# (before any kernel starts) both apply CONSTRAINTS; ``lowrank run`` also applies ESTIMATES.
+
+@dataclass(frozen=True)
+class Constraint:
+    """A rule over several parameters: ``rule(p)`` returns what is wrong (one line) or None."""
+
+    names: tuple[str, ...]
+    rule: Callable[[Mapping[str, Any]], str | None]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Rough peak memory (bytes) and CPU time (seconds) of a run, from its parameters alone.
+
+    Order-of-magnitude figures of the dominant allocations and operations (float64 n x n
+    matrices, SVDs at ~1e9 flop/s, training at ~2e10 flop/s on a CPU), meant to refuse a run
+    that cannot fit in memory and to warn about one that takes hours, not to schedule."""
+
+    bytes: float
+    seconds: float
+    what: str = ""
+
+
+def _divides(names_h: str, name_d: str):
+    def rule(p):
+        bad = [h for h in _as_list(p[names_h]) if p[name_d] % h]
+        return (f"{names_h} {short_repr(bad)} must divide {name_d} = {p[name_d]}" if bad else None)
+    return rule
+
+
+def _as_list(v) -> list:
+    return list(v) if isinstance(v, (list, tuple)) else [v]
+
+
+def _contains(name: str, value, why: str):
+    return lambda p: None if value in p[name] else f"{name} must include {value!r} ({why}); got {short_repr(p[name])}"
+
+
+def _distinct_at_least(name: str, k: int, why: str):
+    return lambda p: (None if len(set(p[name])) >= k
+                      else f"{name} needs at least {k} different values ({why}); got {short_repr(p[name])}")
+
+
+def _ascending(name: str):
+    return lambda p: (None if list(p[name]) == sorted(set(p[name]))
+                      else f"{name} must be strictly ascending; got {short_repr(p[name])}")
+
+
+def _same_length(a: str, b: str):
+    return lambda p: (None if len(p[a]) == len(p[b]) else
+                      f"{b} needs one entry per {a} entry: {len(p[b])} given for {len(p[a])}")
+
+
+CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
+    "01_attention_and_rank": (
+        Constraint(("rtols",), _contains("rtols", 0.0, "the default tolerance every figure compares against")),
+        Constraint(("scales",), _contains("scales", 1.0, "the standard temperature the figures show")),
+    ),
+    "02_representation_theorem": (
+        Constraint(("sparse_ranks", "sparse_ns"), lambda p: None if any(
+            r < min(p["sparse_ns"]) - 1 for r in p["sparse_ranks"]) else (
+            f"sparse_ranks {short_repr(p['sparse_ranks'])}: at least one must be below n - 1 = "
+            f"{min(p['sparse_ns']) - 1} for the smallest sparse_ns (only those ranks are fitted)")),
+        Constraint(("sparse_k", "sparse_ns"), lambda p: None if p["sparse_k"] < min(p["sparse_ns"]) else (
+            f"sparse_k = {p['sparse_k']} must be below the smallest sparse_ns ({min(p['sparse_ns'])})")),
+    ),
+    "03_multihead_bottleneck": (
+        Constraint(("heads", "d_model"), _divides("heads", "d_model")),
+        Constraint(("embed_heads", "embed_d_model"), _divides("embed_heads", "embed_d_model")),
+        Constraint(("embed_head_dim", "embed_d_model", "embed_heads"), lambda p: None if (
+            p["embed_head_dim"] * p["embed_heads"] >= p["embed_d_model"]) else (
+            f"embed_head_dim = {p['embed_head_dim']} must be at least embed_d_model / embed_heads = "
+            f"{p['embed_d_model'] / p['embed_heads']:g}")),
+        Constraint(("t2_heads", "t2_d"), _divides("t2_heads", "t2_d")),
+        Constraint(("t2_head_dim", "t2_d", "t2_heads"), lambda p: None if (
+            p["t2_d"] / p["t2_heads"] < p["t2_head_dim"] <= p["t2_d"]) else (
+            f"t2_head_dim = {p['t2_head_dim']} must satisfy t2_d / t2_heads = {p['t2_d'] / p['t2_heads']:g} "
+            f"< t2_head_dim <= t2_d = {p['t2_d']} (Theorem 2)")),
+    ),
+    "04_head_size_training": (
+        Constraint(("baseline_heads", "baseline_widths"), lambda p: (
+            None if all(w % p["baseline_heads"] == 0 for w in p["baseline_widths"]) else
+            f"baseline_heads = {p['baseline_heads']} must divide every baseline_widths entry; got "
+            f"{short_repr(p['baseline_widths'])}")),
+        Constraint(("warmup_steps", "steps"), lambda p: None if p["warmup_steps"] <= p["steps"] else (
+            f"warmup_steps = {p['warmup_steps']} must not exceed steps = {p['steps']}")),
+    ),
+    "05_rank_barrier": (
+        Constraint(("heads", "heads_d_model"), lambda p: (
+            None if max(p["heads"]) <= p["heads_d_model"] else
+            f"heads {short_repr([h for h in p['heads'] if h > p['heads_d_model']])} exceed heads_d_model = "
+            f"{p['heads_d_model']}: each head needs d_h = heads_d_model // h >= 1")),
+        Constraint(("rtols",), _contains("rtols", 0.0, "the default tolerance the tables compare against")),
+        Constraint(("scales",), _contains("scales", 1.0, "the standard temperature")),
+    ),
+    "06_rank_saturation": (
+        Constraint(("ns",), _distinct_at_least("ns", 3, "the saturation law is fitted across three or more n")),
+    ),
+    "07_trained_attention": (
+        Constraint(("minilm_seq_lens", "minilm_counts"), _same_length("minilm_seq_lens", "minilm_counts")),
+        Constraint(("head_dims",), _ascending("head_dims")),
+    ),
+}
+
+
+def check_constraints(chapter: str, params: Mapping[str, Any]) -> None:
+    """Apply the chapter's CONSTRAINTS to a full parameter set; raise ParameterError on the first
+    broken one (naming the parameters and what is allowed). Rules whose names are not all in
+    ``params`` are skipped (a partial check)."""
+    for c in CONSTRAINTS.get(chapter, ()):
+        if all(n in params for n in c.names):
+            try:
+                problem = c.rule(params)
+            except (TypeError, ValueError, ZeroDivisionError):
+                problem = None  # single-value checks report a value of the wrong type
+            if problem:
+                err = ParameterError(f"{chapter}: {problem}")
+                err.names = c.names
+                raise err
+
+
+# Parameters that name files or folders: "store" a JSONL results file (created or appended),
+# "folder" a folder the run keeps results in (created), "input_folder" an existing folder read,
+# "corpus" a corpus name or an existing local path. ``lowrank run`` resolves them against the
+# caller's working directory (values from the book's own parameter sets: the book's folder).
+PATHS: dict[str, dict[str, str]] = {
+    "04_head_size_training": {"results_store": "store", "corpus": "corpus"},
+    "07_trained_attention": {"results_dir": "folder"},
+    "08_synthesis": {"chapters_dir": "input_folder"},
+}
+CORPUS_NAMES = ("shakespeare", "bbcnews")
+
+
+def _est_01(p) -> Estimate:
+    n, T, k = p["n"], p["n_trials"], len(p["scales"])
+    mem = 8.0 * T * ((3 + k) * n * n + 2 * n * max(p["head_dims"]))
+    rows = T * len(p["head_dims"]) * (1 + k) * (len(p["rtols"]) + 1)
+    secs = len(p["head_dims"]) * (1 + k) * T * 10.0 * n ** 3 / 1e9
+    return Estimate(mem + 300.0 * rows, secs, f"{T} draws of {1 + k} float64 {n} x {n} matrices per head size")
+
+
+def _est_05(p) -> Estimate:
+    chunk = 8.0 * 2 ** 24 * 4  # barrier.MAX_ELEMENTS per chunk, a few float64 copies
+    draws = len(p["ns"]) * len(p["head_dims"]) * p["n_trials"]
+    secs = sum(p["n_trials"] * len(p["head_dims"]) * 10.0 * n ** 3 / 1e9 for n in p["ns"])
+    secs += len(p["setting_head_dims"]) * p["setting_trials"] * 10.0 * p["n_setting"] ** 3 / 1e9 * (
+        len(p["scales"]) + len(p["inputs"]) + len(p["heads"]))
+    return Estimate(chunk + 300.0 * draws, secs, "chunked Monte Carlo of hardmax / softmax ranks")
+
+
+def _est_06(p) -> Estimate:
+    import math as _m
+
+    grid = int(p["points_per_octave"] * _m.log2(max(p["max_head_dim"], 2))) + 1
+    secs, draws = 0.0, 0
+    for n in p["ns"]:
+        t = max(p["min_trials"], p["rows_per_cell"] // n)
+        draws += t * grid
+        secs += t * grid * 10.0 * n ** 3 / 1e9
+    sgrid = int(p["points_per_octave"] * _m.log2(max(p["softmax_max_head_dim"], 2))) + 1
+    secs += sum(p["softmax_trials"] * sgrid * 10.0 * n ** 3 / 1e9 for n in p["softmax_ns"])
+    return Estimate(8.0 * 2 ** 24 * 4 + 300.0 * draws, secs, "chunked Monte Carlo over the head-size grid")
+
+
+def _train_cost(d, layers, heads, dh, seq, batch, d_ff, vocab, steps) -> tuple[float, float]:
+    params = vocab * d + layers * (4 * d * heads * dh + 2 * d * d_ff)
+    acts = batch * layers * (seq * (10 * d + 2 * d_ff) + 3 * heads * seq * seq) * 4.0
+    return 16.0 * params + acts, 6.0 * params * batch * seq * steps / 2e10
+
+
+def _est_04(p) -> Estimate:
+    d, L, n, B = p["d_model"], p["n_layers"], p["seq_len"], p["batch_size"]
+    configs = [(d, h, p["head_dim"]) for h in p["heads"]]
+    configs += [(w, p["baseline_heads"], w // p["baseline_heads"]) for w in p["baseline_widths"]]
+    configs += [(d, p["size_heads"], dh) for dh in p["head_dims"]]
+    costs = [_train_cost(w, L, h, dh, n, B, p["d_ff"], p["vocab_size"], p["steps"]) for w, h, dh in configs]
+    mem = max(c[0] for c in costs) * max(1, p["workers"])
+    return Estimate(mem, sum(c[1] for c in costs) * p["n_seeds"] / max(1, p["workers"]),
+                    f"{len(configs) * p['n_seeds']} training runs")
+
+
+def _est_07(p) -> Estimate:
+    d, n, B = p["d_model"], p["seq_len"] + 1, p["batch_size"]
+    costs = [_train_cost(d, p["n_layers"], p["n_heads"], dh, n, B, p["d_ff"], p["vocab_size"], p["steps"])
+             for dh in p["head_dims"]]
+    mini = 4.0 * p["minilm_batch"] * 12 * max(p["minilm_seq_lens"]) ** 2 * 4 + 4e8  # MiniLM weights + a layer
+    return Estimate(max(max(c[0] for c in costs), mini), sum(c[1] for c in costs) * p["n_seeds"],
+                    f"{len(p['head_dims']) * p['n_seeds']} classifier trainings and MiniLM forward passes")
+
+
+ESTIMATES: dict[str, Callable[[Mapping[str, Any]], Estimate]] = {
+    "01_attention_and_rank": _est_01,
+    "04_head_size_training": _est_04,
+    "05_rank_barrier": _est_05,
+    "06_rank_saturation": _est_06,
+    "07_trained_attention": _est_07,
+}
+
+
+def estimate(chapter: str, params: Mapping[str, Any]) -> Estimate | None:
+    """The chapter's ESTIMATES entry applied to a full, checked parameter set (None if it has none)."""
+    fn = ESTIMATES.get(chapter)
+    if fn is None:
+        return None
+    try:
+        return fn(params)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None

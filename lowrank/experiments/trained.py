@@ -7,6 +7,8 @@
   through :func:`lowrank.sweep.sweep`; for every run the first block's attention is ranked on
   held-out documents, after training and at a fresh initialisation of the same architecture.
 - :func:`saturation_point`: where a curve over d_h reaches a given fraction of its rise.
+- :func:`run_pretrained` and :func:`run_sweep`: chapter 07's two experiments at its parameters;
+  :func:`headline` turns their tables into every number the chapter glues (``HEADLINE_KEYS``).
 
 Tolerances follow chapter 01: an ``rtols`` entry of 0 (or None) means the matrix_rank default
 max(m, n) eps.
@@ -14,8 +16,10 @@ max(m, n) eps.
 from __future__ import annotations
 
 import functools
+import math
 import tempfile
 from collections.abc import Mapping, Sequence
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +28,18 @@ import torch
 
 from .. import data as _data
 from ..models import SequenceClassifier
-from ..pretrained import encode_windows
+from ..pretrained import encode_windows, load_minilm
 from ..probe import MEASURES, LayerAttention, for_each_layer, rank_table, valid_blocks
 from ..progress import progress
 from ..sweep import sweep
+from ..theory.barrier import expected_distinct_columns
 from ..train import TrainConfig, train
 
 __all__ = ["pretrained_ranks", "argmax_patterns", "classification_batch", "load_classifier", "fresh_classifier",
-           "first_block_ranks", "head_dim_sweep", "saturation_point", "saturation_table", "as_rtols"]
+           "first_block_ranks", "head_dim_sweep", "saturation_point", "saturation_table", "as_rtols",
+           "DEFAULT_TOL", "tolerance_names", "coarse_tolerance", "barrier_fraction", "run_pretrained",
+           "run_sweep", "rank_curve", "rank_curves", "per_head_fractions", "normalised", "headline",
+           "HEADLINE_KEYS"]
 
 SWEEP_EXPERIMENT = "ch07_head_dim_sweep"
 
@@ -236,3 +244,226 @@ def saturation_table(curves: Mapping[str, pd.DataFrame], *, fraction: float = 0.
         rows[name] = {"saturates_at": saturation_point(c.index, m, fraction=fraction), "rise": rise,
                       "seed_sd": sd, "rise_over_sd": rise / sd if sd > 0 else float("nan")}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("curve")
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 07: the two experiments at the chapter's parameters, and every number it glues.
+
+DEFAULT_TOL = "rtol=max(m,n)eps"  # how lowrank.rank labels the float64 default tolerance
+
+
+def tolerance_names(rtols: Sequence[float | None]) -> list[str]:
+    """The tolerance labels rank_report gives the ``rtols`` entries: the default first, then ascending."""
+    return [DEFAULT_TOL] + [f"rtol={r:g}" for r in sorted(r for r in as_rtols(rtols) if r is not None)]
+
+
+def coarse_tolerance(rtols: Sequence[float | None]) -> str:
+    """The label of the coarsest tolerance in ``rtols`` (the default when every entry is 0)."""
+    return tolerance_names(rtols)[-1]
+
+
+def barrier_fraction(n: int) -> float:
+    """Min & Li's barrier divided by n: 1 - (1 - 1/n)^n."""
+    return float(expected_distinct_columns(int(n))) / int(n)
+
+
+def run_pretrained(*, corpora: Sequence[str], seq_lens: Sequence[int], counts: Sequence[int], batch_size: int,
+                   seed: int, rtols: Sequence[float | None], energy: float, device: str | None = None,
+                   root: str | None = None) -> dict[str, Any]:
+    """Rank every head of all-MiniLM-L6-v2 on real text, and where its queries look at the longest n.
+
+    Returns ``{"model": {layers, heads, head_dim}, "mini": rank table of :func:`pretrained_ranks`
+    with a ``frac`` column (value / n), "patterns": :func:`argmax_patterns` of the first
+    ``batch_size`` windows per corpus at the longest n (with ``rank_frac`` and ``neighbour``, the
+    share of queries whose argmax key is i - 1, i or i + 1), "rtols": rtols}``.
+    """
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model, tok = load_minilm(device=device)
+    cfg = model.config
+    texts = {name: _data.load_corpus(name, root=root).texts for name in corpora}
+    mini = pretrained_ranks(model, tok, texts, seq_lens=seq_lens, counts=counts, batch_size=batch_size,
+                            seed=seed, rtols=rtols, energies=[energy])
+    mini = mini.assign(frac=mini.value / mini.n)
+    n_max = int(max(seq_lens))
+    count = int(counts[list(seq_lens).index(n_max)])
+    windows = {c: encode_windows(tok, texts[c], n=n_max, count=count, seed=seed + n_max)[:batch_size]
+               for c in texts}  # the first windows ranked at n = n_max
+    pat = pd.concat([argmax_patterns(model, w.to(device)).assign(corpus=c) for c, w in windows.items()],
+                    ignore_index=True)
+    pat = pat.assign(rank_frac=pat.hardmax_rank / pat.n, neighbour=pat.to_prev + pat.to_self + pat.to_next)
+    info = {"layers": int(cfg.num_hidden_layers), "heads": int(cfg.num_attention_heads),
+            "head_dim": int(cfg.hidden_size // cfg.num_attention_heads)}
+    return {"model": info, "mini": mini, "patterns": pat, "rtols": list(rtols)}
+
+
+def run_sweep(*, corpus: str, vocab_size: int, seq_len: int, d_model: int, n_layers: int, n_heads: int, d_ff: int,
+              head_dims: Sequence[int], seeds: Sequence[int], steps: int, batch_size: int, lr: float,
+              probe_docs: int, rtols: Sequence[float | None], energy: float, threads: int = 0,
+              results_dir: str | Path | None = None, root: str | None = None) -> dict[str, Any]:
+    """The head-size sweep at the chapter's parameters: ``{"runs", "ranks"}`` of :func:`head_dim_sweep`."""
+    base = dict(task="classify", corpus=corpus, vocab_size=vocab_size, seq_len=seq_len, d_model=d_model,
+                n_layers=n_layers, n_heads=n_heads, d_ff=d_ff, batch_size=batch_size, steps=steps, lr=lr,
+                warmup_steps=max(1, steps // 10), eval_interval=0, checkpoint_every=0,
+                num_threads=threads or None, device="auto")
+    runs, ranks = head_dim_sweep(base, head_dims=head_dims, seeds=list(seeds), probe_count=probe_docs,
+                                 rtols=rtols, energies=[energy], results_dir=results_dir, root=root)
+    return {"runs": runs, "ranks": ranks}
+
+
+def rank_curve(ranks: pd.DataFrame, stage: str, matrix: str, measure: str, tol: str = "") -> pd.DataFrame:
+    """Mean and sd over seeds, per head size, of one rank of the first block (per run: mean over heads and docs)."""
+    d = ranks[(ranks.stage == stage) & (ranks.matrix == matrix) & (ranks.measure == measure)
+              & (ranks.tolerance == tol)]
+    return d.groupby("head_dim")["mean"].agg(["mean", "std"])
+
+
+def rank_curves(tables: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """Test accuracy and the three rank curves of the trained first block, keyed by their labels."""
+    from ..rank import rank_label
+    ranks, coarse = tables["ranks"], coarse_tolerance(tables["rtols"])
+    return {"test accuracy": tables["runs"].groupby("head_dim").test_acc.agg(["mean", "std"]),
+            rank_label("hardmax rank", "", "A"): rank_curve(ranks, "trained", "probs", "hardmax_rank"),
+            rank_label("numerical rank", coarse, "A"): rank_curve(ranks, "trained", "probs", "numerical_rank", coarse),
+            rank_label("effective rank", "", "A"): rank_curve(ranks, "trained", "probs", "effective_rank")}
+
+
+def per_head_fractions(mini: pd.DataFrame, n: int) -> pd.DataFrame:
+    """Rank / n of every (measure, tolerance, layer, head) at sequence length n, mean over windows."""
+    return mini[mini.n == n].groupby(["measure", "tolerance", "layer", "head"]).frac.mean().reset_index()
+
+
+def normalised(y: pd.Series) -> pd.Series:
+    """(y - min) / (max - min); zeros for a flat curve."""
+    return (y - y.min()) / (y.max() - y.min()) if y.max() > y.min() else y * 0
+
+
+HEADLINE_KEYS = (
+    # MiniLM
+    "ch07_mini_layers", "ch07_mini_heads", "ch07_mini_dh", "ch07_mini_maps",
+    "ch07_logit_min", "ch07_logit_max", "ch07_logit_range", "ch07_logit_coarse_min",
+    "ch07_logit_eff_nmax", "ch07_logit_eff_nmax_hi", "ch07_coarse_tol", "ch07_full_default",
+    "ch07_n_max", "ch07_n_min", "ch07_barrier", "ch07_hard_frac_nmax", "ch07_hard_frac_nmin",
+    "ch07_eff_frac_nmax", "ch07_coarse_frac_nmax", "ch07_coarse_frac_nmin", "ch07_above_barrier",
+    "ch07_hard_frac_head_max",
+    # where queries look
+    "ch07_high_count", "ch07_pat_count", "ch07_high_neighbour", "ch07_low_count", "ch07_low_first",
+    "ch07_first_all",
+    # by layer
+    "ch07_layer_first", "ch07_layer_last", "ch07_layer_peak", "ch07_layer_peak_value",
+    # the classifier sweep
+    "ch07_clf_n", "ch07_clf_ln_n", "ch07_clf_exact", "ch07_clf_cases", "ch07_dh_max", "ch07_dh_min",
+    "ch07_hard_in_max", "ch07_hard_tr_max", "ch07_coarse_in_max", "ch07_coarse_tr_max", "ch07_eff_tr_max",
+    "ch07_eff_in_max", "ch07_clf_barrier",
+    # model reduction
+    "ch07_sat_fraction", "ch07_acc_low", "ch07_acc_high", "ch07_acc_high_dh", "ch07_acc_rise", "ch07_acc_sd",
+    "ch07_acc_rise_over_sd", "ch07_acc_sat", "ch07_sat_hard", "ch07_sat_coarse", "ch07_sat_eff", "ch07_seeds",
+    "ch07_hard_rise_over_sd", "ch07_coarse_rise_over_sd", "ch07_eff_rise", "ch07_eff_rise_over_sd",
+    "ch07_test_docs",
+)
+
+
+def _mean_or_nan(x: pd.Series) -> float:
+    return float(x.mean()) if len(x) else float("nan")
+
+
+def _pretrained_headline(t: Mapping[str, Any], coarse: str) -> dict[str, Any]:
+    mini, info, pat = t["mini"], t["model"], t["patterns"]
+    dh = info["head_dim"]
+    ns = np.array(sorted(mini.n.unique()))
+    n_max, n_min = int(ns.max()), int(ns.min())
+    big = mini[mini.n > dh]
+    logit_num = big[(big.matrix == "logits") & (big.measure == "numerical_rank")]
+    logit_default = logit_num[logit_num.tolerance == DEFAULT_TOL].value
+    logit_coarse = logit_num[logit_num.tolerance == coarse].value
+    probs = mini[mini.matrix == "probs"]
+    full_default = (probs[(probs.measure == "numerical_rank") & (probs.tolerance == DEFAULT_TOL)].frac == 1).mean()
+    barrier = barrier_fraction(n_max)
+    at_max, at_min = probs[probs.n == n_max], probs[probs.n == n_min]
+    hard_max = at_max[at_max.measure == "hardmax_rank"]
+
+    def frac(d, meas, tol=""):
+        return float(d[(d.measure == meas) & (d.tolerance == tol)].frac.mean())
+
+    out: dict[str, Any] = {"ch07_mini_layers": info["layers"], "ch07_mini_heads": info["heads"], "ch07_mini_dh": dh}
+    out["ch07_mini_maps"] = int(len(mini[(mini.matrix == "probs") & (mini.measure == "stable_rank")]))
+    if len(logit_default):
+        lo, hi = int(logit_default.min()), int(logit_default.max())
+        out["ch07_logit_min"], out["ch07_logit_max"] = lo, hi
+        out["ch07_logit_range"] = f"exactly {lo}" if lo == hi else f"between {lo} and {hi}"
+        out["ch07_logit_coarse_min"] = int(logit_coarse.min())
+    else:  # no sequence longer than d_h
+        out["ch07_logit_min"] = out["ch07_logit_max"] = out["ch07_logit_coarse_min"] = float("nan")
+        out["ch07_logit_range"] = f"not measured (no n above d_h = {dh})"
+    logit_eff = mini[(mini.matrix == "logits") & (mini.measure == "effective_rank") & (mini.n == n_max)].value
+    out["ch07_logit_eff_nmax"], out["ch07_logit_eff_nmax_hi"] = float(logit_eff.mean()), float(logit_eff.max())
+    out["ch07_coarse_tol"] = coarse
+    out["ch07_full_default"] = float(full_default)
+    out["ch07_n_max"], out["ch07_n_min"] = n_max, n_min
+    out["ch07_barrier"] = barrier
+    out["ch07_hard_frac_nmax"], out["ch07_hard_frac_nmin"] = frac(at_max, "hardmax_rank"), frac(at_min, "hardmax_rank")
+    out["ch07_eff_frac_nmax"] = frac(at_max, "effective_rank")
+    out["ch07_coarse_frac_nmax"] = frac(at_max, "numerical_rank", coarse)
+    out["ch07_coarse_frac_nmin"] = frac(at_min, "numerical_rank", coarse)
+    out["ch07_above_barrier"] = float((hard_max.frac > barrier).mean())
+    out["ch07_hard_frac_head_max"] = float(hard_max.frac.max())
+    high, low = pat[pat.rank_frac > barrier], pat[pat.rank_frac < 0.1]
+    out["ch07_high_count"], out["ch07_pat_count"] = int(len(high)), int(len(pat))
+    out["ch07_high_neighbour"] = _mean_or_nan(high.neighbour)
+    out["ch07_low_count"] = int(len(low))
+    out["ch07_low_first"] = _mean_or_nan(low.to_first)
+    out["ch07_first_all"] = float(pat.to_first.mean())
+    per_head = per_head_fractions(mini[mini.matrix == "probs"], n_max)
+    layer_hard = per_head[per_head.measure == "hardmax_rank"].groupby("layer").frac.mean()
+    out["ch07_layer_first"], out["ch07_layer_last"] = float(layer_hard.iloc[0]), float(layer_hard.iloc[-1])
+    out["ch07_layer_peak"], out["ch07_layer_peak_value"] = int(layer_hard.idxmax()), float(layer_hard.max())
+    return out
+
+
+def _sweep_headline(t: Mapping[str, Any], coarse: str, fraction: float) -> dict[str, Any]:
+    from ..rank import rank_label
+    runs, ranks = t["runs"], t["ranks"]
+    n = int(ranks.n.iloc[0])
+    out: dict[str, Any] = {"ch07_clf_n": n, "ch07_clf_ln_n": math.log(n)}
+    logit = ranks[(ranks.matrix == "logits") & (ranks.measure == "numerical_rank") & (ranks.tolerance == DEFAULT_TOL)]
+    bound = np.minimum(logit.head_dim, n)
+    exact = (logit["min"] == bound) & (logit["max"] == bound)
+    out["ch07_clf_exact"], out["ch07_clf_cases"] = int(exact.sum()), int(len(exact))
+    out["ch07_dh_max"], out["ch07_dh_min"] = int(runs.head_dim.max()), int(runs.head_dim.min())
+
+    def last(stage, measure, tol=""):  # at the largest head size
+        return float(rank_curve(ranks, stage, "probs", measure, tol)["mean"].iloc[-1])
+
+    out["ch07_hard_in_max"], out["ch07_hard_tr_max"] = last("init", "hardmax_rank"), last("trained", "hardmax_rank")
+    out["ch07_coarse_in_max"] = last("init", "numerical_rank", coarse)
+    out["ch07_coarse_tr_max"] = last("trained", "numerical_rank", coarse)
+    out["ch07_eff_tr_max"], out["ch07_eff_in_max"] = last("trained", "effective_rank"), last("init", "effective_rank")
+    out["ch07_clf_barrier"] = float(expected_distinct_columns(n))
+    curves = rank_curves(t)
+    acc = curves["test accuracy"]
+    sat = saturation_table(curves, fraction=fraction)
+    hard, num, eff = (rank_label("hardmax rank", "", "A"), rank_label("numerical rank", coarse, "A"),
+                      rank_label("effective rank", "", "A"))
+    out["ch07_sat_fraction"] = fraction
+    out["ch07_acc_low"], out["ch07_acc_high"] = float(acc["mean"].iloc[0]), float(acc["mean"].max())
+    out["ch07_acc_high_dh"] = int(acc["mean"].idxmax())
+    out["ch07_acc_rise"] = float(sat.loc["test accuracy", "rise"])
+    out["ch07_acc_sd"] = float(sat.loc["test accuracy", "seed_sd"])
+    out["ch07_acc_rise_over_sd"] = float(sat.loc["test accuracy", "rise_over_sd"])
+    out["ch07_acc_sat"] = int(sat.loc["test accuracy", "saturates_at"])
+    out["ch07_sat_hard"], out["ch07_sat_coarse"] = int(sat.loc[hard, "saturates_at"]), int(sat.loc[num, "saturates_at"])
+    out["ch07_sat_eff"] = int(sat.loc[eff, "saturates_at"])
+    out["ch07_seeds"] = int(runs.groupby("head_dim").seed.nunique().min())
+    out["ch07_hard_rise_over_sd"] = float(sat.loc[hard, "rise_over_sd"])
+    out["ch07_coarse_rise_over_sd"] = float(sat.loc[num, "rise_over_sd"])
+    out["ch07_eff_rise"], out["ch07_eff_rise_over_sd"] = float(sat.loc[eff, "rise"]), float(sat.loc[eff, "rise_over_sd"])
+    out["ch07_test_docs"] = int(runs.test_n.iloc[0])
+    return out
+
+
+def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
+    """Every number chapter 07 glues, from ``{**run_pretrained(...), **run_sweep(...), "saturation_fraction"}``."""
+    coarse = coarse_tolerance(tables["rtols"])
+    out = {**_pretrained_headline(tables, coarse),
+           **_sweep_headline(tables, coarse, float(tables.get("saturation_fraction", 0.9)))}
+    assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))
+    return out

@@ -173,7 +173,9 @@ def _tiny_pretrained_tables(rtols=(0.0, 1e-3)):
             return {"input_ids": [5 + len(w) for w in text.split()]}
 
     texts = {"x": ["a bb ccc dddd " * 40]}
-    mini = pretrained_ranks(model, Tok(), texts, seq_lens=[3, 12], counts=[2, 2], batch_size=2, rtols=rtols)
+    from lowrank.experiments.trained import with_float32
+    mini = pretrained_ranks(model, Tok(), texts, seq_lens=[3, 12], counts=[2, 2], batch_size=2,
+                            rtols=with_float32(rtols))
     mini = mini.assign(frac=mini.value / mini.n)
     ids = torch.tensor([[1] + [5 + i % 4 for i in range(10)] + [2]] * 2)
     pat = argmax_patterns(model, ids).assign(corpus="x")
@@ -205,13 +207,29 @@ def test_headline_keys_and_values(labelled):
     assert (h["ch07_dh_min"], h["ch07_dh_max"], h["ch07_seeds"]) == (1, 4, 2)
     assert h["ch07_clf_barrier"] == pytest.approx(13 * (1 - (1 - 1 / 13) ** 13))
     assert h["ch07_acc_sat"] in (1, 4) and h["ch07_test_docs"] > 0
+    # float32 tolerance: coarser than float64's, so never more rank; logits at most d_h
+    assert h["ch07_f32_tol"] == "rtol=max(m,n)eps_float32" and h["ch07_logit_f32_max"] <= 4
+    assert h["ch07_f32_frac_nmax"] <= h["ch07_default_frac_nmax"] and h["ch07_full_f32"] <= h["ch07_full_default"]
+    assert h["ch07_f32_head_lo"] <= h["ch07_f32_frac_nmax"] <= h["ch07_f32_head_hi"]
+    assert h["ch07_f32_rtol_nmax"] == pytest.approx(12 * np.finfo(np.float32).eps)
+    # barrier over heads (2 layers x 4 heads) and the accuracy comparison's power
+    assert h["ch07_heads"] == 8 and 0 <= h["ch07_heads_above"] <= 8
+    assert h["ch07_head_mean_lo"] <= h["ch07_head_mean"] <= h["ch07_head_mean_hi"]
+    assert h["ch07_clf_bounded"] == h["ch07_clf_cases"] and h["ch07_clf_f32_tr_max"] <= 13
+    assert h["ch07_acc_mde"] > 0 and h["ch07_margin"] == X.REDUCTION_MARGIN
+    assert h["ch07_acc_dstar_phrase"].startswith(("d_h = ", "no head size"))
+    for c in X.CLAIMS:
+        assert c.judge(h).verdict
 
 
 def test_barrier_fraction_and_tolerance_names():
     from lowrank.experiments import trained as X
 
     assert X.barrier_fraction(512) == pytest.approx(1 - (1 - 1 / 512) ** 512)
-    assert X.tolerance_names([1e-3, 0.0, 1e-6]) == ["rtol=max(m,n)eps", "rtol=1e-06", "rtol=0.001"]
+    assert X.tolerance_names([1e-3, 0.0, 1e-6]) == ["rtol=max(m,n)eps", "rtol=max(m,n)eps_float32", "rtol=1e-06",
+                                                     "rtol=0.001"]
+    assert X.with_float32([0.0]) == [0.0, "float32"] == X.with_float32([0.0, "float32"])
+    assert X.as_rtols([0.0, "float32", 1e-3]) == (None, "float32", 1e-3)
     assert X.coarse_tolerance([0.0]) == "rtol=max(m,n)eps"
     y = pd.Series([1.0, 3.0, 2.0])
     assert X.normalised(y).tolist() == [0.0, 1.0, 0.5] and X.normalised(pd.Series([2.0, 2.0])).tolist() == [0.0, 0.0]

@@ -381,6 +381,8 @@ HEADLINE_KEYS = (
     "ch07_hard_rise_over_sd", "ch07_coarse_rise_over_sd", "ch07_eff_rise", "ch07_eff_rise_over_sd",
     "ch07_test_docs", "ch07_acc_binom_se", "ch07_acc_mde", "ch07_acc_dstar", "ch07_acc_dstar_phrase",
     "ch07_margin",
+    # the verdicts of the chapter's three claims (CLAIMS below), as the book prints them
+    "ch07_verdict_mechanism", "ch07_verdict_barrier", "ch07_verdict_reduction",
 )
 
 
@@ -530,6 +532,8 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
     coarse = coarse_tolerance(tables["rtols"])
     out = {**_pretrained_headline(tables, coarse),
            **_sweep_headline(tables, coarse, float(tables.get("saturation_fraction", 0.9)))}
+    for name, claim in zip(("mechanism", "barrier", "reduction"), CLAIMS):
+        out[f"ch07_verdict_{name}"] = claim.judge(out).label
     assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))
     return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,6 +41,14 @@ def load_minilm(*, device: str | torch.device = "cpu"):
     command when the extra is missing.
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # transformers imports tqdm.auto, which in a Jupyter kernel without ipywidgets warns
+    # "IProgress not found" on stderr; the bars are off here, so the warning says nothing.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        return _load_minilm(device)
+
+
+def _load_minilm(device):
     try:
         import transformers
     except ImportError as e:

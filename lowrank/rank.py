@@ -25,6 +25,7 @@ import torch
 __all__ = [
     "batched_svdvals", "singular_values", "numerical_rank", "effective_rank", "stable_rank",
     "energy_rank", "hardmax_rank", "rank_report", "default_rtol", "rank_label",
+    "DEFAULT_TOL", "FLOAT32", "FLOAT32_TOL", "tolerance_label",
     "numerical_rank_of_singular_values", "effective_rank_of_singular_values",
 ]
 
@@ -120,6 +121,25 @@ def default_rtol(m: int, n: int, dtype: torch.dtype = torch.float64) -> float:
     return max(m, n) * torch.finfo(dtype).eps
 
 
+# The tolerance vocabulary of printed ranks. An ``rtols`` entry of None is torch's default,
+# max(m, n) eps of float64 (the analysis dtype); FLOAT32 is the same rule with float32's eps, the
+# rounding level of a model that computed its attention in float32 (about 8.4e8 times coarser).
+DEFAULT_TOL = "rtol=max(m,n)eps"
+FLOAT32 = "float32"
+FLOAT32_TOL = "rtol=max(m,n)eps_float32"
+
+
+def tolerance_label(rtol: float | str | None) -> str:
+    """The label of an ``rtols`` entry: DEFAULT_TOL for None, FLOAT32_TOL for FLOAT32, else 'rtol=<g>'."""
+    if rtol is None:
+        return DEFAULT_TOL
+    if rtol == FLOAT32:
+        return FLOAT32_TOL
+    if isinstance(rtol, str):
+        raise ValueError(f"unknown tolerance {rtol!r}: use None, {FLOAT32!r} or a number")
+    return f"rtol={rtol:g}"
+
+
 def _threshold(sigma: torch.Tensor, m: int, n: int, atol, rtol) -> torch.Tensor:
     # torch.linalg.matrix_rank: rtol defaults to max(m, n) * eps when atol is None or 0, else 0.
     if rtol is None:
@@ -198,7 +218,7 @@ def rank_label(measure: str, tolerance: str | float | None = None, matrix: str |
     return f"{what} of {matrix}" if matrix else what
 
 
-def rank_report(A, *, rtols: Sequence[float | None] = (None, 1e-6, 1e-3),
+def rank_report(A, *, rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3),
                 energies: Sequence[float] = (0.9, 0.99), atol: float | None = None,
                 hardmax: bool = True, long: bool = False,
                 dtype: torch.dtype | None = torch.float64) -> pd.DataFrame:
@@ -207,7 +227,8 @@ def rank_report(A, *, rtols: Sequence[float | None] = (None, 1e-6, 1e-3),
     Wide form (default): one row per matrix (``index`` is its flat position in the batch),
     one column per (measure, tolerance), e.g. ``numerical_rank[rtol=max(m,n)eps]``,
     ``numerical_rank[rtol=1e-06]``, ``effective_rank``, ``stable_rank``,
-    ``energy_rank[0.99]``, ``hardmax_rank``. Long form (``long=True``): columns
+    ``energy_rank[0.99]``, ``hardmax_rank``; an ``rtols`` entry FLOAT32 gives
+    ``numerical_rank[rtol=max(m,n)eps_float32]`` (see :func:`tolerance_label`). Long form (``long=True``): columns
     ``index, m, n, measure, tolerance, value``.
     """
     A = _check(A, dtype)
@@ -215,10 +236,11 @@ def rank_report(A, *, rtols: Sequence[float | None] = (None, 1e-6, 1e-3),
     sigma = batched_svdvals(A).reshape(-1, min(m, n))
     columns: dict[tuple[str, str], torch.Tensor] = {}
     for rtol in rtols:
-        tol = "rtol=max(m,n)eps" if rtol is None else f"rtol={rtol:g}"
+        tol = tolerance_label(rtol)
         if atol is not None:
             tol += f",atol={atol:g}"
-        columns[("numerical_rank", tol)] = numerical_rank_of_singular_values(sigma, m, n, atol, rtol)
+        value = default_rtol(m, n, torch.float32) if rtol == FLOAT32 else rtol
+        columns[("numerical_rank", tol)] = numerical_rank_of_singular_values(sigma, m, n, atol, value)
     columns[("effective_rank", "")] = effective_rank_of_singular_values(sigma)
     columns[("stable_rank", "")] = _stable_rank(sigma)
     for e in energies:

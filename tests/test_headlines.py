@@ -18,6 +18,7 @@ CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 MODULES = {
     "01_attention_and_rank": "attention_rank",
     "08_synthesis": "synthesis",
+    "07_trained_attention": "trained",
 }
 
 

@@ -174,3 +174,19 @@ def test_batched_svdvals_keeps_autograd():
     # d(sum sigma)/dA = U V^T for a full-rank square matrix
     U, _, Vh = torch.linalg.svd(A.detach())
     torch.testing.assert_close(A.grad, U @ Vh)
+
+
+def test_float32_tolerance_name_and_value():
+    from lowrank.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, tolerance_label
+
+    assert tolerance_label(None) == DEFAULT_TOL == "rtol=max(m,n)eps"
+    assert tolerance_label(FLOAT32) == FLOAT32_TOL and tolerance_label(1e-3) == "rtol=0.001"
+    with pytest.raises(ValueError, match="unknown tolerance"):
+        tolerance_label("float16")
+    # singular values 1, 1e-6, 1e-9: n eps64 keeps all three, n eps32 (~4e-7) drops 1e-9 only
+    A = torch.diag(torch.tensor([1.0, 1e-6, 1e-9], dtype=torch.float64))
+    wide = rank_report(A[None], rtols=(None, FLOAT32, 1e-3), hardmax=False)
+    assert wide[f"numerical_rank[{DEFAULT_TOL}]"].tolist() == [3]
+    assert wide[f"numerical_rank[{FLOAT32_TOL}]"].tolist() == [2]
+    assert wide["numerical_rank[rtol=0.001]"].tolist() == [1]
+    assert rank_label("numerical rank", FLOAT32_TOL, "A") == "numerical rank, rtol=max(m,n)eps_float32 of A"

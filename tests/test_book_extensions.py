@@ -1,4 +1,5 @@
-"""The book's Sphinx extensions in _ext/: parameter tables, execution records, the offline MathJax check."""
+"""The book's Sphinx extensions in _ext/: re-run box (scales, parameters), execution records, the offline
+MathJax check, the layout safety nets (book_ui) and the source archive."""
 from __future__ import annotations
 
 import json
@@ -14,9 +15,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "_ext"))
 
+import book_ui  # noqa: E402
 import execution_report  # noqa: E402
 import offline_assets  # noqa: E402
 import rerun_box  # noqa: E402
+import source_archive  # noqa: E402
 from sphinx.errors import ConfigError, ExtensionError  # noqa: E402
 
 PARAMETERS = '''seed = 0  # random seed
@@ -72,12 +75,88 @@ def test_rerun_box_gives_commands_sets_and_one_row_per_parameter(tmp_path):
     box = rerun_box.rerun_box(path, tmp_path)
     text = box.astext()
     assert "lowrank run 07 -p seed 1" in text
-    assert "lowrank run 07 --scale smoke   # seconds" in text
-    assert "lowrank run 07 --scale paper   # full scale" in text
+    assert "lowrank run 07 --scale smoke" in text and "lowrank run 07 --scale paper" in text
+    assert "as in the paper" not in text
     assert ("papermill chapters/07_test_chapter.ipynb out.ipynb \\\n    --cwd chapters -k python3 "
             "-f chapters/params/paper/07_test_chapter.yaml") in text
-    rows = list(box.findall(nodes.row))
-    assert len(rows) == 1 + 4  # header + parameters
+    params_table = [t for t in box.findall(nodes.table) if "rerun-chapter-parameters" in t["classes"]]
+    assert len(list(params_table[0].findall(nodes.row))) == 1 + 4  # header + parameters
+    scales = [t for t in box.findall(nodes.table) if "rerun-chapter-scales" in t["classes"]][0]
+    scale_rows = [r.astext() for r in scales.findall(nodes.row)][1:]
+    assert [r.split(":")[0].split("\n")[0] for r in scale_rows] == ["smoke", "default", "paper"]
+    assert "not yet run" in scale_rows[2] or "not stated" in scale_rows[2]
+    assert any(isinstance(n, source_archive.source_archive_ref) for n in box.findall())
+
+
+def _set_file(tmp_path, header: str) -> Path:
+    path = tmp_path / f"set{len(list(tmp_path.glob('set*.yaml')))}.yaml"
+    path.write_text(header + "\nseed: 1\n", encoding="utf8")
+    return path
+
+
+def test_scale_needs_reads_hardware_and_time_from_the_set_header(tmp_path):
+    gpu = _set_file(tmp_path, "# Paper scale.\n# Hardware: one CUDA GPU with >= 24 GB (peak 3 GB). Expected wall\n"
+                              "# time: about 15-30 minutes on one H100-class GPU (not yet measured); hours on a CPU.\n"
+                              "# requires: gpu")
+    hardware, time = rerun_box.scale_needs(gpu)
+    assert hardware == "One CUDA GPU with >= 24 GB (peak 3 GB)"
+    assert time == "not yet run; estimated about 15-30 minutes on one H100-class GPU; hours on a CPU"
+    cpu = _set_file(tmp_path, "# Hardware: CPU is enough (no GPU; float64); estimated 30-60 min on 16 cores "
+                              "(not yet measured).")
+    assert rerun_box.scale_needs(cpu) == ("CPU is enough (no GPU; float64)",
+                                          "not yet run; estimated 30-60 min on 16 cores")
+    measured = _set_file(tmp_path, "# Hardware: one H200. Wall time: measured 12 min on one H200 (2026-12-03).")
+    assert rerun_box.scale_needs(measured)[1] == "measured 12 min on one H200 (2026-12-03)"
+    bare = _set_file(tmp_path, "# A set.\n# requires: gpu")
+    assert rerun_box.scale_needs(bare) == ("One CUDA GPU", "not stated in the set file")
+    assert rerun_box.differs_from_paper(_set_file(tmp_path, "# Differences from the paper: the corpus."))
+    assert not rerun_box.differs_from_paper(bare)
+
+
+def test_book_ui_hides_check_cells_and_stderr_and_unfixes_image_heights():
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from docutils.utils import new_document
+
+    doc = new_document("test", get_default_settings(Parser))
+
+    def cell(source, *outputs):
+        c = nodes.container(nb_element="cell_code")
+        src = nodes.container(nb_element="cell_code_source")
+        src += nodes.literal_block(source, source)
+        c += src
+        out = nodes.container(nb_element="cell_code_output")
+        for o in outputs:
+            out += o
+        c += out
+        return c
+
+    doc += cell("# NBVAL_CHECK_OUTPUT\nprint(x)", nodes.literal_block("True", "True"))
+    doc += cell("# NBVAL_IGNORE_OUTPUT\ny = 2", nodes.literal_block("warn", "warn", classes=["output", "stderr"]))
+    figure = nodes.figure()
+    figure += nodes.image(uri="_images/" + "a" * 64 + ".png", width="892", height="430")
+    figure += nodes.caption("", "The rank of A against n.")
+    doc += figure
+    assert book_ui.hide_test_machinery(doc) == 1
+    assert "NBVAL" not in doc.astext() and "print(x)" not in doc.astext() and "warn" not in doc.astext()
+    assert "y = 2" in doc.astext()
+    book_ui.keep_aspect_ratio(doc)
+    [image] = doc.findall(nodes.image)
+    assert "height" not in image and image["width"] == "892"
+    assert image["alt"] == "The rank of A against n."
+
+
+def test_source_archive_holds_the_project_at_a_commit(tmp_path):
+    source = source_archive.find_source(ROOT)
+    assert len(source.commit) == 40 and source.filename.startswith(f"lowrank-{source.commit[:12]}")
+    import tarfile
+    path = source_archive.write_archive(source, tmp_path)
+    with tarfile.open(path) as tar:
+        names = tar.getnames()
+    prefix = path.name.removesuffix(".tar.gz")
+    for needed in ("Makefile", "lowrank/rank.py", "requirements/lock.txt", "_config.yml"):
+        assert f"{prefix}/{needed}" in names, needed
+    assert not any("/.venv/" in n or "/_build/" in n for n in names)
 
 
 def test_committed_run_prefers_the_latest_record_and_spots_errors(tmp_path):
@@ -123,5 +202,5 @@ def test_lowrank_book_stages_the_book_extensions(tmp_path):
     from lowrank.book import runner
 
     runner._stage_book(ROOT, tmp_path / "src")
-    for name in ("offline_assets", "rerun_box", "execution_report"):
+    for name in ("offline_assets", "rerun_box", "execution_report", "book_ui", "source_archive"):
         assert (tmp_path / "src" / "_ext" / f"{name}.py").is_file(), name

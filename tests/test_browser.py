@@ -12,7 +12,17 @@ number, a bold opening summary, the closing "What to take away", the download bu
 notebook, the generated re-run box and one box per sphinx-proof directive in their source; the
 bibliography lists every entry of the .bib files; the execution report lists every chapter as
 succeeded. A full-page PNG screenshot of each page goes to ``_build/screenshots/`` (mirroring the
-page's path; ``LOWRANK_SCREENSHOTS`` overrides the folder).
+page's path; ``LOWRANK_SCREENSHOTS`` overrides the folder), and one at phone width to
+``_build/screenshots/phone/``.
+
+At desktop (1280 px) and phone (390 px) width, every page is also checked as a reader sees it
+(issue 20): every image keeps its natural aspect ratio and sits in a numbered, captioned figure; no
+raw ``$`` or TeX is left in the text; no stderr or error output block is shown; the page does not
+scroll sideways (the elements that stick out are named) and no formula, image, table or code is
+cut off by a box that hides its overflow; and chapter prose shows values, not the
+names of the chapter's parameters. Each failure names the page, the width and the element (its
+section, file name or text). The re-run box must list every scale with its hardware and time, and
+link the source archive and "Running it yourself".
 
 Without Chromium (``tools/ensure_chromium.sh`` installs it when it can) or Playwright the browser
 tests are skipped with the reason, except under CI (``CI=true``), where they fail.
@@ -49,6 +59,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update", "--disable-sync", "--disable-default-apps", "--mute-audio",
 ]
 VIEWPORT = {"width": 1280, "height": 900}
+# The widths every page is checked at: a laptop, and a phone held upright (iPhone 12-15: 390 css px).
+VIEWPORTS = {"desktop": VIEWPORT, "phone": {"width": 390, "height": 844}}
+WIDTHS = tuple(VIEWPORTS)
 PROOF_DIRECTIVE = re.compile(r"^\s*(`{3,}|:{3,})\{prf:(\w+)\}", re.MULTILINE)
 # Hosts that serve scripts, styles or fonts to pages (links to project home pages are fine).
 CDN_HOST = re.compile(
@@ -298,7 +311,9 @@ DOM_PROBE = """async () => {
     h2: Array.from(article.querySelectorAll('section > h2'), text),
     proofs: article.querySelectorAll('div.proof.admonition').length,
     rerunText: rerun ? rerun.textContent : null,
-    rerunRows: rerun ? rerun.querySelectorAll('tbody tr').length : 0,
+    rerunRows: rerun ? rerun.querySelectorAll('table.rerun-chapter-parameters tbody tr').length : 0,
+    rerunScales: rerun ? Array.from(rerun.querySelectorAll('table.rerun-chapter-scales tbody tr'), (tr) => Array.from(tr.cells, (td) => td.textContent.trim())) : [],
+    rerunLinks: rerun ? Array.from(rerun.querySelectorAll('a[href]'), (a) => a.getAttribute('href')) : [],
     downloads: Array.from(document.querySelectorAll('.dropdown-download-buttons a, a.btn[href$=".ipynb"], a[href$=".ipynb"]'), (a) => a.getAttribute('href')),
     citations: article.querySelectorAll('.citation').length,
     partCaptions: Array.from(document.querySelectorAll('.bd-sidebar-primary p.caption'), (p) => p.textContent.trim()),
@@ -318,17 +333,133 @@ SETTLE = """async () => {
 }"""
 
 
+# After SETTLE: what the reader sees, element by element, for the layout and prose checks. Every
+# finding names where it is (the enclosing section's heading) so that a failure points at one element.
+LAYOUT_PROBE = r"""() => {
+  const article = document.querySelector('article') || document.body;
+  const vw = document.documentElement.clientWidth;
+  const clean = (t) => (t || '').replace(/\s+/g, ' ').trim();
+  const where = (el) => {
+    const sec = el.closest('section');
+    const h = sec ? sec.querySelector('h1, h2, h3, h4, h5, h6') : null;
+    const c = h ? h.cloneNode(true) : null;
+    if (c) { c.querySelectorAll('.headerlink').forEach((x) => x.remove()); }
+    const adm = el.closest('.admonition');
+    const box = adm && adm.querySelector('.admonition-title') ? ` in box "${clean(adm.querySelector('.admonition-title').textContent).slice(0, 60)}"` : '';
+    return (c ? `section "${clean(c.textContent)}"` : 'page top') + box;
+  };
+  const describe = (el) => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '')
+    + (typeof el.className === 'string' && el.className.trim() ? '.' + el.className.trim().split(/\s+/).slice(0, 3).join('.') : '');
+  const skipText = 'pre, code, kbd, samp, script, style, textarea, mjx-container, .highlight, .MathJax, mjx-assistive-mml';
+
+  // Images: natural against rendered aspect ratio; numbered figure around it.
+  const images = Array.from(article.querySelectorAll('img'), (img) => {
+    const r = img.getBoundingClientRect();
+    const fig = img.closest('figure');
+    const num = fig ? fig.querySelector('figcaption .caption-number') : null;
+    return {
+      src: (img.getAttribute('src') || '').split('/').pop(), alt: img.getAttribute('alt') || '',
+      naturalW: img.naturalWidth, naturalH: img.naturalHeight, w: r.width, h: r.height,
+      visible: r.width > 0 && r.height > 0 && !img.closest('.rerun-chapter'),
+      numbered: !!num, number: num ? clean(num.textContent) : null,
+      caption: fig && fig.querySelector('figcaption') ? clean(fig.querySelector('figcaption').textContent).slice(0, 80) : null,
+      where: where(img),
+    };
+  });
+
+  // Raw TeX or dollar signs left in the text a reader sees.
+  const rawTex = [];
+  const tex = /\$|\\[A-Za-z]{2,}|\\[{}()\[\]]|\^\{|_\{/;
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const parent = n.parentElement;
+    if (!parent || parent.closest(skipText) || !tex.test(n.nodeValue)) { continue; }
+    const m = n.nodeValue.match(tex);
+    const at = Math.max(0, m.index - 40);
+    rawTex.push({ text: clean(n.nodeValue.slice(at, m.index + 60)), where: where(parent), element: describe(parent) });
+  }
+
+  // Output blocks from stderr (warnings, progress bars) and tracebacks.
+  const stderr = Array.from(article.querySelectorAll('.stderr, .output.error, .output.traceback'),
+    (el) => ({ text: clean(el.textContent).slice(0, 120), where: where(el), element: describe(el) }));
+
+  // What sticks out of the window: outermost elements whose right edge is past it, not clipped by a
+  // scrolling ancestor, not fixed (drawers), not hidden.
+  const sticksOut = [];
+  const clipped = (el) => {
+    for (let a = el.parentElement; a && a !== document.body; a = a.parentElement) {
+      const cs = getComputedStyle(a);
+      if (['auto', 'scroll', 'hidden', 'clip'].includes(cs.overflowX)) { return true; }
+      if (cs.position === 'fixed') { return true; }
+    }
+    return false;
+  };
+  const overflowing = new Set();
+  for (const el of document.body.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= vw + 1) { continue; }
+    const cs = getComputedStyle(el);
+    if (cs.visibility === 'hidden' || cs.display === 'none' || cs.position === 'fixed' || clipped(el)) { continue; }
+    overflowing.add(el);
+  }
+  for (const el of overflowing) {
+    if (overflowing.has(el.parentElement)) { continue; }
+    sticksOut.push({ element: describe(el), by: Math.round(el.getBoundingClientRect().right - vw),
+                     text: clean(el.textContent).slice(0, 80), where: where(el) });
+  }
+
+  // What is cut off: maths, images, tables and code wider than an ancestor that hides its overflow
+  // (a box with overflow: hidden clips a long formula instead of letting the page scroll).
+  const cutOff = [];
+  for (const el of article.querySelectorAll('mjx-container, img, table, pre, code')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) { continue; }
+    for (let a = el.parentElement; a && a !== article.parentElement; a = a.parentElement) {
+      const ox = getComputedStyle(a).overflowX;
+      if (ox === 'auto' || ox === 'scroll') { break; }
+      if (ox === 'hidden' || ox === 'clip') {
+        const ar = a.getBoundingClientRect();
+        const by = Math.round(Math.max(r.right - ar.right, ar.left - r.left));
+        if (by > 1) {
+          cutOff.push({ element: describe(el), box: describe(a), by, where: where(el),
+                        text: clean(el.textContent || el.getAttribute('src') || '').slice(0, 60) });
+        }
+        break;
+      }
+    }
+  }
+
+  // Prose: the visible text of paragraphs, list items, captions and headings, without code, maths,
+  // tables, cell outputs and the re-run box (where parameter names belong).
+  const prose = [];
+  for (const el of article.querySelectorAll('p, li, figcaption, dt, dd, h1, h2, h3, h4, caption')) {
+    if (el.closest('.rerun-chapter, table, .cell_output, .cell_input, pre, .highlight, nav, .toctree-wrapper')) { continue; }
+    if (el.querySelector('p, li')) { continue; }  // the innermost block carries the text
+    const c = el.cloneNode(true);
+    const codes = Array.from(c.querySelectorAll('code'), (x) => clean(x.textContent));
+    c.querySelectorAll('code, kbd, samp, pre, mjx-container, script, style, .headerlink').forEach((x) => x.remove());
+    const text = clean(c.textContent);
+    if (text || codes.length) { prose.push({ text, codes, where: where(el), tag: el.tagName.toLowerCase() }); }
+  }
+  return { viewportWidth: vw, images, rawTex, stderr, sticksOut, cutOff, prose };
+}"""
+
+
 @pytest.fixture(scope="module")
 def visit(site, browser):
-    """visit(page) -> Visit: load each page once, wait for MathJax, probe it, save its screenshot."""
-    seen: dict[str, Visit] = {}
+    """visit(page, width) -> Visit: load each page once per width, wait for MathJax, probe it, screenshot it.
 
-    def load(page: Page) -> Visit:
-        if page.path in seen:
-            return seen[page.path]
+    Desktop screenshots go to ``_build/screenshots/<page>.png``, phone ones to
+    ``_build/screenshots/phone/<page>.png``.
+    """
+    seen: dict[tuple[str, str], Visit] = {}
+
+    def load(page: Page, width: str = "desktop") -> Visit:
+        if (page.path, width) in seen:
+            return seen[page.path, width]
         url = urljoin(site, page.path)
         result = Visit(url=url, final_path=page.path)
-        context = browser.new_context(viewport=VIEWPORT, device_scale_factor=1)
+        context = browser.new_context(viewport=VIEWPORTS[width], device_scale_factor=1)
         host = urlsplit(site).netloc
 
         def route(r):
@@ -355,15 +486,21 @@ def visit(site, browser):
             result.final_path = urlsplit(tab.url).path.lstrip("/")
             result.dom = tab.evaluate(DOM_PROBE)
             result.dom["overflowX"] = tab.evaluate(SETTLE)
-            shot = SCREENSHOTS / Path(page.path).with_suffix(".png")
+            result.dom["layout"] = tab.evaluate(LAYOUT_PROBE)
+            shot = screenshot_path(page, width)
             shot.parent.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=str(shot), full_page=True)
         finally:
             context.close()
-        seen[page.path] = result
+        seen[page.path, width] = result
         return result
 
     return load
+
+
+def screenshot_path(page: Page, width: str = "desktop") -> Path:
+    rel = Path(page.path).with_suffix(".png")
+    return SCREENSHOTS / rel if width == "desktop" else SCREENSHOTS / width / rel
 
 
 def _page_ids(path: Path) -> set[str]:
@@ -376,9 +513,7 @@ def test_page_loads_cleanly_offline(visit, page):
     assert not v.errors, f"{page}: JavaScript errors:\n" + "\n".join(v.errors)
     assert not v.failed, f"{page}: failed requests:\n" + "\n".join(v.failed)
     assert not v.external, f"{page}: requests to other hosts (the book must read offline):\n" + "\n".join(v.external)
-    assert v.dom["overflowX"] <= 0, \
-        f"{page} is {v.dom['overflowX']} px wider than a {VIEWPORT['width']} px window (horizontal scrolling)"
-    assert (SCREENSHOTS / Path(page.path).with_suffix(".png")).stat().st_size > 0
+    assert screenshot_path(page).stat().st_size > 0
 
 
 @pytest.mark.parametrize("page", PAGES, ids=str)
@@ -464,6 +599,18 @@ def test_chapter_reexecution_affordances(visit, page):
         f"{page}: re-run box lists {dom['rerunRows']} parameters, the parameters cell has {len(params)}"
     for name in params:
         assert name in dom["rerunText"], f"{page}: parameter {name} missing from the re-run box"
+    scales = {row[0].split(":")[0]: row for row in dom["rerunScales"]}
+    expected = {"default", *(d.name for d in (page.source.parent / "params").iterdir()
+                             if (d / page.source.name.replace(".ipynb", ".yaml")).is_file())}
+    assert set(scales) == expected, f"{page}: re-run box scales {sorted(scales)}, parameter sets {sorted(expected)}"
+    for name, (_, command, hardware, time) in scales.items():
+        assert command.startswith(f"lowrank run {number}") and hardware and time, \
+            f"{page}: scale {name} lacks its command, hardware or time: {scales[name]}"
+    assert "as in the paper" not in dom["rerunText"], f"{page}: the re-run box still says 'as in the paper'"
+    assert any("_downloads/lowrank-" in href and href.endswith(".tar.gz") for href in dom["rerunLinks"]), \
+        f"{page}: the re-run box does not link the source archive: {dom['rerunLinks']}"
+    assert any("running" in href for href in dom["rerunLinks"]), \
+        f"{page}: the re-run box does not link 'Running it yourself': {dom['rerunLinks']}"
 
 
 def test_bibliography_lists_every_entry(visit):
@@ -486,3 +633,132 @@ def test_execution_report_lists_every_chapter(visit):
         docname = str(Path(chapter.path).with_suffix(""))
         assert docname in rows, f"execution report has no row for {docname}: {sorted(rows)}"
         assert rows[docname][-1] == "succeeded", f"execution report: {docname} did not succeed: {rows[docname]}"
+
+
+# --- the book as a reader meets it at every width (issue 20) --------------------------------------
+#
+# Each check runs on every page at desktop and phone width and names the page, the width and the
+# element (its section, file name or text) that fails.
+
+# Parameter names that are also ordinary words are only flagged in a value's place ("n = n"); a name
+# with an underscore or a digit ("d_model", "construction_ns") is never prose.
+_IDENTIFIER = re.compile(r"[_0-9]")
+_TEMPLATE = re.compile(r"(?<![\w^_}\\])\{[A-Za-z_][A-Za-z0-9_]*\}")
+# A paragraph that talks about the parameters themselves ("set `seed` with -p") may name them.
+_ABOUT_PARAMETERS = re.compile(r"\bparameters?\b|-p\b|papermill|lowrank run", re.IGNORECASE)
+
+
+def _shown(v: Visit) -> dict:
+    return v.dom["layout"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_figures_keep_their_aspect_ratio(visit, page, width):
+    bad = []
+    for img in _shown(visit(page, width))["images"]:
+        if not img["visible"] or not img["naturalW"]:
+            continue
+        expected = img["w"] * img["naturalH"] / img["naturalW"]
+        if abs(img["h"] - expected) > max(2.0, 0.01 * expected):
+            squeeze = 100 * (1 - (img["w"] / img["h"]) / (img["naturalW"] / img["naturalH"]))
+            bad.append(f"{img['src']} ({img['where']}): shown {img['w']:.0f} x {img['h']:.0f} px, natural "
+                       f"{img['naturalW']} x {img['naturalH']}: squeezed sideways by {squeeze:.0f} %")
+    assert not bad, f"{page} at {width} width: images drawn out of shape:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_figures_are_numbered(visit, page, width):
+    bad = [f"{img['src']} ({img['where']}, alt {img['alt'][:40]!r})"
+           for img in _shown(visit(page, width))["images"] if img["visible"] and not img["numbered"]]
+    assert not bad, (f"{page} at {width} width: images outside a numbered, captioned figure "
+                     "(use {glue:figure} / {figure} with a caption):\n" + "\n".join(bad))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_raw_tex_in_text(visit, page, width):
+    bad = [f"{t['where']} ({t['element']}): ...{t['text']}..." for t in _shown(visit(page, width))["rawTex"]]
+    assert not bad, f"{page} at {width} width: raw $ or TeX in the text (not typeset):\n" + "\n".join(bad[:20])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_stderr_or_traceback_blocks(visit, page, width):
+    bad = [f"{t['where']} ({t['element']}): {t['text']}" for t in _shown(visit(page, width))["stderr"]]
+    assert not bad, f"{page} at {width} width: stderr or error output shown:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_horizontal_overflow(visit, page, width):
+    v = visit(page, width)
+    culprits = [f"{c['element']} ({c['where']}) sticks out {c['by']} px: {c['text'][:60]!r}"
+                for c in _shown(v)["sticksOut"]]
+    assert v.dom["overflowX"] <= 0, (
+        f"{page} is {v.dom['overflowX']} px wider than a {VIEWPORTS[width]['width']} px window ({width}): "
+        "the page scrolls sideways; what sticks out:\n" + "\n".join(culprits[:10]))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_nothing_is_cut_off(visit, page, width):
+    bad = [f"{c['element']} in {c['box']} ({c['where']}) cut off by {c['by']} px: {c['text']!r}"
+           for c in _shown(visit(page, width))["cutOff"]]
+    assert not bad, (f"{page} at {width} width: content wider than a box that hides its overflow "
+                     "(clipped, neither wrapped nor scrollable):\n" + "\n".join(bad[:15]))
+
+
+def parameter_names_in(text: str, params: list[str], codes: tuple[str, ...] = ()) -> list[str]:
+    """Parameter names (or unfilled templates) where the reader expects a value.
+
+    ``text`` is a paragraph's visible text without its inline code and maths; ``codes`` are the
+    texts of its inline code elements. Flagged: an unfilled template ``{name}``; a parameter name
+    with an underscore or a digit as a bare word; any parameter name in a value's place (after
+    ``=``, ``∈``, ``≤`` ...); an inline code element that is exactly a parameter name, unless the
+    paragraph is about the parameters themselves (it says "parameter", ``-p``, papermill or
+    ``lowrank run``).
+    """
+    found = [m.group(0) for m in _TEMPLATE.finditer(text)]
+    if not _ABOUT_PARAMETERS.search(text + " " + " ".join(codes)):
+        found += [code for code in codes if code in params]
+    for name in params:
+        bare = re.compile(rf"(?<![\w.{{\\]){re.escape(name)}(?![\w(])")
+        in_value_place = re.compile(rf"(=|∈|≤|≥|<|>)\s*{re.escape(name)}(?![\w(.])")
+        if (_IDENTIFIER.search(name) and bare.search(text)) or in_value_place.search(text):
+            found.append(name)
+    return found
+
+
+def test_parameter_name_detector():
+    params = ["n", "d_model", "construction_ns", "seed", "ns"]
+    assert parameter_names_in("At d = d_model and n = n, standard heads fit", params) == ["n", "d_model"]
+    assert parameter_names_in("Over n ∈ {construction_ns} the threshold is n - 1", params) == \
+        ["{construction_ns}"]
+    assert parameter_names_in("At n = 64 with seed 0 the rank is 63; the ns run faster", params) == []
+    assert parameter_names_in("the bound 1/\\sqrt{d_model}", params) == []
+    # "$d = {}$`d_model`": the value's place holds the name as inline code
+    assert parameter_names_in("(Gaussian, , )", params, ("n", "d_model")) == ["n", "d_model"]
+    assert parameter_names_in("Re-run with -p seed 1", params, ("seed",)) == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_prose_shows_values_not_parameter_names(visit, page, width):
+    params = notebook_parameters(page.source)
+    bad = []
+    for block in _shown(visit(page, width))["prose"]:
+        names = parameter_names_in(block["text"], params, tuple(block.get("codes", ())))
+        if names:
+            bad.append(f"{block['where']} ({block['tag']}): {', '.join(dict.fromkeys(names))} in "
+                       f"{block['text'][:140]!r}")
+    assert not bad, f"{page} at {width} width: parameter names where a value belongs:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_screenshots_of_every_chapter(visit, page):
+    for width in WIDTHS:
+        visit(page, width)
+        shot = screenshot_path(page, width)
+        assert shot.is_file() and shot.stat().st_size > 10_000, f"{page}: no {width} screenshot at {shot}"

@@ -8,7 +8,9 @@ that folder, not against the config file. The one exception, ``sphinx.local_exte
 against the config file's folder), is made absolute in the copy. A fresh Sphinx environment
 (``--all``) makes a warning in a page that did not change fail the build again.
 
-usage: python tools/render_book.py [OUT]      (default _build/test; HTML in OUT/_build/html)
+usage: python tools/render_book.py [OUT] [--builder singlehtml]
+       (default _build/test; HTML in OUT/_build/html, or the whole book as one page in
+       OUT/_build/singlehtml/index.html, which ``make pdf`` prints with tools/print_pdf.py)
 """
 
 from __future__ import annotations
@@ -23,6 +25,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv: list[str]) -> int:
+    argv = list(argv)
+    builder = "html"
+    if "--builder" in argv:
+        i = argv.index("--builder")
+        builder = argv[i + 1]
+        del argv[i:i + 2]
     out = ROOT / (argv[0] if argv else "_build/test")
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
     config.setdefault("execute", {})["execute_notebooks"] = "off"
@@ -43,6 +51,7 @@ def main(argv: list[str]) -> int:
         str(jupyter_book), "build", str(ROOT),
         "--config", str(config_copy),
         "--path-output", str(out),
+        "--builder", builder,
         "--all",            # fresh environment: re-report warnings of unchanged pages
         "-W", "--keep-going",  # every warning is an error, all of them are listed
     ]

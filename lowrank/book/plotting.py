@@ -23,7 +23,10 @@ def use_style() -> None:
         "legend.framealpha": 0.9,
         "figure.constrained_layout.use": True,
     })
-    # Retina output keeps inline figures sharp in the rendered HTML.
+    # Retina output keeps inline figures sharp in the rendered HTML: a PNG at twice the pixels, with
+    # its 1x size as width/height metadata. The book keeps only the width (the largest size shown)
+    # and lets the height follow, so figures keep their aspect ratio at every width
+    # (_ext/book_ui.py); a figure wider than the ~700 px column is scaled down, never squeezed.
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
         set_matplotlib_formats("png2x")

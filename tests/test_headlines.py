@@ -16,6 +16,8 @@ from lowrank.book.glued import read_glue
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 # chapter notebook stem -> experiment module; a chapter joins once its cells call headline()
 MODULES = {
+    "05_rank_barrier": "barrier",
+    "06_rank_saturation": "saturation",
 }
 
 

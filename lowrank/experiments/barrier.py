@@ -1,0 +1,415 @@
+"""Chapter 05, Min & Li's rank barrier: Monte-Carlo tables of hardmax and softmax ranks under
+the theorem's hypotheses and with one hypothesis dropped at a time, the summary table, and
+headline(tables) -> every number the chapter glues.
+
+Tables are tidy pandas DataFrames, one row per Monte-Carlo draw (or per measurement). The
+closed forms (the coupon-collector bound, the causal law) live in ``lowrank.theory.barrier``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ..attention import causal_mask, hardmax, row_softmax
+from ..progress import tqdm
+from ..rank import hardmax_rank, numerical_rank, rank_label, rank_report
+from ..theory.barrier import (counterexample_qk, expected_distinct_columns,
+                              expected_distinct_columns_causal, expected_distinct_columns_given)
+from ..theory.embeddings import minilm_word_embeddings
+from ..theory.sampling import sample_inputs, sample_qk, temperature_scale
+
+MAX_ELEMENTS = 2 ** 24  # per sampled chunk, so a batch of draws fits in a few hundred MB
+
+__all__ = ["MAX_ELEMENTS", "key_set_table", "hardmax_rank_table", "attention_rank_table",
+           "head_combination_table", "mean_band", "barrier_verdicts", "run_barrier", "headline",
+           "HEADLINE_KEYS"]
+
+
+def _cell_seed(*keys: int) -> int:
+    return int(np.random.SeedSequence([int(k) for k in keys]).generate_state(1)[0])
+
+
+def key_set_table(n: int, head_dims: Sequence[int], *, n_key_sets: int = 20,
+                  n_query_sets: int = 100, seed: int = 0, device="cpu") -> pd.DataFrame:
+    """The upper-bound argument checked on sampled key sets, one row per (d_h, key set).
+
+    For each key set K (n x d_h, i.i.d. N(0, 1)) draws ``n_query_sets`` independent query
+    sets Q and records: ``mean_rank`` (mean hardmax rank over the query sets, an unbiased
+    estimate of E[rank | K]), ``formula`` (sum_j 1 - (1 - p_j)^n with p(K) estimated from the
+    same queries), ``max_p`` (the most popular key's share), and ``bound`` = n (1 - (1-1/n)^n).
+    """
+    rows = []
+    for dh in head_dims:
+        g = torch.Generator(device=device).manual_seed(_cell_seed(seed, n, dh))
+        for k in range(n_key_sets):  # one key set at a time keeps memory at S n (n + d_h)
+            K = torch.randn(n, dh, generator=g, device=device, dtype=torch.float32)
+            Q = torch.randn(n_query_sets, n, dh, generator=g, device=device, dtype=torch.float32)
+            logits = Q @ K.T  # (query sets, n, n)
+            win = logits.argmax(-1).reshape(-1)
+            p = torch.bincount(win, minlength=n).double().cpu().numpy() / win.numel()
+            rows.append({"n": n, "head_dim": int(dh), "key_set": k,
+                         "mean_rank": float(hardmax_rank(logits).double().mean()),
+                         "formula": expected_distinct_columns_given(p, m=n), "max_p": float(p.max()),
+                         "bound": expected_distinct_columns(n)})
+    return pd.DataFrame(rows)
+
+
+def _chunks(n_trials: int, per_draw: int, max_elements: int):
+    size = max(1, min(n_trials, max_elements // max(per_draw, 1)))
+    start = 0
+    while start < n_trials:
+        yield start, min(size, n_trials - start)
+        start += size
+
+
+def hardmax_rank_table(ns: Sequence[int], head_dims: Sequence[int], *, n_trials: int | Sequence[int],
+                       inputs: str = "orthonormal", causal: bool = False,
+                       d_model: int | None = None, seed: int = 0, device="cpu",
+                       dtype=torch.float32, max_elements: int = MAX_ELEMENTS,
+                       progress: bool = False) -> pd.DataFrame:
+    """Exact hardmax rank of sampled attention, one row per (n, d_h, trial).
+
+    Every trial draws its own X, W_q, W_k (independent weights). ``n_trials`` is one int or one
+    per n. Hardmax needs only argmaxes, so float32 logits suffice (ties have probability 0).
+    Columns: n, head_dim, trial, rank, rank_frac (= rank / n), bound (n (1 - (1-1/n)^n)).
+    """
+    trials = [n_trials] * len(ns) if isinstance(n_trials, int) else list(n_trials)
+    if len(trials) != len(ns) or min(trials) < 1:
+        raise ValueError(f"n_trials must be a positive int or one per n, got {n_trials!r} for ns={ns!r}")
+    frames = []
+    cells = [(n, t, dh) for n, t in zip(ns, trials) for dh in head_dims]
+    for n, t, dh in tqdm(cells, disable=not progress, leave=False, desc="hardmax ranks"):
+        d = max(d_model or n, n) if inputs == "orthonormal" else (d_model or n)
+        ranks = []
+        for c, (start, size) in enumerate(_chunks(t, 2 * d * dh + n * n + n * d, max_elements)):
+            Q, K = sample_qk(n, dh, batch=size, inputs=inputs, d_model=d_model,
+                             independent_weights=True, seed=_cell_seed(seed, n, dh, c),
+                             device=device, dtype=dtype)
+            logits = Q @ K.transpose(-2, -1)
+            if causal:
+                # The lowest finite value, not -inf: hardmax_rank rejects non-finite matrices.
+                logits = logits.masked_fill(~causal_mask(n, device=logits.device),
+                                            torch.finfo(logits.dtype).min)
+            ranks.append(hardmax_rank(logits).cpu())
+        r = torch.cat(ranks).numpy()
+        frames.append(pd.DataFrame({"n": n, "head_dim": int(dh), "trial": np.arange(t), "rank": r,
+                                    "rank_frac": r / n, "bound": expected_distinct_columns(n)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def attention_rank_table(n: int, head_dims: Sequence[int], *, n_trials: int,
+                         inputs: str | torch.Tensor = "orthonormal",
+                         temperature: str | float = "standard", causal: bool = False,
+                         d_model: int | None = None, rtols: Sequence[float | None] = (None, 1e-6, 1e-3),
+                         energies: Sequence[float] = (0.99,), seed: int = 0, device="cpu",
+                         max_elements: int = MAX_ELEMENTS, progress: bool = False) -> pd.DataFrame:
+    """Every rank measure of sampled attention probabilities (float64), long form.
+
+    One row per (d_h, trial, measure, tolerance): columns head_dim, trial, measure, tolerance,
+    value, plus the setting (n, inputs, temperature, causal). ``inputs`` may be a tensor of
+    given token vectors, (n, d) or (n_trials, n, d), reported as inputs="given".
+    """
+    given = isinstance(inputs, torch.Tensor)
+    if given and inputs.dim() == 3 and inputs.shape[0] != n_trials:
+        raise ValueError(f"given inputs have batch {inputs.shape[0]}, expected n_trials={n_trials}")
+    frames = []
+    for dh in tqdm(list(head_dims), disable=not progress, leave=False, desc="attention ranks"):
+        if given:
+            d = inputs.shape[-1]
+        else:
+            d = max(d_model or n, n) if inputs == "orthonormal" else (d_model or n)
+        for c, (start, size) in enumerate(_chunks(n_trials, 2 * d * dh + 2 * n * n + n * d,
+                                                  max_elements)):
+            X = inputs[start:start + size] if given and inputs.dim() == 3 else inputs
+            Q, K = sample_qk(n, dh, batch=size, inputs=X, d_model=None if given else d_model,
+                             independent_weights=True, seed=_cell_seed(seed, n, dh, c),
+                             device=device, dtype=torch.float64)
+            probs = _probs(Q @ K.transpose(-2, -1), dh, temperature, causal)
+            rep = rank_report(probs, rtols=rtols, energies=energies, long=True)
+            rep["trial"] = rep.pop("index") + start
+            frames.append(rep.assign(head_dim=int(dh)))
+    out = pd.concat(frames, ignore_index=True)
+    return out.assign(inputs="given" if given else inputs, temperature=str(temperature),
+                      causal=causal)[["n", "head_dim", "trial", "inputs", "temperature", "causal",
+                                      "measure", "tolerance", "value"]]
+
+
+def _probs(raw: torch.Tensor, head_dim: int, temperature, causal: bool) -> torch.Tensor:
+    """Attention probabilities from raw Q K^T under a temperature and an optional causal mask."""
+    scaled = raw if temperature == "hardmax" else raw * temperature_scale(head_dim, temperature)
+    if causal:
+        scaled = scaled.masked_fill(~causal_mask(raw.shape[-1], device=raw.device), float("-inf"))
+    return hardmax(scaled) if temperature == "hardmax" else row_softmax(scaled)
+
+
+def head_combination_table(n: int, pairs: Sequence[tuple[int, int]], *, n_trials: int,
+                           inputs: str = "orthonormal", d_model: int | None = None,
+                           temperature: str | float = "hardmax", seed: int = 0,
+                           device="cpu") -> pd.DataFrame:
+    """Ranks of h hardmax heads that read the same X, combined two ways, one row per draw.
+
+    pairs: (heads, head_dim) combinations. Per draw it records the mean single-head hardmax
+    rank, the numerical rank (default rtol) of the head average (1/h) sum_i A_i, and of the
+    stacked [A_1 | ... | A_h] (n x h n), whose column space holds every head's output.
+    Columns: heads, head_dim, trial, combination, value.
+    """
+    rows = []
+    for h, dh in pairs:
+        Q, K = sample_qk(n, dh, batch=n_trials, inputs=inputs, d_model=d_model, heads=h,
+                         independent_weights=True, seed=_cell_seed(seed, n, h, dh), device=device,
+                         dtype=torch.float64)
+        A = _probs(Q @ K.transpose(-2, -1), dh, temperature, False)  # (trials, h, n, n)
+        single = (hardmax_rank(A).double().mean(-1) if temperature == "hardmax"
+                  else numerical_rank(A).double().mean(-1))
+        mean = numerical_rank(A.mean(1))
+        stacked = numerical_rank(A.transpose(1, 2).reshape(n_trials, n, h * n))
+        for name, v in (("one head", single), ("head average", mean), ("heads stacked", stacked)):
+            rows += [{"heads": h, "head_dim": dh, "trial": t, "combination": name,
+                      "value": float(v[t])} for t in range(n_trials)]
+    return pd.DataFrame(rows)
+
+
+def mean_band(table: pd.DataFrame, *, by: Sequence[str], value: str, z: float = 1.96) -> pd.DataFrame:
+    """Mean of ``value`` per group with a normal-theory band mean +- z * standard error.
+
+    Columns: the ``by`` columns, mean, se, lo, hi, draws (one row per group, sorted).
+    """
+    g = table.groupby(list(by))[value]
+    out = g.agg(mean="mean", se="sem", draws="count").reset_index()
+    out["se"] = out["se"].fillna(0.0)
+    out["lo"], out["hi"] = out["mean"] - z * out["se"], out["mean"] + z * out["se"]
+    return out
+
+
+def barrier_verdicts(table: pd.DataFrame, *, value: str = "value", by: str = "setting",
+                     z: float = 1.96) -> pd.DataFrame:
+    """Does the (1 - 1/e) n barrier hold, per setting? One row per value of ``by``.
+
+    table: one row per draw with columns ``by``, n, ``value`` (a rank). A setting breaks the
+    barrier when its mean rank exceeds n (1 - (1-1/n)^n) by more than z standard errors.
+    Columns: setting, n, draws, rank_frac (mean rank / n), se_frac, bound_frac, holds.
+    """
+    rows = []
+    for key, sub in table.groupby(by, sort=False):
+        if sub["n"].nunique() != 1:
+            raise ValueError(f"setting {key!r} mixes sequence lengths {sorted(sub['n'].unique())}")
+        n = int(sub["n"].iloc[0])
+        v = sub[value].to_numpy(dtype=np.float64)
+        se = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else float("nan")
+        bound = expected_distinct_columns(n)
+        rows.append({"setting": key, "n": n, "draws": len(v), "rank_frac": v.mean() / n,
+                     "se_frac": se / n, "bound_frac": bound / n,
+                     "holds": bool(v.mean() - z * (se if np.isfinite(se) else 0.0) <= bound)})
+    return pd.DataFrame(rows)
+
+
+
+# --- chapter 05 ----------------------------------------------------------------------------
+
+DEFAULT_TOL = "rtol=max(m,n)eps"  # the label rank_report gives torch's default tolerance
+
+
+def _rtols(rtols: Sequence[float]) -> list[float | None]:
+    """Parameter tolerances (0 = torch's default) as rank_report takes them (None = default)."""
+    return [None if r == 0 else r for r in rtols]
+
+
+def _tol_key(rtol: float | None) -> str:
+    return f"numerical_rank[{DEFAULT_TOL if rtol is None else f'rtol={rtol:g}'}]"
+
+
+def run_barrier(P: Mapping[str, Any], *, progress: bool = False) -> dict[str, Any]:
+    """Every computation of chapter 05 at parameters P; returns its tables by name.
+
+    coupon (bound per n), keys (key-set check), sweep/band (hardmax in the theorem's setting),
+    temps/num/band_t (temperature), std/band_tol (tolerance), by_input/band_in (inputs),
+    causal/band_c/soft_num/band_cs (causal mask), counter (Q = K = X), multi/band_h (heads),
+    summary (one row per setting), and P itself.
+    """
+    dev, seed = P["device"], P["seed"]
+    ns = list(P["ns"])
+    rtols = _rtols(P["rtols"])
+    n_s, T_s, dhs = P["n_setting"], P["setting_trials"], list(P["setting_head_dims"])
+    out: dict[str, Any] = {"P": dict(P)}
+    out["coupon"] = pd.DataFrame({"n": ns, "n(1-(1-1/n)^n)": expected_distinct_columns(np.array(ns)),
+                                  "(1-1/e) n": expected_distinct_columns(np.array(ns), limit=True)})
+    out["keys"] = key_set_table(P["key_set_n"], P["key_head_dims"], n_key_sets=P["key_sets"],
+                                n_query_sets=P["query_sets"], seed=seed, device=dev)
+    sweep = hardmax_rank_table(ns, P["head_dims"], n_trials=P["n_trials"], seed=seed, device=dev,
+                               progress=progress)
+    out["sweep"], out["band"] = sweep, mean_band(sweep, by=["n", "head_dim"], value="rank_frac")
+    # temperature: softmax of k Q K^T / sqrt(d_h) at every k, and hardmax
+    temps = [attention_rank_table(n_s, dhs, n_trials=T_s, temperature=k, rtols=rtols,
+                                  energies=(P["energy"],), seed=seed, device=dev) for k in P["scales"]]
+    temps.append(attention_rank_table(n_s, dhs, n_trials=T_s, temperature="hardmax", rtols=(None,),
+                                      energies=(), seed=seed, device=dev))
+    temps = pd.concat(temps, ignore_index=True)
+    num = temps[(temps.measure == "numerical_rank") & (temps.tolerance == DEFAULT_TOL)]
+    out["temps"], out["num"] = temps, num
+    out["band_t"] = mean_band(num.assign(frac=num["value"] / n_s), by=["temperature", "head_dim"], value="frac")
+    # tolerance: the same draws at the standard temperature, several measures
+    std = temps[temps.temperature == str(P["scales"][0])].copy()
+    std["label"] = [f"{m}[{t}]" if t else m for m, t in zip(std["measure"], std["tolerance"])]
+    keep = [_tol_key(r) for r in rtols] + [f"energy_rank[energy={P['energy']:g}]"]
+    std = std[std["label"].isin(keep)]
+    out["std"], out["tol_labels"] = std, keep
+    out["band_tol"] = mean_band(std.assign(frac=std["value"] / n_s), by=["label", "head_dim"], value="frac")
+    # input distribution (hardmax)
+    frames = []
+    for name in P["inputs"]:
+        given = minilm_word_embeddings(n_s, batch=T_s, seed=seed) if name == "minilm" else name
+        t = attention_rank_table(n_s, dhs, n_trials=T_s, inputs=given, temperature="hardmax", rtols=(None,),
+                                 energies=(), d_model=None if name == "minilm" else P["d_model"], seed=seed,
+                                 device=dev)
+        frames.append(t[t.measure == "hardmax_rank"].assign(inputs=name))
+    by_input = pd.concat(frames, ignore_index=True)
+    out["by_input"] = by_input
+    out["band_in"] = mean_band(by_input.assign(frac=by_input["value"] / n_s), by=["inputs", "head_dim"],
+                               value="frac")
+    # causal mask
+    causal = hardmax_rank_table(ns, P["head_dims"], n_trials=P["n_trials"], causal=True, seed=seed, device=dev)
+    soft_c = attention_rank_table(n_s, dhs, n_trials=T_s, causal=True, rtols=rtols, energies=(), seed=seed,
+                                  device=dev)
+    soft_num = soft_c[(soft_c.measure == "numerical_rank") & (soft_c.tolerance == DEFAULT_TOL)]
+    out["causal"], out["soft_num"] = causal, soft_num
+    out["band_c"] = mean_band(causal, by=["n", "head_dim"], value="rank_frac")
+    out["band_cs"] = mean_band(soft_num.assign(frac=soft_num["value"] / n_s), by=["head_dim"], value="frac")
+    # the reviewers' counterexample
+    rows = []
+    for d in (2, 8, 64):
+        X = sample_inputs(n_s, d, batch=T_s, inputs="sphere", seed=seed + d)
+        for shift, name in ((0, "Q = K = X"), (1, "Q = X shifted by one token")):
+            Q, K = counterexample_qk(X, shift=shift)
+            r = hardmax_rank(Q @ K.transpose(-2, -1)).double()
+            rows.append({"construction": name, "d": d, "hardmax rank / n": float(r.mean() / n_s)})
+    out["counter"] = pd.DataFrame(rows)
+    # heads
+    pairs = [(h, P["heads_d_model"] // h) for h in P["heads"] if P["heads_d_model"] // h >= 1]
+    multi = head_combination_table(n_s, pairs, n_trials=T_s, seed=seed, device=dev)
+    out["multi"], out["pairs"] = multi, pairs
+    out["band_h"] = mean_band(multi.assign(frac=multi["value"] / n_s), by=["combination", "heads"], value="frac")
+    out["summary"] = _summary(out)
+    return out
+
+
+def _summary(t: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per setting at the largest settings d_h (n = n_setting): does the barrier hold?"""
+    P = t["P"]
+    n_s, T_s = P["n_setting"], P["setting_trials"]
+    dmax = max(P["setting_head_dims"])
+    hmax = max(h for h, _ in t["pairs"])
+
+    def pick(tab, **kw):
+        mask = tab.head_dim == dmax
+        for k, v in kw.items():
+            mask &= tab[k] == v
+        return tab[mask]
+
+    by_input, num, std, causal, soft_num, multi, counter = (t[k] for k in (
+        "by_input", "num", "std", "causal", "soft_num", "multi", "counter"))
+    keep = t["tol_labels"]
+    rows = [
+        ("hardmax, orthonormal (the theorem's setting)", pick(by_input, inputs="orthonormal")["value"]),
+        *[(f"hardmax, {name} inputs", pick(by_input, inputs=name)["value"]) for name in P["inputs"] if name != "orthonormal"],
+        *[(f"softmax k = {k:g}, numerical rank (default rtol)", pick(num, temperature=str(k))["value"]) for k in P["scales"]],
+        *[(f"softmax k = {P['scales'][0]:g}, {lab.replace('_', ' ')}", pick(std, label=lab)["value"]) for lab in keep[1:]],
+        ("causal hardmax, orthonormal", pick(causal[causal.n == n_s].rename(columns={"rank": "value"}))["value"]),
+        ("causal softmax k = 1, numerical rank (default rtol)", pick(soft_num)["value"]),
+        (f"{hmax} heads stacked (hardmax, numerical rank)", multi[(multi.heads == hmax) & (multi.combination == "heads stacked")]["value"]),
+        (f"{hmax} heads averaged (hardmax, numerical rank)", multi[(multi.heads == hmax) & (multi.combination == "head average")]["value"]),
+        ("Q = K = X, unit rows (hardmax)", pd.Series([n_s] * T_s) * counter[counter.construction == "Q = K = X"]["hardmax rank / n"].min()),
+    ]
+    return barrier_verdicts(pd.concat([pd.DataFrame({"setting": s, "n": n_s, "value": v.to_numpy()})
+                                       for s, v in rows]))
+
+
+HEADLINE_KEYS = (
+    "ch05_bound_frac_nmax", "ch05_nmax", "ch05_query_sets", "ch05_key_n", "ch05_key_max_formula_frac",
+    "ch05_key_max_gap", "ch05_key_maxp_d1", "ch05_key_maxp_dmax", "ch05_n_trials", "ch05_cells",
+    "ch05_cells_above", "ch05_max_excess_se", "ch05_draws_above", "ch05_draws", "ch05_dhmax",
+    "ch05_frac_dhmax_list", "ch05_frac_dhmax_nmax", "ch05_frac_dh1_nmax", "ch05_n_setting",
+    "ch05_setting_trials", "ch05_temp_standard", "ch05_temp_coldest", "ch05_temp_coldest_k",
+    "ch05_temp_hardmax", "ch05_temp_coldest_d1", "ch05_tol_default", "ch05_tol_coarse",
+    "ch05_tol_coarse_rtol", "ch05_tol_energy", "ch05_temp_standard_k", "ch05_d_model",
+    "ch05_in_orthonormal", "ch05_in_gaussian", "ch05_in_sphere", "ch05_in_anisotropic", "ch05_in_minilm",
+    "ch05_causal_frac_nmax", "ch05_causal_law_nmax", "ch05_causal_soft_min", "ch05_causal_soft_full",
+    "ch05_causal_soft_mean", "ch05_counter_min", "ch05_heads_d_model", "ch05_heads_max", "ch05_heads_one",
+    "ch05_heads_avg", "ch05_heads_stacked", "ch05_settings_hold", "ch05_settings_total",
+)
+_INPUTS = ("orthonormal", "gaussian", "sphere", "anisotropic", "minilm")
+
+
+def headline(t: Mapping[str, Any]) -> dict[str, Any]:
+    """Every number chapter 05 glues, from the tables of run_barrier; keys are HEADLINE_KEYS."""
+    P = t["P"]
+    ns, n_s, dhs = list(P["ns"]), P["n_setting"], list(P["setting_head_dims"])
+    nmax, dmax = ns[-1], max(dhs)
+    keys, sweep, band = t["keys"], t["sweep"], t["band"]
+    H: dict[str, Any] = {}
+    H["ch05_bound_frac_nmax"] = float(expected_distinct_columns(nmax) / nmax)
+    H["ch05_nmax"] = int(nmax)
+    H["ch05_query_sets"] = int(P["query_sets"])
+    H["ch05_key_n"] = int(P["key_set_n"])
+    H["ch05_key_max_formula_frac"] = float((keys["formula"] / keys["bound"]).max())
+    H["ch05_key_max_gap"] = float((keys["mean_rank"] - keys["formula"]).abs().max())
+    H["ch05_key_maxp_d1"] = float(keys.loc[keys.head_dim == min(P["key_head_dims"]), "max_p"].mean())
+    H["ch05_key_maxp_dmax"] = float(keys.loc[keys.head_dim == max(P["key_head_dims"]), "max_p"].mean())
+    cells = sweep.groupby(["n", "head_dim"])["rank"].agg(["mean", "sem", "max"]).reset_index()
+    cells["bound"] = expected_distinct_columns(cells["n"].to_numpy())
+    excess = (cells["mean"] - cells["bound"]) / cells["sem"].where(cells["sem"] > 0)
+    top = band[band.head_dim == max(P["head_dims"])].set_index("n")
+    H["ch05_n_trials"] = int(P["n_trials"])
+    H["ch05_cells"] = len(cells)
+    H["ch05_cells_above"] = int((excess > 1.96).sum())
+    H["ch05_max_excess_se"] = float(excess.max())
+    H["ch05_draws_above"] = int((sweep["rank"] > sweep["bound"]).sum())
+    H["ch05_draws"] = len(sweep)
+    H["ch05_dhmax"] = int(max(P["head_dims"]))
+    H["ch05_frac_dhmax_list"] = ", ".join(f"{top.loc[n, 'mean']:.3f} n at n = {n}" for n in ns)
+    H["ch05_frac_dhmax_nmax"] = float(top.loc[nmax, "mean"])
+    H["ch05_frac_dh1_nmax"] = float(band[(band.n == nmax) & (band.head_dim == min(P["head_dims"]))]["mean"].iloc[0])
+    H["ch05_n_setting"] = int(n_s)
+    H["ch05_setting_trials"] = int(P["setting_trials"])
+    band_t = t["band_t"]
+    last = band_t[band_t.head_dim == dmax].set_index("temperature")["mean"]
+    H["ch05_temp_standard"] = float(last[str(P["scales"][0])])
+    H["ch05_temp_coldest"] = float(last[str(P["scales"][-1])])
+    H["ch05_temp_coldest_k"] = float(P["scales"][-1])
+    H["ch05_temp_hardmax"] = float(last["hardmax"])
+    H["ch05_temp_coldest_d1"] = float(band_t[(band_t.temperature == str(P["scales"][-1]))
+                                             & (band_t.head_dim == min(dhs))]["mean"].iloc[0])
+    keep, band_tol = t["tol_labels"], t["band_tol"]
+    tol_last = band_tol[band_tol.head_dim == dmax].set_index("label")["mean"]
+    H["ch05_tol_default"] = float(tol_last[keep[0]])
+    H["ch05_tol_coarse"] = float(tol_last[keep[-2]])
+    H["ch05_tol_coarse_rtol"] = float(_rtols(P["rtols"])[-1] or 0.0)
+    H["ch05_tol_energy"] = float(tol_last[keep[-1]])
+    H["ch05_temp_standard_k"] = float(P["scales"][0])
+    H["ch05_d_model"] = int(P["d_model"])
+    band_in = t["band_in"]
+    in_last = band_in[band_in.head_dim == dmax].set_index("inputs")["mean"]
+    for name in _INPUTS:
+        H[f"ch05_in_{name}"] = float(in_last[name]) if name in in_last.index else float("nan")
+    band_c, soft_num = t["band_c"], t["soft_num"]
+    c_top = band_c[band_c.head_dim == max(P["head_dims"])].set_index("n")["mean"]
+    H["ch05_causal_frac_nmax"] = float(c_top[nmax])
+    H["ch05_causal_law_nmax"] = float(expected_distinct_columns_causal(nmax) / nmax)
+    H["ch05_causal_soft_min"] = int(soft_num["value"].min())
+    H["ch05_causal_soft_full"] = float((soft_num["value"] == n_s).mean())
+    H["ch05_causal_soft_mean"] = float(soft_num["value"].mean() / n_s)
+    H["ch05_counter_min"] = float(t["counter"]["hardmax rank / n"].min())
+    hmax = max(h for h, _ in t["pairs"])
+    h_last = t["band_h"][t["band_h"].heads == hmax].set_index("combination")["mean"]
+    H["ch05_heads_d_model"] = int(P["heads_d_model"])
+    H["ch05_heads_max"] = int(hmax)
+    H["ch05_heads_one"] = float(h_last["one head"])
+    H["ch05_heads_avg"] = float(h_last["head average"])
+    H["ch05_heads_stacked"] = float(h_last["heads stacked"])
+    H["ch05_settings_hold"] = int(t["summary"]["holds"].sum())
+    H["ch05_settings_total"] = len(t["summary"])
+    return H

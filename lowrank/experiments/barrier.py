@@ -22,12 +22,15 @@ from ..theory.barrier import (counterexample_qk, expected_distinct_columns,
                               expected_distinct_columns_causal, expected_distinct_columns_given)
 from ..theory.embeddings import minilm_word_embeddings
 from ..theory.sampling import sample_inputs, sample_qk, temperature_scale
+from .verdicts import (CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
+                       Judgement, is_missing, need)
 
 MAX_ELEMENTS = 2 ** 24  # per sampled chunk, so a batch of draws fits in a few hundred MB
 
 __all__ = ["MAX_ELEMENTS", "key_set_table", "hardmax_rank_table", "attention_rank_table",
            "head_combination_table", "mean_band", "barrier_verdicts", "run_barrier", "headline",
-           "HEADLINE_KEYS"]
+           "HEADLINE_KEYS", "CLAIMS", "rule_barrier", "rule_rank_rises", "Z95", "FAMILY_LEVEL",
+           "NEAR_MARGIN"]
 
 
 def _cell_seed(*keys: int) -> int:
@@ -413,3 +416,88 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     H["ch05_settings_hold"] = int(t["summary"]["holds"].sum())
     H["ch05_settings_total"] = len(t["summary"])
     return H
+
+
+# --- claims and their rules (issue 14; fixed before the outputs they judge) ------------------
+
+# Two-sided 95 % normal interval for one mean (draws are independent).
+Z95 = 1.96
+# Family-wise level when many (n, d_h) cells are each tested against the bound: Bonferroni
+# over the cells, so that 48 honest cells do not produce a "violation" by chance alone.
+FAMILY_LEVEL = 0.05
+# "About 0.63 n": a mean counts as near the bound when it lies within 0.05 n of it (8 % of
+# the bound), fixed before the data as the precision the word "about" can carry.
+NEAR_MARGIN = 0.05
+
+
+def _bonferroni_z(cells: int) -> float:
+    from statistics import NormalDist
+    return NormalDist().inv_cdf(1 - FAMILY_LEVEL / 2 / max(int(cells), 1))
+
+
+def rule_barrier(h: Mapping[str, Any]) -> Judgement:
+    """Inside the theorem's hypotheses (hardmax, orthonormal tokens, Gaussian weights, one head),
+    contradicted if any (n, d_h) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its
+    Bonferroni 95 % interval; reproduced in a weaker form (an upper bound only) if the largest
+    d_h stays more than 0.05 n below it; otherwise holds only under stated conditions when some
+    setting that drops a hypothesis exceeds the bound, and reproduced if none does.
+
+    Inconclusive when a cell has fewer than two draws (no standard error).
+    """
+    cells, max_z = need(h, "ch05_inside_cells"), need(h, "ch05_inside_max_z")
+    draws, gap = need(h, "ch05_n_trials"), need(h, "ch05_inside_gap")
+    broken = need(h, "ch05_outside_broken")
+    rows, n_broken = need(h, "ch05_outside_rows"), need(h, "ch05_outside_broken_rows")
+    z_crit = _bonferroni_z(cells)
+    evidence = (f"{cells} (n, d_h) cells in the theorem's setting, {draws} draws each: largest excess "
+                f"over the bound {max_z:+.2f} standard errors (Bonferroni limit {z_crit:.2f}); at the "
+                f"largest d_h the mean is at most {gap:.3f} n below the bound; "
+                f"{n_broken} of {rows} settings outside the hypotheses exceed it")
+    if draws < 2 or is_missing(max_z) or is_missing(gap):
+        return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error; "
+                         "the smallest detectable excess is undefined")
+    if max_z > z_crit:
+        return Judgement(CONTRADICTED, evidence)
+    if gap > NEAR_MARGIN:
+        return Judgement(WEAKER, evidence, f"an upper bound on the mean that the rank stays more than "
+                         f"{NEAR_MARGIN:g} n below, not a value it attains")
+    if n_broken > 0:
+        return Judgement(CONDITIONAL, evidence,
+                         f"hardmax attention with random Gaussian weights and one head; the bound fails "
+                         f"when dropping {broken}")
+    return Judgement(REPRODUCED, evidence)
+
+
+def rule_rank_rises(h: Mapping[str, Any]) -> Judgement:
+    """At the largest n, reproduced if the mean hardmax rank at the largest d_h exceeds that at
+    d_h = 1 beyond a 95 % interval and lies within 0.05 n of the bound; reproduced in a weaker
+    form if it rises but stays farther below; contradicted if it falls beyond the interval;
+    inconclusive otherwise.
+    """
+    lo_v, lo_se = need(h, "ch05_frac_dh1_nmax"), need(h, "ch05_frac_dh1_nmax_se")
+    hi_v, hi_se = need(h, "ch05_frac_dhmax_nmax"), need(h, "ch05_frac_dhmax_nmax_se")
+    bound, n, dh = need(h, "ch05_bound_frac_nmax"), need(h, "ch05_nmax"), need(h, "ch05_dhmax")
+    draws = need(h, "ch05_n_trials")
+    evidence = (f"n = {n}, {draws} draws per point: hardmax rank {lo_v:.3f} n (s.e. {lo_se:.3f}) at "
+                f"d_h = 1, {hi_v:.3f} n (s.e. {hi_se:.3f}) at d_h = {dh}; bound {bound:.3f} n")
+    se = math.hypot(lo_se, hi_se) if not (is_missing(lo_se) or is_missing(hi_se)) else float("nan")
+    if is_missing(se):
+        return Judgement(INCONCLUSIVE, evidence, "one draw per point gives no standard error")
+    rise = hi_v - lo_v
+    if rise < -Z95 * se:
+        return Judgement(CONTRADICTED, evidence)
+    if rise <= Z95 * se:
+        return Judgement(INCONCLUSIVE, evidence, f"a rise smaller than {Z95 * se:.3f} n is not detectable")
+    if bound - hi_v > NEAR_MARGIN:
+        return Judgement(WEAKER, evidence, f"the rank rises with d_h but stays more than {NEAR_MARGIN:g} n "
+                         f"below the bound up to d_h = {dh}")
+    return Judgement(REPRODUCED, evidence)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("barrier", MIN_LI, "05", "sec-ch05-summary",
+          "Low-rank barrier: the mean rank of random (hardmax) attention is at most about "
+          "n(1-(1-1/n)^n) -> 0.63 n, whatever d_h", rule_barrier),
+    Claim("rank-rises", MIN_LI, "05", "sec-ch05-monte-carlo",
+          "The rank rises with the head size toward the barrier", rule_rank_rises),
+)

@@ -13,9 +13,12 @@ import pandas as pd
 
 from ..theory.barrier import expected_distinct_columns
 from .barrier import attention_rank_table, hardmax_rank_table, mean_band
+from .verdicts import (CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
+                       is_missing, need)
 
 __all__ = ["head_dim_grid", "saturation_points", "saturation_bootstrap", "fit_saturation",
-           "run_saturation", "headline", "HEADLINE_KEYS"]
+           "run_saturation", "headline", "HEADLINE_KEYS", "CLAIMS", "rule_saturation", "Z_PRED",
+           "BIC_STRONG", "MIN_NS", "MIN_RANGE"]
 
 def head_dim_grid(max_head_dim: int, points_per_octave: int = 4) -> list[int]:
     """Distinct head sizes round(2^(k / points_per_octave)) from 1 to max_head_dim (inclusive)."""
@@ -324,3 +327,57 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
             H["ch06_soft0_chi2_log"] = _fit_value(f, main_soft, LOG, "chi2")
     H["ch06_main_soft"] = main_soft
     return H
+
+
+# --- claims and their rules (issue 14; fixed before the outputs they judge) ------------------
+
+# Two-sided 95 % prediction interval for the out-of-range check (fit on small n, predict the largest).
+Z_PRED = 1.96
+# Kass & Raftery (1995): a BIC difference above 10 is "very strong" evidence against a model.
+BIC_STRONG = 10.0
+# At least three n to fit a two-parameter law on the lower half of the range and three to test
+# it against: fewer cannot tell a law from its misfit.
+MIN_NS = 6
+# Two decades of n: over one decade a pure a + b ln n law is fitted by c n^alpha with
+# alpha ~ 0.2 > 0 (issue 14), so a shorter range cannot separate log from power growth.
+MIN_RANGE = 100.0
+
+
+def rule_saturation(h: Mapping[str, Any]) -> Judgement:
+    """On the main criterion of the hardmax saturation point, fit a + b ln n on the lower half
+    of the n range (in ln n), inflate its errors by sqrt(chi^2/dof) and predict the largest n:
+    reproduced (Theta(log n)) if the observed point lies within 1.96 prediction errors and the
+    BIC of a + b ln n is within 10 of the best of a + b ln n, c n^alpha and c (ln n)^beta;
+    reproduced in a weaker form (Omega(log n)) if it lies above that by more; contradicted
+    (slower than log n) if below by more; inconclusive if within the prediction while the BIC
+    strongly favours another law, or with fewer than 6 estimable n or a range under 100x.
+    """
+    crit, n_est, n_tot = need(h, "ch06_main_criterion"), need(h, "ch06_n_estimable"), need(h, "ch06_n_total")
+    nmin, nmax, fit_nmax = need(h, "ch06_nmin"), need(h, "ch06_nmax"), need(h, "ch06_fit_nmax")
+    obs, obs_se = need(h, "ch06_pred_obs"), need(h, "ch06_pred_obs_se")
+    pred, pred_se, z = need(h, "ch06_pred_log"), need(h, "ch06_pred_log_se"), need(h, "ch06_pred_log_z")
+    dbic, best = need(h, "ch06_dbic_log"), need(h, "ch06_best_law")
+    draws, n_boot = need(h, "ch06_min_draws"), need(h, "ch06_n_boot")
+    evidence = (f"{crit} point, {n_est} of {n_tot} n estimable (n = {nmin} to {nmax}, at least {draws} draws "
+                f"per cell, {n_boot} bootstrap replicates): at n = {nmax} observed {obs:.1f} (s.e. {obs_se:.1f}), "
+                f"a + b ln n fitted up to n = {fit_nmax} predicts {pred:.1f} (s.e. {pred_se:.1f}, z = {z:+.1f}); "
+                f"BIC of a + b ln n exceeds the best law ({best}) by {dbic:.1f}")
+    if n_est < MIN_NS or is_missing(nmax) or is_missing(nmin) or nmax / nmin < MIN_RANGE or is_missing(z):
+        return Judgement(INCONCLUSIVE, evidence, f"needs at least {MIN_NS} estimable n over a range of "
+                         f"{MIN_RANGE:g}x; below that a log and a slow power law are not separable")
+    if z > Z_PRED:
+        return Judgement(WEAKER, evidence, f"d_h* = Omega(log n): the saturation point grows faster than "
+                         f"a + b ln n predicts; the best of the three laws is {best}")
+    if z < -Z_PRED:
+        return Judgement(CONTRADICTED, evidence)
+    if dbic > BIC_STRONG:
+        return Judgement(INCONCLUSIVE, evidence, f"a departure from a + b ln n smaller than "
+                         f"{Z_PRED * pred_se:.1f} in d_h at n = {nmax} is not detectable, and the BIC "
+                         f"strongly favours {best}")
+    return Judgement(REPRODUCED, evidence)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("saturation", MIN_LI, "06", "sec-ch06-law",
+          "Saturation: the rank stops growing at a critical head size d_h of order log n", rule_saturation),
+)

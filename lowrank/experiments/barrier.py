@@ -184,19 +184,23 @@ def mean_band(table: pd.DataFrame, *, by: Sequence[str], value: str, z: float = 
     """
     g = table.groupby(list(by))[value]
     out = g.agg(mean="mean", se="sem", draws="count").reset_index()
-    out["se"] = out["se"].fillna(0.0)
+    # one draw gives no standard error: se (and the band) stay NaN, never 0
     out["lo"], out["hi"] = out["mean"] - z * out["se"], out["mean"] + z * out["se"]
     return out
 
 
 def barrier_verdicts(table: pd.DataFrame, *, value: str = "value", by: str = "setting",
-                     z: float = 1.96) -> pd.DataFrame:
-    """Does the (1 - 1/e) n barrier hold, per setting? One row per value of ``by``.
+                     z: float = 1.96, margin: float | None = None) -> pd.DataFrame:
+    """Is the bound n (1 - (1-1/n)^n) respected, and is it nearly attained, per setting?
 
-    table: one row per draw with columns ``by``, n, ``value`` (a rank). A setting breaks the
-    barrier when its mean rank exceeds n (1 - (1-1/n)^n) by more than z standard errors.
-    Columns: setting, n, draws, rank_frac (mean rank / n), se_frac, bound_frac, holds.
+    table: one row per draw with columns ``by``, n, ``value`` (a rank), and optionally
+    ``group`` (the hypothesis the setting drops), carried through. Columns: group (if given),
+    setting, n, draws, rank_frac (mean rank / n), se_frac (NaN for one draw), lo_frac, hi_frac
+    (mean +- z se), bound_frac, respected (the mean is <= the bound within its interval:
+    mean - z se <= bound), near (|mean - bound| <= margin n, margin = NEAR_MARGIN by default),
+    and holds (= respected, the older name).
     """
+    margin = NEAR_MARGIN if margin is None else margin
     rows = []
     for key, sub in table.groupby(by, sort=False):
         if sub["n"].nunique() != 1:
@@ -204,12 +208,16 @@ def barrier_verdicts(table: pd.DataFrame, *, value: str = "value", by: str = "se
         n = int(sub["n"].iloc[0])
         v = sub[value].to_numpy(dtype=np.float64)
         se = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else float("nan")
+        half = z * se if np.isfinite(se) else 0.0
         bound = expected_distinct_columns(n)
-        rows.append({"setting": key, "n": n, "draws": len(v), "rank_frac": v.mean() / n,
-                     "se_frac": se / n, "bound_frac": bound / n,
-                     "holds": bool(v.mean() - z * (se if np.isfinite(se) else 0.0) <= bound)})
+        row = {"group": sub["group"].iloc[0]} if "group" in sub else {}
+        row.update({"setting": key, "n": n, "draws": len(v), "rank_frac": v.mean() / n, "se_frac": se / n,
+                    "lo_frac": (v.mean() - half) / n, "hi_frac": (v.mean() + half) / n, "bound_frac": bound / n,
+                    "respected": bool(v.mean() - half <= bound),
+                    "near": bool(abs(v.mean() - bound) <= margin * n)})
+        row["holds"] = row["respected"]
+        rows.append(row)
     return pd.DataFrame(rows)
-
 
 
 # --- chapter 05 ----------------------------------------------------------------------------
@@ -300,8 +308,13 @@ def run_barrier(P: Mapping[str, Any], *, progress: bool = False) -> dict[str, An
     return out
 
 
+GROUPS = ("none (the theorem's setting)", "temperature", "tolerance", "input distribution",
+          "weight structure", "mask", "heads")
+
+
 def _summary(t: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per setting at the largest settings d_h (n = n_setting): does the barrier hold?"""
+    """One row per setting at the largest settings d_h (n = n_setting), grouped by the hypothesis
+    of the theorem that the setting drops: is the bound respected, is it nearly attained?"""
     P = t["P"]
     n_s, T_s = P["n_setting"], P["setting_trials"]
     dmax = max(P["setting_head_dims"])
@@ -316,19 +329,40 @@ def _summary(t: Mapping[str, Any]) -> pd.DataFrame:
     by_input, num, std, causal, soft_num, multi, counter = (t[k] for k in (
         "by_input", "num", "std", "causal", "soft_num", "multi", "counter"))
     keep = t["tol_labels"]
+    g = dict(enumerate(GROUPS))
     rows = [
-        ("hardmax, orthonormal (the theorem's setting)", pick(by_input, inputs="orthonormal")["value"]),
-        *[(f"hardmax, {name} inputs", pick(by_input, inputs=name)["value"]) for name in P["inputs"] if name != "orthonormal"],
-        *[(f"softmax k = {k:g}, numerical rank (default rtol)", pick(num, temperature=str(k))["value"]) for k in P["scales"]],
-        *[(f"softmax k = {P['scales'][0]:g}, {lab.replace('_', ' ')}", pick(std, label=lab)["value"]) for lab in keep[1:]],
-        ("causal hardmax, orthonormal", pick(causal[causal.n == n_s].rename(columns={"rank": "value"}))["value"]),
-        ("causal softmax k = 1, numerical rank (default rtol)", pick(soft_num)["value"]),
-        (f"{hmax} heads stacked (hardmax, numerical rank)", multi[(multi.heads == hmax) & (multi.combination == "heads stacked")]["value"]),
-        (f"{hmax} heads averaged (hardmax, numerical rank)", multi[(multi.heads == hmax) & (multi.combination == "head average")]["value"]),
-        ("Q = K = X, unit rows (hardmax)", pd.Series([n_s] * T_s) * counter[counter.construction == "Q = K = X"]["hardmax rank / n"].min()),
+        (g[0], "hardmax, orthonormal tokens, Gaussian weights", pick(by_input, inputs="orthonormal")["value"]),
+        *[(g[1], f"softmax k = {k:g}, numerical rank (default rtol)", pick(num, temperature=str(k))["value"]) for k in P["scales"]],
+        *[(g[2], f"softmax k = {P['scales'][0]:g}, {lab.replace('_', ' ').replace('[', ' (').replace(']', ')')}",
+           pick(std, label=lab)["value"]) for lab in keep[1:]],
+        *[(g[3], f"hardmax, {name} tokens", pick(by_input, inputs=name)["value"]) for name in P["inputs"] if name != "orthonormal"],
+        *[(g[4], f"hardmax, {c} (unit tokens, d = 64)", pd.Series([n_s] * T_s, dtype=float)
+           * counter[(counter.construction == c) & (counter.d == counter.d.max())]["hardmax rank / n"].iloc[0])
+          for c in ("Q = K = X", "Q = X shifted by one token")],
+        (g[5], "causal hardmax", pick(causal[causal.n == n_s].rename(columns={"rank": "value"}))["value"]),
+        (g[5], "causal softmax k = 1, numerical rank (default rtol)", pick(soft_num)["value"]),
+        (g[6], f"{hmax} hardmax heads stacked, numerical rank (default rtol)", multi[(multi.heads == hmax) & (multi.combination == "heads stacked")]["value"]),
+        (g[6], f"{hmax} hardmax heads averaged, numerical rank (default rtol)", multi[(multi.heads == hmax) & (multi.combination == "head average")]["value"]),
     ]
-    return barrier_verdicts(pd.concat([pd.DataFrame({"setting": s, "n": n_s, "value": v.to_numpy()})
-                                       for s, v in rows]))
+    return barrier_verdicts(pd.concat([pd.DataFrame({"group": grp, "setting": s, "n": n_s, "value": v.to_numpy()})
+                                       for grp, s, v in rows]))
+
+
+def summary_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """The summary as the page shows it: readable columns, intervals as text, no NaN."""
+    out = pd.DataFrame({
+        "hypothesis dropped": summary["group"].where(summary["group"] != summary["group"].shift(), ""),
+        "setting": summary["setting"],
+        "rank / n [95% interval]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" if np.isfinite(se) and se > 0 else
+                                    f"{m:.3f} (one draw)" if not np.isfinite(se) else f"{m:.3f} (every draw)"
+                                    for m, lo, hi, se in zip(summary["rank_frac"], summary["lo_frac"], summary["hi_frac"],
+                                                             summary["se_frac"])],
+        "draws": summary["draws"],
+        "bound / n": summary["bound_frac"].map(lambda v: f"{v:.3f}"),
+        "bound respected": summary["respected"].map({True: "yes", False: "no"}),
+        f"near the bound (within {NEAR_MARGIN:g} n)": summary["near"].map({True: "yes", False: "no"}),
+    })
+    return out
 
 
 HEADLINE_KEYS = (
@@ -343,6 +377,10 @@ HEADLINE_KEYS = (
     "ch05_causal_frac_nmax", "ch05_causal_law_nmax", "ch05_causal_soft_min", "ch05_causal_soft_full",
     "ch05_causal_soft_mean", "ch05_counter_min", "ch05_heads_d_model", "ch05_heads_max", "ch05_heads_one",
     "ch05_heads_avg", "ch05_heads_stacked", "ch05_settings_hold", "ch05_settings_total",
+    "ch05_inside_cells", "ch05_inside_max_z", "ch05_bonferroni_z", "ch05_inside_gap", "ch05_near_margin",
+    "ch05_outside_rows", "ch05_outside_broken_rows", "ch05_outside_near_rows", "ch05_outside_broken",
+    "ch05_frac_dh1_nmax_se", "ch05_frac_dhmax_nmax_se", "ch05_verdict_barrier", "ch05_verdict_barrier_evidence",
+    "ch05_verdict_rises", "ch05_verdict_rises_evidence",
 )
 _INPUTS = ("orthonormal", "gaussian", "sphere", "anisotropic", "minilm")
 
@@ -413,8 +451,30 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     H["ch05_heads_one"] = float(h_last["one head"])
     H["ch05_heads_avg"] = float(h_last["head average"])
     H["ch05_heads_stacked"] = float(h_last["heads stacked"])
-    H["ch05_settings_hold"] = int(t["summary"]["holds"].sum())
-    H["ch05_settings_total"] = len(t["summary"])
+    summ = t["summary"]
+    H["ch05_settings_hold"] = int(summ["respected"].sum())
+    H["ch05_settings_total"] = len(summ)
+    # the claim's evidence: inside the hypotheses (the main sweep), then the settings that drop one
+    H["ch05_inside_cells"] = len(cells)
+    H["ch05_inside_max_z"] = float(excess.max()) if excess.notna().any() else float("nan")
+    H["ch05_bonferroni_z"] = _bonferroni_z(len(cells))
+    bound_n = expected_distinct_columns(top.index.to_numpy()) / top.index.to_numpy()
+    H["ch05_inside_gap"] = float((bound_n - top["mean"].to_numpy()).max())
+    H["ch05_near_margin"] = NEAR_MARGIN
+    out = summ[summ["group"] != GROUPS[0]]
+    H["ch05_outside_rows"] = len(out)
+    H["ch05_outside_broken_rows"] = int((~out["respected"]).sum())
+    H["ch05_outside_near_rows"] = int(out["near"].sum())
+    broken = [f"{grp} ({int((~sub.respected).sum())} of {len(sub)} settings)"
+              for grp, sub in out.groupby("group", sort=False) if (~sub["respected"]).any()]
+    H["ch05_outside_broken"] = "; ".join(broken) if broken else "no dropped hypothesis"
+    se_top = band[band.head_dim == max(P["head_dims"])].set_index("n")["se"]
+    se_d1 = band[(band.n == nmax) & (band.head_dim == min(P["head_dims"]))]["se"].iloc[0]
+    H["ch05_frac_dh1_nmax_se"] = float(se_d1)
+    H["ch05_frac_dhmax_nmax_se"] = float(se_top[nmax])
+    for key, claim in (("barrier", CLAIMS[0]), ("rises", CLAIMS[1])):
+        j = claim.judge(H)
+        H[f"ch05_verdict_{key}"], H[f"ch05_verdict_{key}_evidence"] = j.label, j.evidence
     return H
 
 

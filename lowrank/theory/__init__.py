@@ -12,14 +12,14 @@ from .sampling import INPUTS, sample_inputs, sample_qk, sample_attention, temper
 from .softmax_rank import rank_vs_head_dim
 from .barrier import (BARRIER_FRACTION, argmax_column_distribution, counterexample_qk,
                       expected_distinct_columns, expected_distinct_columns_causal,
-                      expected_distinct_columns_given)
+                      expected_distinct_columns_given, lognormal_share_sigma, saturation_head_dim)
 from .embeddings import minilm_word_embeddings
 
 __all__ = ["INPUTS", "sample_inputs", "sample_qk", "sample_attention", "temperature_scale",
            "rank_vs_head_dim",
            "BARRIER_FRACTION", "argmax_column_distribution", "counterexample_qk",
            "expected_distinct_columns", "expected_distinct_columns_causal",
-           "expected_distinct_columns_given",
+           "expected_distinct_columns_given", "lognormal_share_sigma", "saturation_head_dim",
            "minilm_word_embeddings"]
 
 # Bhojanapalli et al. (2020): Theorem 1 (representation) and Theorem 2 (fixed head size).

@@ -24,6 +24,7 @@ BARRIER_FRACTION = 1.0 - math.exp(-1.0)
 __all__ = [
     "BARRIER_FRACTION", "expected_distinct_columns", "expected_distinct_columns_given",
     "expected_distinct_columns_causal", "argmax_column_distribution", "counterexample_qk",
+    "lognormal_share_sigma", "saturation_head_dim",
 ]
 
 
@@ -117,3 +118,45 @@ def counterexample_qk(X: torch.Tensor, *, shift: int = 0) -> tuple[torch.Tensor,
     return torch.roll(X, shifts=shift, dims=-2), X
 
 
+
+
+def lognormal_share_sigma(fraction: float) -> float:
+    """sigma such that E[1 - exp(-e^{sigma Z - sigma^2/2})] = fraction (1 - 1/e), Z ~ N(0, 1).
+
+    If the winning shares n p_j of the keys are log-normal with mean 1 and log-spread sigma,
+    the expected hardmax rank is n E[1 - exp(-n p_j)]; this returns the spread at which it is
+    ``fraction`` of the uniform-share value n (1 - 1/e). Gauss-Hermite quadrature, 120 nodes.
+    (The book's own heuristic, not a result of either paper.)
+    """
+    if not 0 < fraction < 1:
+        raise ValueError(f"fraction must lie in (0, 1), got {fraction!r}")
+    x, wts = np.polynomial.hermite_e.hermegauss(120)
+    wts = wts / wts.sum()
+
+    def excess(s: float) -> float:
+        return float((wts * -np.expm1(-np.exp(s * x - s * s / 2))).sum()) / BARRIER_FRACTION - fraction
+
+    lo, hi = 1e-6, 20.0  # excess(lo) > 0 > excess(hi): the share spread only lowers the rank
+    for _ in range(200):  # bisection to float64 resolution
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if excess(mid) > 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def saturation_head_dim(n, fraction: float):
+    """The book's heuristic saturation point d_h* = t_n^4 / (2 sigma_f^2), t_n = Phi^{-1}(1 - 1/n).
+
+    For large d_h the scores q . k_j are nearly independent N(0, |k_j|^2) with
+    |k_j| = sqrt(d_h) (1 + delta_j), delta_j ~ N(0, 1 / (2 d_h)); the winner beats the level
+    t_n |k|, so key j's winning share scales like exp(t_n^2 delta_j): log-normal with spread
+    sigma^2 = t_n^4 / (2 d_h). The rank reaches ``fraction`` of the bound when sigma equals
+    lognormal_share_sigma(fraction). Since t_n^2 ~ 2 ln n, d_h* ~ 2 (ln n)^2 / sigma_f^2:
+    of order (log n)^2. Vectorised over n. (The book's own derivation, heuristic.)
+    """
+    from statistics import NormalDist
+    nn = _positive_ints(n)
+    if np.any(nn < 2):
+        raise ValueError(f"n must be >= 2, got {n!r}")
+    t = np.array([NormalDist().inv_cdf(1.0 - 1.0 / v) for v in np.ravel(nn)]).reshape(nn.shape)
+    s = lognormal_share_sigma(fraction)
+    return _scalar_or_array(t ** 4 / (2 * s * s), n)

@@ -7,6 +7,8 @@ import pytest
 import torch
 
 from lowrank.attention import hardmax
+from lowrank.experiments import barrier as E
+from lowrank.experiments import saturation as S
 from lowrank.theory import barrier as B
 from lowrank.theory.sampling import sample_inputs
 
@@ -70,7 +72,7 @@ def test_argmax_column_distribution_d1():
 
 
 def test_key_set_table_respects_the_bound():
-    t = B.key_set_table(24, [1, 4, 64], n_key_sets=6, n_query_sets=200, seed=0)
+    t = E.key_set_table(24, [1, 4, 64], n_key_sets=6, n_query_sets=200, seed=0)
     assert len(t) == 18 and set(t["head_dim"]) == {1, 4, 64}
     assert (t["formula"] <= t["bound"] + 1e-12).all()
     assert (t["mean_rank"] - t["formula"]).abs().max() < 1.0
@@ -79,36 +81,36 @@ def test_key_set_table_respects_the_bound():
 
 
 def test_hardmax_rank_table_values():
-    t = B.hardmax_rank_table([16, 32], [1, 512], n_trials=[40, 60], seed=0)
+    t = E.hardmax_rank_table([16, 32], [1, 512], n_trials=[40, 60], seed=0)
     assert list(t.columns) == ["n", "head_dim", "trial", "rank", "rank_frac", "bound"]
     assert len(t) == 2 * 40 + 2 * 60
     assert (t.loc[t.head_dim == 1, "rank"] == 2).all()  # argmax or argmin of the keys
     big = t[(t.n == 32) & (t.head_dim == 512)]["rank"]
     assert abs(big.mean() - B.expected_distinct_columns(32)) < 4 * big.std() / math.sqrt(len(big)) + 0.2
-    assert t.equals(B.hardmax_rank_table([16, 32], [1, 512], n_trials=[40, 60], seed=0))
-    assert not t.equals(B.hardmax_rank_table([16, 32], [1, 512], n_trials=[40, 60], seed=1))
+    assert t.equals(E.hardmax_rank_table([16, 32], [1, 512], n_trials=[40, 60], seed=0))
+    assert not t.equals(E.hardmax_rank_table([16, 32], [1, 512], n_trials=[40, 60], seed=1))
     with pytest.raises(ValueError, match="n_trials"):
-        B.hardmax_rank_table([16, 32], [1], n_trials=[4])
+        E.hardmax_rank_table([16, 32], [1], n_trials=[4])
 
 
 def test_causal_hardmax_near_half():
-    t = B.hardmax_rank_table([40], [1024], n_trials=150, causal=True, seed=0)["rank"]
+    t = E.hardmax_rank_table([40], [1024], n_trials=150, causal=True, seed=0)["rank"]
     assert abs(t.mean() - B.expected_distinct_columns_causal(40)) < 4 * t.std() / math.sqrt(len(t)) + 0.2
 
 
 def test_attention_rank_table_settings():
-    t = B.attention_rank_table(12, [2, 8], n_trials=5, temperature="hardmax", seed=0)
+    t = E.attention_rank_table(12, [2, 8], n_trials=5, temperature="hardmax", seed=0)
     wide = t.pivot_table(index=["head_dim", "trial"], columns=["measure", "tolerance"], values="value")
     assert (wide[("numerical_rank", "rtol=max(m,n)eps")] == wide[("hardmax_rank", "")]).all()
-    c = B.attention_rank_table(12, [4], n_trials=4, causal=True, rtols=(None,), seed=0)
+    c = E.attention_rank_table(12, [4], n_trials=4, causal=True, rtols=(None,), seed=0)
     assert (c.query("measure == 'numerical_rank'")["value"] == 12).all()  # triangular, positive diagonal
     X = sample_inputs(12, 20, inputs="sphere", seed=0)[0]
-    g = B.attention_rank_table(12, [4], n_trials=3, inputs=X, seed=0)
+    g = E.attention_rank_table(12, [4], n_trials=3, inputs=X, seed=0)
     assert set(g["inputs"]) == {"given"} and set(g["trial"]) == {0, 1, 2}
 
 
 def test_head_combination_table():
-    t = B.head_combination_table(16, [(1, 4), (4, 4)], n_trials=5, seed=0)
+    t = E.head_combination_table(16, [(1, 4), (4, 4)], n_trials=5, seed=0)
     one = t[t.heads == 1].pivot_table(index="trial", columns="combination", values="value")
     assert (one["one head"] == one["head average"]).all() and (one["one head"] == one["heads stacked"]).all()
     four = t[t.heads == 4].pivot_table(index="trial", columns="combination", values="value")
@@ -136,24 +138,24 @@ def test_saturation_points_known_curve():
     n = 50
     d = 2.0 ** np.arange(0, 10)
     r = B.expected_distinct_columns(n) * (1 - 1 / d)  # increment per doubling = 1 / (2 (d - 1))
-    pts = B.saturation_points(_curve_table(n, d, r)).set_index("criterion")["head_dim"]
+    pts = S.saturation_points(_curve_table(n, d, r)).set_index("criterion")["head_dim"]
     assert pts["50% of bound"] == pytest.approx(2.0)
     assert pts["75% of bound"] == pytest.approx(4.0)
     assert pts["90% of bound"] == pytest.approx(8 * 2 ** 0.4)  # 0.875 at 8, 0.9375 at 16
     inc32, inc64 = 1 / 62, 1 / 126
     expect = 32 * 2 ** ((0.01 - inc32) / (inc64 - inc32))
     assert pts["increment < 0.01"] == pytest.approx(expect)
-    plateau = B.saturation_points(_curve_table(n, d, r), reference="plateau", fractions=(0.5,))
+    plateau = S.saturation_points(_curve_table(n, d, r), reference="plateau", fractions=(0.5,))
     assert plateau["criterion"].tolist() == ["50% of plateau", "increment < 0.01"]
-    never = B.saturation_points(_curve_table(n, d, r / 10)).set_index("criterion")["head_dim"]
+    never = S.saturation_points(_curve_table(n, d, r / 10)).set_index("criterion")["head_dim"]
     assert math.isnan(never["90% of bound"])
 
 
 def test_bootstrap_of_a_noiseless_table_is_constant():
     d = 2.0 ** np.arange(0, 8)
     table = pd.concat([_curve_table(n, d, B.expected_distinct_columns(n) * (1 - 1 / d)) for n in (20, 40)])
-    pts = B.saturation_points(table)
-    boot = B.saturation_bootstrap(table, n_boot=5, seed=0)
+    pts = S.saturation_points(table)
+    boot = S.saturation_bootstrap(table, n_boot=5, seed=0)
     assert len(boot) == 5 * len(pts)
     merged = boot.merge(pts, on=["n", "criterion"], suffixes=("", "_point"))
     assert np.allclose(merged["head_dim"], merged["head_dim_point"], equal_nan=True)
@@ -167,7 +169,7 @@ def test_fit_saturation_recovers_the_law(law):
     rng = np.random.default_rng(0)
     boot = pd.DataFrame([{"boot": b, "n": n, "criterion": "x", "head_dim": y * (1 + 0.01 * rng.standard_normal())}
                          for b in range(50) for n, y in zip(ns, truth)])
-    fits = B.fit_saturation(pts, boot).set_index(["model", "quantity"])
+    fits = S.fit_saturation(pts, boot).set_index(["model", "quantity"])
     chi_log = fits.loc[("a + b ln n", "chi2"), "estimate"]
     chi_pow = fits.loc[("c n^alpha", "chi2"), "estimate"]
     if law == "log":
@@ -181,29 +183,29 @@ def test_fit_saturation_recovers_the_law(law):
 
 
 def test_head_dim_grid():
-    assert B.head_dim_grid(16, 1) == [1, 2, 4, 8, 16]
-    g = B.head_dim_grid(1024, 4)
+    assert S.head_dim_grid(16, 1) == [1, 2, 4, 8, 16]
+    g = S.head_dim_grid(1024, 4)
     assert g[:8] == [1, 2, 3, 4, 5, 6, 7, 8] and g[-1] == 1024 and len(g) == len(set(g))
-    assert B.head_dim_grid(1000, 1)[-1] == 512
+    assert S.head_dim_grid(1000, 1)[-1] == 512
     with pytest.raises(ValueError):
-        B.head_dim_grid(0)
+        S.head_dim_grid(0)
 
 
 def test_barrier_verdicts():
     n = 100
     t = pd.DataFrame({"setting": ["a"] * 4 + ["b"] * 4, "n": n,
                       "value": [60, 62, 61, 63, 99, 100, 100, 98]})
-    v = B.barrier_verdicts(t).set_index("setting")
+    v = E.barrier_verdicts(t).set_index("setting")
     assert v.loc["a", "holds"] and not v.loc["b", "holds"]
     assert v.loc["a", "rank_frac"] == pytest.approx(0.615)
     assert v.loc["b", "bound_frac"] == pytest.approx(B.expected_distinct_columns(n) / n)
     with pytest.raises(ValueError, match="mixes"):
-        B.barrier_verdicts(pd.DataFrame({"setting": ["a", "a"], "n": [10, 20], "value": [1, 2]}))
+        E.barrier_verdicts(pd.DataFrame({"setting": ["a", "a"], "n": [10, 20], "value": [1, 2]}))
 
 
 def test_mean_band():
     t = pd.DataFrame({"g": [1, 1, 1, 2, 2], "v": [1.0, 2.0, 3.0, 5.0, 5.0]})
-    m = B.mean_band(t, by=["g"], value="v").set_index("g")
+    m = E.mean_band(t, by=["g"], value="v").set_index("g")
     assert m.loc[1, "mean"] == 2.0 and m.loc[1, "se"] == pytest.approx(1 / math.sqrt(3))
     assert m.loc[1, "hi"] - m.loc[1, "lo"] == pytest.approx(2 * 1.96 / math.sqrt(3))
     assert m.loc[2, "lo"] == m.loc[2, "hi"] == 5.0 and m.loc[2, "draws"] == 2

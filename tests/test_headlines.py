@@ -19,6 +19,8 @@ MODULES = {
     "01_attention_and_rank": "attention_rank",
     "08_synthesis": "synthesis",
     "07_trained_attention": "trained",
+    "05_rank_barrier": "barrier",
+    "06_rank_saturation": "saturation",
 }
 
 

@@ -266,9 +266,10 @@ register(
     min_trials=Int(2, 100_000, doc="fewest trials per (n, d_h)"),
     fractions=FloatList(0.01, 0.999, doc="saturation criteria: fractions of the bound (or plateau)"),
     increment=Float(1e-6, 1.0, doc="saturation criterion: relative rank increment per doubling of d_h"),
-    n_boot=Int(2, 100_000, doc="bootstrap replicates over Monte-Carlo draws"),
+    n_boot=Int(2000, 100_000, doc="bootstrap replicates over Monte-Carlo draws (>= 2000 for 95% percentile intervals)"),
     softmax_ns=IntList(2, 16384, doc="sequence lengths for the softmax (standard temperature) part"),
     softmax_max_head_dim=Int(2, 65536, doc="largest head size for the softmax part"),
+    softmax_points_per_octave=Int(1, 64, doc="softmax grid density: head sizes round(2^(k / m)); 8 gives every integer to 6"),
     softmax_trials=Int(2, 100_000, doc="draws per (n, d_h) for the softmax part"),
     softmax_rtols=FloatList(0.0, 1.0, min_len=2, doc="two or more tolerances for the softmax numerical rank (0 means the default max(m,n)*eps)"),
 )

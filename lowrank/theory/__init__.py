@@ -1,26 +1,22 @@
 """Closed forms, exact constructions and samplers from the two papers (float64).
 
 sampling        random attention matrices under named settings (inputs, temperature, mask)
-barrier         Min & Li's rank barrier near (1 - 1/e) n and its saturation in d_h (chapters 05, 06)
+barrier         Min & Li's rank barrier near (1 - 1/e) n: closed forms and the Q = K = X counterexample
 embeddings      real token embeddings (MiniLM word pieces) as inputs for the sampler
 representation  Theorem 1: exact weights for a target P, the n - 1 threshold, the d < n counterexample
 multihead       F subset of G, Theorem 2 witnesses, parameter and FLOP costs
 targets         dense (Dirichlet), k-sparse and near-permutation target attention matrices
 """
 from .sampling import INPUTS, sample_inputs, sample_qk, sample_attention, temperature_scale
-from .barrier import (BARRIER_FRACTION, argmax_column_distribution, attention_rank_table,
-                      counterexample_qk, expected_distinct_columns, expected_distinct_columns_causal,
-                      expected_distinct_columns_given, fit_saturation, hardmax_rank_table,
-                      head_combination_table, key_set_table, saturation_bootstrap, saturation_points,
-                      head_dim_grid, barrier_verdicts, mean_band)
+from .barrier import (BARRIER_FRACTION, argmax_column_distribution, counterexample_qk,
+                      expected_distinct_columns, expected_distinct_columns_causal,
+                      expected_distinct_columns_given, lognormal_share_sigma, saturation_head_dim)
 from .embeddings import minilm_word_embeddings
 
 __all__ = ["INPUTS", "sample_inputs", "sample_qk", "sample_attention", "temperature_scale",
-           "BARRIER_FRACTION", "argmax_column_distribution", "attention_rank_table",
-           "counterexample_qk", "expected_distinct_columns", "expected_distinct_columns_causal",
-           "expected_distinct_columns_given", "fit_saturation", "hardmax_rank_table",
-           "head_combination_table", "key_set_table", "saturation_bootstrap", "saturation_points",
-           "head_dim_grid", "barrier_verdicts", "mean_band",
+           "BARRIER_FRACTION", "argmax_column_distribution", "counterexample_qk",
+           "expected_distinct_columns", "expected_distinct_columns_causal",
+           "expected_distinct_columns_given", "lognormal_share_sigma", "saturation_head_dim",
            "minilm_word_embeddings"]
 
 # Bhojanapalli et al. (2020): Theorem 1 (representation) and Theorem 2 (fixed head size).

@@ -1,0 +1,56 @@
+"""Chapter 05's claims: each rule on synthetic headline values, both sides of every threshold."""
+import math
+
+import pytest
+
+from lowrank.experiments import barrier as X
+from lowrank.experiments.verdicts import (CONDITIONAL, CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER,
+                                          MissingEvidence)
+
+BOUND = 0.6334
+
+
+def _h(**kw):
+    h = dict(ch05_inside_cells=48, ch05_inside_max_z=0.7, ch05_n_trials=50, ch05_inside_gap=0.01,
+             ch05_outside_broken="temperature, weight structure", ch05_outside_rows=12,
+             ch05_outside_broken_rows=5, ch05_frac_dh1_nmax=0.008, ch05_frac_dh1_nmax_se=0.0005,
+             ch05_frac_dhmax_nmax=0.630, ch05_frac_dhmax_nmax_se=0.003, ch05_bound_frac_nmax=BOUND,
+             ch05_nmax=256, ch05_dhmax=2048)
+    h.update(kw)
+    return h
+
+
+def test_barrier_every_verdict():
+    z = X._bonferroni_z(48)
+    assert 3.0 < z < 3.5
+    assert X.rule_barrier(_h()).verdict == CONDITIONAL
+    assert "temperature, weight structure" in X.rule_barrier(_h()).qualifier
+    assert X.rule_barrier(_h(ch05_outside_broken="", ch05_outside_broken_rows=0)).verdict == REPRODUCED
+    assert X.rule_barrier(_h(ch05_inside_max_z=z + 0.01)).verdict == CONTRADICTED
+    assert X.rule_barrier(_h(ch05_inside_max_z=z - 0.01)).verdict == CONDITIONAL
+    # a single cell's 1.96 is not a violation among 48 cells
+    assert X.rule_barrier(_h(ch05_inside_max_z=2.5)).verdict == CONDITIONAL
+    assert X.rule_barrier(_h(ch05_inside_max_z=2.5, ch05_inside_cells=1)).verdict == CONTRADICTED
+    assert X.rule_barrier(_h(ch05_inside_gap=X.NEAR_MARGIN + 1e-3)).verdict == WEAKER
+    assert X.rule_barrier(_h(ch05_inside_gap=X.NEAR_MARGIN - 1e-3)).verdict == CONDITIONAL
+    assert X.rule_barrier(_h(ch05_n_trials=1, ch05_inside_max_z=math.nan)).verdict == INCONCLUSIVE
+
+
+def test_rank_rises_every_verdict():
+    assert X.rule_rank_rises(_h()).verdict == REPRODUCED
+    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=BOUND - X.NEAR_MARGIN - 0.01)).verdict == WEAKER
+    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=BOUND - X.NEAR_MARGIN + 0.01)).verdict == REPRODUCED
+    se = math.hypot(0.0005, 0.003)
+    flat = 0.008 + 0.9 * X.Z95 * se
+    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=flat)).verdict == INCONCLUSIVE
+    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=0.008 - 1.1 * X.Z95 * se)).verdict == CONTRADICTED
+    assert X.rule_rank_rises(_h(ch05_frac_dh1_nmax_se=math.nan)).verdict == INCONCLUSIVE
+
+
+def test_claims_are_well_formed():
+    assert {c.key for c in X.CLAIMS} == {"barrier", "rank-rises"}
+    for c in X.CLAIMS:
+        assert c.chapter == "05" and c.rule_sentence
+        assert c.judge(_h()).evidence
+    with pytest.raises(MissingEvidence):
+        X.rule_barrier({})

@@ -48,7 +48,18 @@ def test_families_share_the_d_over_h_run_and_keep_labels(tiny, monkeypatch):
 
 
 def _frame(rows):
-    return pd.DataFrame([dict(zip(["family", "d", "h", "d_h", "seed", "n_params", "val_ppl"], r)) for r in rows])
+    df = pd.DataFrame([dict(zip(["family", "d", "h", "d_h", "seed", "n_params", "val_ppl"], r)) for r in rows])
+    return df.assign(test_ppl=df.val_ppl, train_wall_s=1.0,
+                     key=[f"{f}-{d}-{h}-{dh}-{s}" for f, d, h, dh, s in zip(df.family, df.d, df.h, df.d_h, df.seed)])
+
+
+def _tables(heads, matched, sizes, n_seeds=2):
+    corpus = {"n_docs": 3, "n_words": 100, "vocab": 300, "train_tokens": 1000, "val_tokens": 50,
+              "test_tokens": 60, "val_docs": "a", "test_docs": "b"}
+    setup = {"d": 64, "n": 16, "dp": 8, "n_layers": 1, "steps": 10, "n_seeds": n_seeds, "base_heads": 8,
+             "base_widths": [96, 128], "size_heads": 8, "tokens_seen": 500, "store": "x", "wall_s": 3.0}
+    return {**hs.run_parameter_table(), "corpus": corpus, "setup": setup, "heads": heads, "matched": matched,
+            "sizes": sizes, "configs": hs.configuration_table(heads, matched, sizes)}
 
 
 def test_headline_verdicts_follow_the_numbers():
@@ -62,14 +73,17 @@ def test_headline_verdicts_follow_the_numbers():
                      + [("standard", 128, 8, 16, s, 400, 30 + s) for s in (0, 1)])
     sizes = _frame([("fixed", 64, 8, 2, s, 60, 70 + s) for s in (0, 1)]
                    + [("fixed", 64, 8, 32, s, 300, 69.5 + s) for s in (0, 1)])
-    H = hs.headline(heads, matched, sizes)
+    H = {k[5:]: v for k, v in hs.headline(_tables(heads, matched, sizes)).items()}
+    assert set(hs.headline(_tables(heads, matched, sizes))) == set(hs.HEADLINE_KEYS)
+    assert H["table_rows"] == 15 and H["table_max_diff"] < hs.PARAMETER_TOLERANCE_M and H["epochs"] == 0.5
     assert H["std_trend"] == "rises" and H["fixed_trend"] == "falls" and H["fixed_monotone"] == "yes"
     assert H["gap_h"] == 32 and H["gap_ppl"] == 20 and H["gap_verdict"] == "lower"
     assert H["match_base_d"] == 96 and H["match_verdict"] == "not distinguishable from"
     assert H["widest_base_d"] == 128 and H["widest_base_ppl"] == 30.5
     assert H["dp_trend"] == "does not change beyond seed noise" and H["dp_first"] == 2
     same = heads[heads.h == 32].assign(family="standard")
-    H2 = hs.headline(pd.concat([same, same.assign(family="fixed")]), matched, sizes)
+    both = pd.concat([same, same.assign(family="fixed")])
+    H2 = {k[5:]: v for k, v in hs.headline(_tables(both, matched, sizes)).items()}
     assert H2["gap_verdict"] == "identical to" and H2["fixed_monotone"] == "yes"
 
 

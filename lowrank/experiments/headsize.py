@@ -15,10 +15,19 @@ seed), with the run's parameter count, validation / test perplexity and curves;
 :func:`summarise` averages over seeds.
 :func:`paper_parameter_table` puts the paper's # params column next to
 :func:`lowrank.models.bert_parameter_count`.
+
+Chapter 04 calls three run functions, each returning a dict of tables that the chapter
+collects into one ``tables`` dict: :func:`run_parameter_table` (the paper's Tables 1-3),
+:func:`run_corpus` (the corpus and its token splits) and :func:`run_training` (the three grids
+from the chapter's parameters, plus the per-configuration table). :func:`headline` turns
+``tables`` into every number the chapter glues (keys :data:`HEADLINE_KEYS`).
 """
 from __future__ import annotations
 
 import os
+import tempfile
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -28,8 +37,13 @@ from ..sweep import run_key, sweep
 from ..train import TrainConfig
 
 __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "parameter_matched",
-           "head_size_at_fixed_heads", "run_grids", "summarise", "curves", "headline",
-           "configuration_table", "default_runs_dir"]
+           "head_size_at_fixed_heads", "run_grids", "summarise", "curves", "mean_curves", "headline",
+           "configuration_table", "default_runs_dir", "base_config", "training_grids",
+           "run_parameter_table", "run_corpus", "run_training", "HEADLINE_KEYS",
+           "PARAMETER_TOLERANCE_M"]
+
+# The paper prints parameter counts as integer millions: a correct formula lands within 0.5 M.
+PARAMETER_TOLERANCE_M = 0.5
 
 # (table, d, h, d_p or None for d/h, d_ff, reported # params in M): all 24 layers, V = 30522.
 # d_ff is not stated in the paper; 4096 for d = 1024 and d = 512, 3072 for d = 768 reproduce
@@ -177,7 +191,7 @@ def _trend(first: pd.Series, last: pd.Series) -> str:
     return "falls" if diff < 0 else "rises"
 
 
-def headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.DataFrame) -> dict:
+def _training_headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.DataFrame) -> dict:
     """Headline numbers of the three experiments (validation perplexity, seed means), with the
     verdict words the chapter's prose uses. Every comparison counts a difference only when it
     exceeds twice the combined standard error over seeds."""
@@ -235,3 +249,125 @@ def configuration_table(*frames: pd.DataFrame) -> pd.DataFrame:
                 val_ppl_sd=("val_ppl", "std"), test_ppl=("test_ppl", "mean"), test_ppl_sd=("test_ppl", "std"),
                 train_s=("train_wall_s", "mean")).reset_index()
     return out.fillna({"val_ppl_sd": 0.0, "test_ppl_sd": 0.0})
+
+
+def mean_curves(df: pd.DataFrame, by: list[str], split: str = "validation") -> pd.DataFrame:
+    """Seed-mean loss per (``by``..., step) of one split of ``df``'s training curves."""
+    c = curves(df, by)
+    if c.empty:
+        return pd.DataFrame(columns=[*by, "step", "loss"])
+    return c[c.split == split].groupby([*by, "step"], as_index=False)["loss"].mean()
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's run functions and headline
+
+def run_parameter_table() -> dict:
+    """``{"parameters": paper_parameter_table()}``: Tables 1, 2(A), 2(B) and 3 of the paper."""
+    return {"parameters": paper_parameter_table()}
+
+
+def run_corpus(corpus: str, *, vocab_size: int) -> dict:
+    """``{"corpus": {...}}``: documents, words, the validation and test plays, and the token
+    count of each split under the chapter's BPE tokenizer."""
+    from ..data import load_corpus, prepare_lm, split_documents
+
+    docs = load_corpus(corpus)
+    parts = split_documents(docs)
+    tokens = prepare_lm(corpus, vocab_size=vocab_size)
+    return {"corpus": {
+        "n_docs": len(docs), "n_words": docs.n_words(), "vocab": tokens.vocab_size,
+        "train_tokens": len(tokens.train), "val_tokens": len(tokens.validation), "test_tokens": len(tokens.test),
+        "val_docs": ", ".join(n.rsplit("/", 1)[-1] for n in parts["validation"].names),
+        "test_docs": ", ".join(n.rsplit("/", 1)[-1] for n in parts["test"].names)}}
+
+
+def base_config(P: Mapping) -> dict:
+    """The :class:`lowrank.train.TrainConfig` fields every run of the chapter shares, from the
+    chapter's validated parameters (validation on a quarter of ``eval_tokens``, test on all)."""
+    return dict(task="lm", corpus=P["corpus"], vocab_size=P["vocab_size"], seq_len=P["seq_len"],
+                d_model=P["d_model"], n_layers=P["n_layers"], d_ff=P["d_ff"], norm=P["norm"],
+                tie_embeddings=P["tie_embeddings"], batch_size=P["batch_size"], steps=P["steps"],
+                lr=P["lr"], warmup_steps=P["warmup_steps"], schedule=P["schedule"], dropout=P["dropout"],
+                eval_interval=P["eval_interval"],
+                eval_tokens=max(P["seq_len"], (P["eval_tokens"] or 65536) // 4),
+                test_tokens=P["eval_tokens"], checkpoint_every=max(P["steps"] // 4, 1),
+                num_threads=P["num_threads"], device=P["device"])
+
+
+def training_grids(P: Mapping) -> dict[str, list[tuple[dict, dict]]]:
+    """The chapter's three grids (``heads``, ``matched``, ``sizes``) from its parameters."""
+    base = base_config(P)
+    seeds = list(range(P["seed"], P["seed"] + P["n_seeds"]))
+    return {
+        "heads": heads_at_fixed_width(base, heads=P["heads"], head_dim=P["head_dim"], seeds=seeds),
+        "matched": parameter_matched(base, heads=P["heads"], head_dim=P["head_dim"], seeds=seeds,
+                                     baseline_widths=P["baseline_widths"], baseline_heads=P["baseline_heads"]),
+        "sizes": head_size_at_fixed_heads(base, n_heads=P["size_heads"], head_dims=P["head_dims"], seeds=seeds),
+    }
+
+
+def run_training(P: Mapping, *, progress: bool = False) -> dict:
+    """Train the chapter's three grids through one sweep and return ``heads``, ``matched``,
+    ``sizes`` (one row per run), ``configs`` (one row per configuration) and ``setup`` (the
+    chapter's training parameters, the number of seeds, tokens seen per run, wall time).
+
+    Runs go to ``P["results_store"]`` when it names a store (finished runs are reused), else to
+    a fresh temporary store, so that the page is always recomputed.
+    """
+    t0 = time.perf_counter()
+    store = (Path(tempfile.mkdtemp(prefix="ch04-")) / "runs.jsonl" if P["results_store"] is None
+             else Path(P["results_store"]))
+    frames = run_grids(training_grids(P), store=store, runs_dir=default_runs_dir(store), workers=P["workers"],
+                       progress=progress)
+    frames["configs"] = configuration_table(frames["heads"], frames["matched"], frames["sizes"])
+    frames["setup"] = {
+        "d": P["d_model"], "n": P["seq_len"], "dp": P["head_dim"], "n_layers": P["n_layers"],
+        "steps": P["steps"], "n_seeds": P["n_seeds"], "base_heads": P["baseline_heads"],
+        "base_widths": list(P["baseline_widths"]), "size_heads": P["size_heads"],
+        "tokens_seen": P["steps"] * P["batch_size"] * P["seq_len"], "store": str(store),
+        "wall_s": time.perf_counter() - t0}
+    return frames
+
+
+HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
+    "table_rows", "table_max_diff", "d512_dff2048_M",
+    "n_docs", "n_words", "train_tokens", "val_tokens", "test_tokens", "val_docs", "test_docs", "vocab",
+    "d", "n", "dp", "n_seeds", "base_heads", "base_widths", "size_heads",
+    "std_h_first", "std_h_last", "fixed_h_first", "fixed_h_last", "std_ppl_first", "std_ppl_last",
+    "fixed_ppl_first", "fixed_ppl_last", "std_best_h", "fixed_best_h", "std_trend", "fixed_trend",
+    "fixed_monotone", "gap_h", "gap_ppl", "gap_verdict", "match_fixed_h", "match_fixed_d",
+    "match_fixed_params_k", "match_fixed_ppl", "match_base_d", "match_base_params_k", "match_base_ppl",
+    "match_verdict", "widest_base_d", "widest_base_ppl", "dp_first", "dp_last", "dp_ppl_first",
+    "dp_ppl_last", "dp_trend", "tokens_seen", "epochs", "n_configs", "n_runs", "train_s", "wall_s",
+    "size_ppl_spearman"))
+
+
+def headline(tables: Mapping) -> dict:
+    """Every number chapter 04 glues, keyed ``ch04_*`` (exactly :data:`HEADLINE_KEYS`), from
+    the tables of :func:`run_parameter_table`, :func:`run_corpus` and :func:`run_training`."""
+    out: dict = {}
+    t = tables["parameters"]
+    out["table_rows"] = len(t)
+    out["table_max_diff"] = float(t["difference (M)"].abs().max())
+    out["d512_dff2048_M"] = bert_parameter_count(512, 24, 8, 128, 2048) / 1e6
+    c = tables["corpus"]
+    for k in ("n_docs", "n_words", "train_tokens", "val_tokens", "test_tokens", "val_docs", "test_docs", "vocab"):
+        out[k] = c[k]
+    st = tables["setup"]
+    out["d"], out["n"], out["dp"] = st["d"], st["n"], st["dp"]
+    out["n_seeds"], out["base_heads"], out["size_heads"] = st["n_seeds"], st["base_heads"], st["size_heads"]
+    out["base_widths"] = ", ".join(map(str, st["base_widths"]))
+    out.update(_training_headline(tables["heads"], tables["matched"], tables["sizes"]))
+    out["tokens_seen"] = st["tokens_seen"]
+    out["epochs"] = st["tokens_seen"] / c["train_tokens"]
+    configs = tables["configs"]
+    out["n_configs"] = len(configs)
+    out["n_runs"] = int(configs.seeds.sum())
+    out["train_s"] = float((configs.train_s * configs.seeds).sum())
+    out["wall_s"] = float(st["wall_s"])
+    out["size_ppl_spearman"] = float(configs[["params", "val_ppl"]].corr(method="spearman").iloc[0, 1])
+    out = {f"ch04_{k}": v for k, v in out.items()}
+    if set(out) != set(HEADLINE_KEYS):
+        raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
+    return out

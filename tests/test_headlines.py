@@ -16,6 +16,7 @@ from lowrank.book.glued import read_glue
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 # chapter notebook stem -> experiment module; a chapter joins once its cells call headline()
 MODULES = {
+    "04_head_size_training": "headsize",
 }
 
 

@@ -57,7 +57,8 @@ def _frame(rows):
 def _tables(heads, matched, sizes, n_seeds=3):
     corpus = {"n_docs": 3, "n_words": 100, "vocab": 300, "train_tokens": 1000, "val_tokens": 50,
               "test_tokens": 60, "val_docs": "a", "test_docs": "b"}
-    setup = {"d": 64, "n": 16, "dp": 8, "n_layers": 1, "steps": 10, "lr": 0.01, "n_seeds": n_seeds,
+    setup = {"d": 64, "n": 16, "dp": 8, "n_layers": 1, "steps": 10, "lr": 0.01, "batch_size": 4,
+             "val_eval_tokens": 64, "n_seeds": n_seeds,
              "base_heads": 8, "base_widths": [96, 128], "size_heads": 8, "tokens_seen": 500, "store": "x",
              "wall_s": 3.0}
     return {**hs.run_parameter_table(), "corpus": corpus, "setup": setup, "heads": heads, "matched": matched,

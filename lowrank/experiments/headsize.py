@@ -45,7 +45,9 @@ __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "par
            "configuration_table", "default_runs_dir", "base_config", "training_grids",
            "run_parameter_table", "run_corpus", "run_training", "HEADLINE_KEYS",
            "PARAMETER_TOLERANCE_M", "LEVEL", "MATCH_TOLERANCE", "paired", "diff_text", "half_width",
-           "CLAIMS", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched"]
+           "CLAIMS", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched",
+           "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
+           "claims_table"]
 
 # The paper prints parameter counts as integer millions: a correct formula lands within 0.5 M.
 PARAMETER_TOLERANCE_M = 0.5
@@ -238,9 +240,9 @@ def _better(e: Estimate, better: str, worse: str) -> str:
     if e.n < 2 or math.isnan(e.lo):
         return "one seed gives no interval, so no difference can be claimed"
     if e.lo > 0:
-        return f"{better} has the lower loss, beyond the interval"
+        return f"{better} has the lower loss (the interval excludes 0)"
     if e.hi < 0:
-        return f"{worse} has the lower loss, beyond the interval"
+        return f"{worse} has the lower loss (the interval excludes 0)"
     return (f"no difference is detectable at this power: the interval's half-width, {half_width(e):.3f} nats, "
             f"is the smallest effect this run could detect")
 
@@ -412,6 +414,7 @@ def run_training(P: Mapping, *, progress: bool = False) -> dict:
         "steps": P["steps"], "lr": P["lr"], "n_seeds": P["n_seeds"], "base_heads": P["baseline_heads"],
         "base_widths": list(P["baseline_widths"]), "size_heads": P["size_heads"],
         "tokens_seen": P["steps"] * P["batch_size"] * P["seq_len"], "store": str(store),
+        "val_eval_tokens": base_config(P)["eval_tokens"], "batch_size": P["batch_size"],
         "wall_s": time.perf_counter() - t0}
     return frames
 
@@ -421,7 +424,8 @@ _PAIRED = ("diff", "lo", "hi", "n", "text")
 HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
     "table_rows", "table_within", "table_max_diff", "table_tolerance", "d512_dff2048_M",
     "n_docs", "n_words", "train_tokens", "val_tokens", "test_tokens", "val_docs", "test_docs", "vocab",
-    "d", "n", "dp", "n_layers", "steps", "lr", "n_seeds", "base_heads", "base_widths", "size_heads",
+    "d", "n", "dp", "n_layers", "steps", "lr", "batch_size", "val_eval_tokens", "n_seeds", "base_heads",
+    "base_widths", "size_heads",
     "std_h_first", "std_h_last", "fixed_h_first", "fixed_h_last", "std_ppl_first", "std_ppl_last",
     "fixed_ppl_first", "fixed_ppl_last", "std_best_h", "fixed_best_h",
     *(f"std_change_{x}" for x in _PAIRED), "std_trend", *(f"fixed_change_{x}" for x in _PAIRED), "fixed_trend",
@@ -451,7 +455,8 @@ def headline(tables: Mapping) -> dict:
     for k in ("n_docs", "n_words", "train_tokens", "val_tokens", "test_tokens", "val_docs", "test_docs", "vocab"):
         out[k] = c[k]
     st = tables["setup"]
-    for k in ("d", "n", "dp", "n_layers", "steps", "lr", "n_seeds", "base_heads", "size_heads"):
+    for k in ("d", "n", "dp", "n_layers", "steps", "lr", "batch_size", "val_eval_tokens", "n_seeds", "base_heads",
+              "size_heads"):
         out[k] = st[k]
     out["base_widths"] = ", ".join(map(str, st["base_widths"]))
     out.update(_training_headline(tables["heads"], tables["matched"], tables["sizes"]))
@@ -467,6 +472,73 @@ def headline(tables: Mapping) -> dict:
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables for the page (plain DataFrames with readable column names; the chapter styles them)
+
+def parameter_display(parameters: pd.DataFrame) -> pd.DataFrame:
+    """The paper's parameter table with readable column names."""
+    return pd.DataFrame({
+        "table": parameters["table"], "width d": parameters["d"], "heads h": parameters["h"],
+        "head size": [f"{dp} ({kind})" for dp, kind in zip(parameters["d_p"], parameters["head size"])],
+        "d_ff": parameters["d_ff"], "reported (M)": parameters["reported (M)"],
+        "our count (M)": parameters["formula (M)"], "difference (M)": parameters["difference (M)"]})
+
+
+def _pm(mean: float, sd: float) -> str:
+    return f"{mean:.1f}" if math.isnan(sd) else f"{mean:.1f} ± {sd:.1f}"
+
+
+def configuration_display(configs: pd.DataFrame) -> pd.DataFrame:
+    """:func:`configuration_table` for reading: mean ± standard deviation over seeds in one
+    column (the mean alone with one seed), parameters in thousands."""
+    return pd.DataFrame({
+        "heads": configs["kind"], "width d": configs["d"], "heads h": configs["h"], "head size": configs["d_h"],
+        "parameters (k)": (configs["params"] / 1e3).round(1), "seeds": configs["seeds"],
+        "validation perplexity": [_pm(m, s) for m, s in zip(configs.val_ppl, configs.val_ppl_sd)],
+        "test perplexity": [_pm(m, s) for m, s in zip(configs.test_ppl, configs.test_ppl_sd)],
+        "training (s / run)": configs["train_s"].round(1)})
+
+
+COMPARISONS = (  # (headline prefix, what is compared, positive means)
+    ("std_change", "standard heads: most minus fewest heads", "more heads are worse"),
+    ("fixed_change", "fixed head size: most minus fewest heads", "more heads are worse"),
+    ("gap", "most heads: standard minus fixed head size", "the fixed head size is better"),
+    ("match", "parameter-matched: standard baseline minus fixed head size", "the fixed head size is better"),
+    ("dp_change", "fixed heads: largest minus smallest head size", "larger heads are worse"),
+)
+
+
+def comparison_table(H: Mapping) -> pd.DataFrame:
+    """One row per paired comparison of :func:`headline`'s dict ``H``: validation-loss
+    difference (nats / token), its 95 % interval and the number of seeds."""
+    rows = []
+    for prefix, what, positive in COMPARISONS:
+        g = lambda x: H[f"ch04_{prefix}_{x}"]  # noqa: E731
+        rows.append({"comparison": what, "difference (nats)": g("diff"), "lo": g("lo"), "hi": g("hi"),
+                     "seeds": g("n"), "positive means": positive})
+    return pd.DataFrame(rows)
+
+
+def comparison_display(H: Mapping) -> pd.DataFrame:
+    """:func:`comparison_table` for reading: the interval as text ('no interval' for one seed)."""
+    t = comparison_table(H)
+    return pd.DataFrame({
+        "comparison (validation loss, paired by seed)": t["comparison"],
+        "difference (nats)": [f"{d:+.3f}" for d in t["difference (nats)"]],
+        f"{LEVEL:.0%} interval (nats)": ["no interval (one seed)" if n < 2 or math.isnan(lo) else f"{lo:+.3f} to {hi:+.3f}"
+                                   for lo, hi, n in zip(t.lo, t.hi, t.seeds)],
+        "seeds": t["seeds"], "a positive difference means": t["positive means"]})
+
+
+def claims_table(H: Mapping) -> pd.DataFrame:
+    """Chapter 04's claims judged on ``H``: claim, rule, verdict (with its qualifier), evidence."""
+    rows = []
+    for c in CLAIMS:
+        j = c.judge(H)
+        rows.append({"claim": c.statement, "verdict": j.label, "evidence": j.evidence, "rule": c.rule_sentence})
+    return pd.DataFrame(rows)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from lowrank.experiments import headsize as hs
-from lowrank.sweep import ResultStore
+from lowrank.sweep import ResultStore, run_key
 
 
 def test_paper_parameter_table_matches_every_row():
@@ -146,3 +146,39 @@ def test_paired_difference_pairs_by_seed():
     assert e.n == 3 and e.mean == pytest.approx(0.1) and e.lo == pytest.approx(0.1) and e.hi == pytest.approx(0.1)
     assert hs.paired(a, b.assign(seed=[5, 6, 7])).n == 0
     assert hs.diff_text(hs.paired(a.iloc[:1], b)) == "+0.100 nats (one seed, no interval)"
+
+
+def _chapter_params(docs, store, **kw):
+    P = dict(seed=0, n_seeds=2, corpus=str(docs), vocab_size=280, seq_len=8, d_model=8, n_layers=1, d_ff=16,
+             norm="pre", tie_embeddings=False, heads=[1, 2], head_dim=4, baseline_widths=[8], baseline_heads=2,
+             size_heads=2, head_dims=[4], steps=3, batch_size=4, lr=0.003, warmup_steps=1, schedule="cosine",
+             dropout=0.0, eval_interval=0, eval_tokens=64, num_threads=1, workers=1, device="cpu",
+             results_store=str(store), shard=None)
+    return {**P, **kw}
+
+
+def test_run_training_shards_then_renders_from_the_shared_store(tiny, monkeypatch):
+    from lowrank.sweep import shard_of
+
+    _, base_dir = tiny
+    monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
+    store = base_dir / "sharded.jsonl"
+    docs = base_dir / "docs"
+    with pytest.raises(ValueError, match="needs results_store"):
+        hs.run_training(_chapter_params(docs, store, results_store=None, shard="0/2"))
+    with pytest.raises(ValueError, match="shard"):
+        hs.run_training(_chapter_params(docs, store, shard="2/2"))
+    keys = {run_key(c) for grid in hs.training_grids(_chapter_params(docs, store)).values() for _, c in grid}
+    assert len(keys) == 6  # standard h = 1, 2 (= fixed h = 2 = baseline = d_p 4), fixed h = 1; two seeds
+    for i in (0, 1):
+        mine = {k for k in keys if shard_of(k, 2) == i}
+        if ResultStore(store).keys() | mine == keys:  # this shard completes the sweep
+            hs.run_training(_chapter_params(docs, store, shard=f"{i}/2"))
+        else:
+            with pytest.raises(RuntimeError, match="other shards"):
+                hs.run_training(_chapter_params(docs, store, shard=f"{i}/2"))
+        assert mine <= ResultStore(store).keys()
+    assert ResultStore(store).keys() == keys and len(ResultStore(store).records()) == 6
+    tables = hs.run_training(_chapter_params(docs, store))  # renders: every run is in the store
+    assert len(ResultStore(store).records()) == 6 and tables["configs"].seeds.tolist() == [2, 2, 2]
+    assert tables["setup"]["n_seeds"] == 2 and len(tables["heads"]) == 8

@@ -17,9 +17,9 @@ each and concatenate the files afterwards (records are self-contained lines; dup
 key are harmless, the last one wins). Then run the sweep once more without a shard: it finds
 every key done and only reads the store. Chapter 04 exposes this as its ``shard`` parameter::
 
-    lowrank run 04 --scale long -p shard 0/2 -p results_store data/results/ch04.jsonl   # machine A
-    lowrank run 04 --scale long -p shard 1/2 -p results_store data/results/ch04.jsonl   # machine B
-    lowrank run 04 --scale long -p results_store data/results/ch04.jsonl               # render
+    lowrank run 04 --scale paper -p shard 0/2 -p results_store data/results/ch04.jsonl   # machine A
+    lowrank run 04 --scale paper -p shard 1/2 -p results_store data/results/ch04.jsonl   # machine B
+    lowrank run 04 --scale paper -p results_store data/results/ch04.jsonl               # render
 """
 from __future__ import annotations
 

@@ -93,6 +93,7 @@ def test_headline_states_paired_differences_and_their_verdicts():
     # pairing removes the seed noise: every change is detected
     assert H["std_trend"] == "rises" and H["fixed_trend"] == "falls" and H["std_change_lo"] > 0
     assert H["gap_h"] == 32 and H["gap_std_dh"] == 2 and H["gap_dp"] == 8 and H["gap_lo"] > 0
+    assert H["gap_ppl"] == pytest.approx(H["gap_std_ppl"] - H["gap_fixed_ppl"]) and H["gap_ppl"] > 0
     assert H["gap_verdict"].startswith("the fixed head size has the lower loss")
     assert H["gap_text"].startswith("+0.") and "3 seeds" in H["gap_text"]
     assert H["match_base_d"] == 96 and H["match_param_gap"] == pytest.approx(0.05)

@@ -285,6 +285,7 @@ def _training_headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.Dat
     a, b = _runs(heads, family="standard", h=h), _runs(heads, family="fixed", h=h)
     out["gap_h"], out["gap_std_dh"], out["gap_dp"] = int(h), int(a.d_h.iloc[0]), int(b.d_h.iloc[0])
     out["gap_std_ppl"], out["gap_fixed_ppl"] = float(std.loc[h, "mean"]), float(fix.loc[h, "mean"])
+    out["gap_ppl"] = out["gap_std_ppl"] - out["gap_fixed_ppl"]  # seed means; read by chapter 08 until it takes CLAIMS
     e = paired(a, b)
     _put(out, "gap", e)
     out["gap_verdict"] = _better(e, "the fixed head size", "the standard head size")
@@ -429,7 +430,7 @@ HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
     "std_h_first", "std_h_last", "fixed_h_first", "fixed_h_last", "std_ppl_first", "std_ppl_last",
     "fixed_ppl_first", "fixed_ppl_last", "std_best_h", "fixed_best_h",
     *(f"std_change_{x}" for x in _PAIRED), "std_trend", *(f"fixed_change_{x}" for x in _PAIRED), "fixed_trend",
-    "gap_h", "gap_std_dh", "gap_dp", "gap_std_ppl", "gap_fixed_ppl", *(f"gap_{x}" for x in _PAIRED), "gap_verdict",
+    "gap_h", "gap_std_dh", "gap_dp", "gap_std_ppl", "gap_fixed_ppl", "gap_ppl", *(f"gap_{x}" for x in _PAIRED), "gap_verdict",
     "match_fixed_h", "match_fixed_d", "match_fixed_params_k", "match_fixed_ppl", "match_base_d",
     "match_base_params_k", "match_base_ppl", "match_param_gap", *(f"match_{x}" for x in _PAIRED), "match_verdict",
     "widest_base_d", "widest_base_ppl", "dp_first", "dp_last", "dp_ppl_first", "dp_ppl_last",

@@ -4,9 +4,22 @@ Each finished run appends one JSON line ``{"key", "experiment", "config", "metri
 ``<data root>/results/<experiment>.jsonl`` (or any ``store`` path) in a single ``write`` on a
 file opened with ``O_APPEND``, under an exclusive ``flock``, followed by ``fsync``; so shards
 running at the same time on one file system never interleave lines, and a rerun skips every
-key already in the store. ``shard=(i, N)`` runs every N-th config starting at i, so a sweep
-splits across machines; ``workers=k`` runs k at a time on one machine. Each run trains in ``runs_dir/<key>`` with ``resume=True``, so a
-killed run continues from its last checkpoint.
+key already in the store. ``workers=k`` runs k at a time on one machine. Each run trains in
+``runs_dir/<key>`` with ``resume=True``, so a killed run continues from its last checkpoint.
+
+Shards. ``shard=(i, N)`` runs only the configs whose run key falls in shard i of N
+(:func:`shard_of`: the key, a hex hash of the full config, modulo N). The assignment depends on
+nothing but the config itself, not on the order or the other members of the grid, so N machines
+given the same grid (or overlapping grids) with shards 0 .. N-1 run every config exactly once
+between them, and a config shared by two grids lands in the same shard in both. Point every
+shard at one store on a shared file system (appends are locked and atomic) or at one store
+each and concatenate the files afterwards (records are self-contained lines; duplicates of a
+key are harmless, the last one wins). Then run the sweep once more without a shard: it finds
+every key done and only reads the store. Chapter 04 exposes this as its ``shard`` parameter::
+
+    lowrank run 04 --scale paper -p shard 0/2 -p results_store data/results/ch04.jsonl   # machine A
+    lowrank run 04 --scale paper -p shard 1/2 -p results_store data/results/ch04.jsonl   # machine B
+    lowrank run 04 --scale paper -p results_store data/results/ch04.jsonl               # render
 """
 from __future__ import annotations
 
@@ -25,12 +38,39 @@ from .progress import tqdm
 from .data import data_root
 from .train import run_key
 
-__all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run"]
+__all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard"]
 
 try:  # POSIX; on other systems O_APPEND single writes are the only guard
     import fcntl
 except ImportError:  # pragma: no cover
     fcntl = None
+
+
+def parse_shard(text: str | tuple[int, int] | None) -> tuple[int, int]:
+    """``"i/N"`` (or an ``(i, N)`` pair, or None for the whole sweep) as a checked ``(i, N)``."""
+    if text is None:
+        return (0, 1)
+    if isinstance(text, str):
+        parts = text.strip().split("/")
+        try:
+            i, n = (int(p) for p in parts)
+        except ValueError:
+            raise ValueError(f"shard must look like 'i/N' with integers 0 <= i < N, got {text[:40]!r}") from None
+    else:
+        try:
+            i, n = text
+        except (TypeError, ValueError):
+            raise ValueError(f"shard must be (i, N) with 0 <= i < N, got {str(text)[:40]}") from None
+    if not (isinstance(n, int) and isinstance(i, int) and not isinstance(i, bool) and n >= 1 and 0 <= i < n):
+        raise ValueError(f"shard must be (i, N) with 0 <= i < N, got ({str(i)[:20]}, {str(n)[:20]})")
+    return (i, n)
+
+
+def shard_of(key: str, n_shards: int) -> int:
+    """The shard (0 .. n_shards - 1) a run key belongs to: the key's hex value modulo n_shards."""
+    if not isinstance(n_shards, int) or n_shards < 1:
+        raise ValueError(f"n_shards must be a positive int, got {n_shards!r}")
+    return int(key, 16) % n_shards
 
 
 def store_path(experiment: str, *, root: str | os.PathLike | None = None) -> Path:
@@ -143,7 +183,7 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
         configs: run configs (dicts, JSON-serialisable; include the seed). Duplicates run once.
         experiment: name of the store file (``<root>/results/<experiment>.jsonl``).
         store: explicit store path instead.
-        shard: (i, N): run configs i, i + N, i + 2N, ... of the de-duplicated list.
+        shard: (i, N) or "i/N": run only the configs with ``shard_of(run_key(c), N) == i``.
         runs_dir: where run folders (checkpoints) go; default ``<root>/runs/<experiment>``.
         run_fn: ``run_fn(config, run_dir=...) -> dict of metrics``; a module-level function
             when ``workers > 1`` (it is sent to the worker processes by reference).
@@ -154,9 +194,7 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
         tidy DataFrame, one row per config of the sweep that has a result in the store (from
         this or an earlier call, or another shard): ``key``, the config fields, the metrics.
     """
-    i, n = shard
-    if not (isinstance(n, int) and isinstance(i, int) and n >= 1 and 0 <= i < n):
-        raise ValueError(f"shard must be (i, N) with 0 <= i < N, got {shard!r}")
+    i, n = parse_shard(shard)
     unique: dict[str, dict] = {}
     for c in configs:
         unique.setdefault(run_key(c), dict(c))
@@ -164,7 +202,7 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     st = ResultStore(store if store is not None else store_path(experiment, root=root))
     runs = Path(runs_dir) if runs_dir is not None else data_root(root) / "runs" / experiment
     done = st.keys()
-    todo = [k for j, k in enumerate(keys) if j % n == i and k not in done]
+    todo = [k for k in keys if shard_of(k, n) == i and k not in done]
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     bar = tqdm(total=len(todo), desc=f"sweep {experiment} shard {i}/{n}", disable=not progress, leave=False)

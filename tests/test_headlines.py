@@ -21,6 +21,7 @@ MODULES = {
     "07_trained_attention": "trained",
     "05_rank_barrier": "barrier",
     "06_rank_saturation": "saturation",
+    "04_head_size_training": "headsize",
 }
 
 

@@ -1,8 +1,9 @@
+import numpy as np
 import pandas as pd
 import pytest
 
 from lowrank.experiments import headsize as hs
-from lowrank.sweep import ResultStore
+from lowrank.sweep import ResultStore, run_key
 
 
 def test_paper_parameter_table_matches_every_row():
@@ -48,29 +49,83 @@ def test_families_share_the_d_over_h_run_and_keep_labels(tiny, monkeypatch):
 
 
 def _frame(rows):
-    return pd.DataFrame([dict(zip(["family", "d", "h", "d_h", "seed", "n_params", "val_ppl"], r)) for r in rows])
+    df = pd.DataFrame([dict(zip(["family", "d", "h", "d_h", "seed", "n_params", "val_ppl"], r)) for r in rows])
+    return df.assign(test_ppl=df.val_ppl, train_wall_s=1.0, val_loss=np.log(df.val_ppl),
+                     key=[f"{f}-{d}-{h}-{dh}-{s}" for f, d, h, dh, s in zip(df.family, df.d, df.h, df.d_h, df.seed)])
 
 
-def test_headline_verdicts_follow_the_numbers():
-    heads = _frame([("standard", 64, 1, 64, s, 100, 50 + s) for s in (0, 1)]
-                   + [("standard", 64, 32, 2, s, 100, 60 + s) for s in (0, 1)]
-                   + [("fixed", 64, 1, 8, s, 80, 55 + s) for s in (0, 1)]
-                   + [("fixed", 64, 32, 8, s, 200, 40 + s) for s in (0, 1)])
-    matched = _frame([("fixed", 64, 1, 8, s, 80, 55 + s) for s in (0, 1)]
-                     + [("fixed", 64, 32, 8, s, 200, 40 + s) for s in (0, 1)]
-                     + [("standard", 96, 8, 12, s, 190, 40.2 + s) for s in (0, 1)]
-                     + [("standard", 128, 8, 16, s, 400, 30 + s) for s in (0, 1)])
-    sizes = _frame([("fixed", 64, 8, 2, s, 60, 70 + s) for s in (0, 1)]
-                   + [("fixed", 64, 8, 32, s, 300, 69.5 + s) for s in (0, 1)])
-    H = hs.headline(heads, matched, sizes)
-    assert H["std_trend"] == "rises" and H["fixed_trend"] == "falls" and H["fixed_monotone"] == "yes"
-    assert H["gap_h"] == 32 and H["gap_ppl"] == 20 and H["gap_verdict"] == "lower"
-    assert H["match_base_d"] == 96 and H["match_verdict"] == "not distinguishable from"
-    assert H["widest_base_d"] == 128 and H["widest_base_ppl"] == 30.5
-    assert H["dp_trend"] == "does not change beyond seed noise" and H["dp_first"] == 2
-    same = heads[heads.h == 32].assign(family="standard")
-    H2 = hs.headline(pd.concat([same, same.assign(family="fixed")]), matched, sizes)
-    assert H2["gap_verdict"] == "identical to" and H2["fixed_monotone"] == "yes"
+def _tables(heads, matched, sizes, n_seeds=3):
+    corpus = {"n_docs": 3, "n_words": 100, "vocab": 300, "train_tokens": 1000, "val_tokens": 50,
+              "test_tokens": 60, "val_docs": "a", "test_docs": "b"}
+    setup = {"d": 64, "n": 16, "dp": 8, "n_layers": 1, "steps": 10, "lr": 0.01, "batch_size": 4,
+             "val_eval_tokens": 64, "n_seeds": n_seeds,
+             "base_heads": 8, "base_widths": [96, 128], "size_heads": 8, "tokens_seen": 500, "store": "x",
+             "wall_s": 3.0}
+    return {**hs.run_parameter_table(), "corpus": corpus, "setup": setup, "heads": heads, "matched": matched,
+            "sizes": sizes, "configs": hs.configuration_table(heads, matched, sizes)}
+
+
+# Per-seed noise shared by every model of a seed (same batches): pairing removes it.
+NOISE = {0: 0.0, 1: 5.0, 2: -4.0}
+
+
+def _grids(seeds=(0, 1, 2)):
+    heads = _frame([("standard", 64, 1, 64, s, 100, 50 + NOISE[s]) for s in seeds]
+                   + [("standard", 64, 32, 2, s, 100, 60 + NOISE[s] + 0.1 * s) for s in seeds]
+                   + [("fixed", 64, 1, 8, s, 80, 55 + NOISE[s]) for s in seeds]
+                   + [("fixed", 64, 32, 8, s, 200, 40 + NOISE[s] + 0.1 * s) for s in seeds])
+    matched = _frame([("fixed", 64, 1, 8, s, 80, 55 + NOISE[s]) for s in seeds]
+                     + [("fixed", 64, 32, 8, s, 200, 40 + NOISE[s] + 0.1 * s) for s in seeds]
+                     + [("standard", 96, 8, 12, s, 190, 40.2 + NOISE[s] - 0.3 * s) for s in seeds]
+                     + [("standard", 128, 8, 16, s, 400, 30 + NOISE[s]) for s in seeds])
+    sizes = _frame([("fixed", 64, 8, 2, s, 60, 70 + NOISE[s]) for s in seeds]
+                   + [("fixed", 64, 8, 32, s, 300, 69.5 + NOISE[s] + 0.8 * s) for s in seeds])
+    return heads, matched, sizes
+
+
+def test_headline_states_paired_differences_and_their_verdicts():
+    heads, matched, sizes = _grids()
+    full = hs.headline(_tables(heads, matched, sizes))
+    assert set(full) == set(hs.HEADLINE_KEYS)
+    H = {k[5:]: v for k, v in full.items()}
+    assert H["table_rows"] == H["table_within"] == 15 and H["table_max_diff"] < hs.PARAMETER_TOLERANCE_M
+    assert H["epochs"] == 0.5 and H["std_change_n"] == 3
+    # pairing removes the seed noise: every change is detected
+    assert H["std_trend"] == "rises" and H["fixed_trend"] == "falls" and H["std_change_lo"] > 0
+    assert H["gap_h"] == 32 and H["gap_std_dh"] == 2 and H["gap_dp"] == 8 and H["gap_lo"] > 0
+    assert H["gap_ppl"] == pytest.approx(H["gap_std_ppl"] - H["gap_fixed_ppl"]) and H["gap_ppl"] > 0
+    assert H["gap_verdict"].startswith("the fixed head size has the lower loss")
+    assert H["gap_text"].startswith("+0.") and "3 seeds" in H["gap_text"]
+    assert H["match_base_d"] == 96 and H["match_param_gap"] == pytest.approx(0.05)
+    assert H["match_lo"] < 0 < H["match_hi"] and H["match_verdict"].startswith("no difference is detectable")
+    assert H["widest_base_d"] == 128 and H["widest_base_ppl"] == pytest.approx(30 + 1 / 3)
+    assert H["dp_first"] == 2 and "no change this run can detect" in H["dp_trend"]
+    verdicts = {c.key: c.judge(full).verdict for c in hs.CLAIMS}
+    assert verdicts == {"bhojanapalli-parameter-counts": "reproduced",
+                        "bhojanapalli-fixed-heads-training": "reproduced",
+                        "bhojanapalli-parameter-matched": "inconclusive"}
+
+
+def test_one_seed_never_claims_an_effect():
+    heads, matched, sizes = _grids(seeds=(0,))
+    full = hs.headline(_tables(heads, matched, sizes, n_seeds=1))
+    H = {k[5:]: v for k, v in full.items()}
+    for name in ("std_change", "fixed_change", "gap", "match", "dp_change"):
+        assert H[f"{name}_n"] == 1 and np.isnan(H[f"{name}_lo"]) and "no interval" in H[f"{name}_text"]
+    assert H["std_trend"] == H["dp_trend"] == "cannot be said to change from one seed"
+    assert H["gap_verdict"] == "one seed gives no interval, so no difference can be claimed"
+    assert not any("beyond seed noise" in str(v) for v in full.values())
+    assert all(c.judge(full).verdict == "inconclusive" for c in hs.CLAIMS[1:])
+    s = hs.summarise(heads, ["family", "h"])
+    assert s["std"].isna().all() and s["sem"].isna().all()
+    assert hs.configuration_table(heads)["val_ppl_sd"].isna().all()
+
+
+def test_a_grid_without_distinct_families_is_refused():
+    heads, matched, sizes = _grids()
+    same = heads[heads.h == 32].assign(family="standard", d_h=8)
+    with pytest.raises(ValueError, match="no h at which standard and fixed heads differ"):
+        hs.headline(_tables(pd.concat([same, same.assign(family="fixed")]), matched, sizes))
 
 
 def test_summarise_and_errors():
@@ -83,3 +138,65 @@ def test_summarise_and_errors():
                              seeds=[0])
     with pytest.raises(ValueError, match="standard family would be empty"):
         hs.heads_at_fixed_width({"d_model": 8}, heads=[3, 5], head_dim=4, seeds=[0])
+
+
+def test_paired_difference_pairs_by_seed():
+    a = pd.DataFrame({"seed": [0, 1, 2], "val_loss": [1.0, 2.0, 3.0]})
+    b = pd.DataFrame({"seed": [2, 0, 1], "val_loss": [2.9, 0.9, 1.9]})
+    e = hs.paired(a, b)
+    assert e.n == 3 and e.mean == pytest.approx(0.1) and e.lo == pytest.approx(0.1) and e.hi == pytest.approx(0.1)
+    assert hs.paired(a, b.assign(seed=[5, 6, 7])).n == 0
+    assert hs.diff_text(hs.paired(a.iloc[:1], b)) == "+0.100 nats (one seed, no interval)"
+
+
+def _chapter_params(docs, store, **kw):
+    P = dict(seed=0, n_seeds=2, corpus=str(docs), vocab_size=280, seq_len=8, d_model=8, n_layers=1, d_ff=16,
+             norm="pre", tie_embeddings=False, heads=[1, 2], head_dim=4, baseline_widths=[8], baseline_heads=2,
+             size_heads=2, head_dims=[4], steps=3, batch_size=4, lr=0.003, warmup_steps=1, schedule="cosine",
+             dropout=0.0, eval_interval=0, eval_tokens=64, num_threads=1, workers=1, device="cpu",
+             results_store=str(store), shard=None)
+    return {**P, **kw}
+
+
+def test_run_training_shards_then_renders_from_the_shared_store(tiny, monkeypatch):
+    from lowrank.sweep import shard_of
+
+    _, base_dir = tiny
+    monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
+    store = base_dir / "sharded.jsonl"
+    docs = base_dir / "docs"
+    with pytest.raises(ValueError, match="needs results_store"):
+        hs.run_training(_chapter_params(docs, store, results_store=None, shard="0/2"))
+    with pytest.raises(ValueError, match="shard"):
+        hs.run_training(_chapter_params(docs, store, shard="2/2"))
+    keys = {run_key(c) for grid in hs.training_grids(_chapter_params(docs, store)).values() for _, c in grid}
+    assert len(keys) == 6  # standard h = 1, 2 (= fixed h = 2 = baseline = d_p 4), fixed h = 1; two seeds
+    for i in (0, 1):
+        mine = {k for k in keys if shard_of(k, 2) == i}
+        if ResultStore(store).keys() | mine == keys:  # this shard completes the sweep
+            hs.run_training(_chapter_params(docs, store, shard=f"{i}/2"))
+        else:
+            with pytest.raises(RuntimeError, match="other shards"):
+                hs.run_training(_chapter_params(docs, store, shard=f"{i}/2"))
+        assert mine <= ResultStore(store).keys()
+    assert ResultStore(store).keys() == keys and len(ResultStore(store).records()) == 6
+    tables = hs.run_training(_chapter_params(docs, store))  # renders: every run is in the store
+    assert len(ResultStore(store).records()) == 6 and tables["configs"].seeds.tolist() == [2, 2, 2]
+    assert tables["setup"]["n_seeds"] == 2 and len(tables["heads"]) == 8
+
+
+def test_run_training_without_a_store_leaves_no_temporary_folder(tiny, monkeypatch, tmp_path):
+    import tempfile
+
+    _, base_dir = tiny
+    monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    tables = hs.run_training(_chapter_params(base_dir / "docs", None, results_store=None))
+    assert len(tables["heads"]) == 8 and "temporary" in tables["setup"]["store"]
+    assert list(scratch.iterdir()) == []  # the throw-away store and its checkpoints are gone
+    monkeypatch.setattr(hs, "run_grids", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        hs.run_training(_chapter_params(base_dir / "docs", None, results_store=None))
+    assert list(scratch.iterdir()) == []  # removed on the error path too

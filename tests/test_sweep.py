@@ -4,7 +4,7 @@ import multiprocessing as mp
 import pandas as pd
 import pytest
 
-from lowrank.sweep import ResultStore, run_key, store_path, sweep
+from lowrank.sweep import ResultStore, parse_shard, run_key, shard_of, store_path, sweep
 
 
 def test_run_key_is_order_free_and_seed_sensitive():
@@ -47,21 +47,64 @@ def test_sweep_runs_each_key_once_and_returns_tidy_frame(tmp_path):
 
 
 def test_shards_split_the_work_and_share_the_store(tmp_path):
-    configs = [{"n_heads": h, "seed": 0} for h in range(1, 8)]
+    configs = [{"n_heads": h, "seed": s} for h in range(1, 8) for s in (0, 1)]
     store = tmp_path / "s.jsonl"
-    ran = []
+    ran = {0: [], 1: []}
 
-    def run(config, *, run_dir):
-        ran.append(config["n_heads"])
-        return _fake_run(config, run_dir=run_dir)
+    def runner(shard):
+        def run(config, *, run_dir):
+            ran[shard].append(run_key(config))
+            return _fake_run(config, run_dir=run_dir)
+        return run
 
-    part = sweep(configs, experiment="t", store=store, shard=(1, 3), run_fn=run, runs_dir=tmp_path, progress=False)
-    assert ran == [2, 5] and sorted(part.n_heads) == [2, 5]
-    for i in (0, 2):
-        sweep(configs, experiment="t", store=store, shard=(i, 3), run_fn=run, runs_dir=tmp_path, progress=False)
-    assert sorted(ran) == list(range(1, 8))
+    part = sweep(configs, experiment="t", store=store, shard=(1, 2), run_fn=runner(1), runs_dir=tmp_path,
+                 progress=False)
+    assert sorted(part.key) == sorted(ran[1]) and all(shard_of(k, 2) == 1 for k in ran[1])
+    # The other shard, given the grid in another order and as a string: together exactly once.
+    whole = sweep(configs[::-1], experiment="t", store=store, shard="0/2", run_fn=runner(0), runs_dir=tmp_path,
+                  progress=False)
+    assert not set(ran[0]) & set(ran[1])
+    assert sorted(ran[0] + ran[1]) == sorted(run_key(c) for c in configs) and len(whole) == len(configs)
+    assert len(ResultStore(store).records()) == len(configs)
+    # A rerun without a shard finds everything done.
+    again = sweep(configs, experiment="t", store=store, run_fn=runner(0), runs_dir=tmp_path, progress=False)
+    assert len(ran[0]) + len(ran[1]) == len(configs) and len(again) == len(configs)
     with pytest.raises(ValueError, match="shard"):
-        sweep(configs, experiment="t", store=store, shard=(3, 3), run_fn=run, progress=False)
+        sweep(configs, experiment="t", store=store, shard=(2, 2), run_fn=_fake_run, progress=False)
+
+
+def test_shard_assignment_depends_only_on_the_config():
+    keys = [run_key({"n_heads": h, "seed": s}) for h in range(1, 40) for s in range(3)]
+    for n in (1, 2, 3, 5):
+        shards = [shard_of(k, n) for k in keys]
+        assert set(shards) == set(range(n))  # 117 keys fill every shard
+        assert shards == [shard_of(k, n) for k in keys]
+    assert parse_shard("1/4") == (1, 4) and parse_shard(None) == (0, 1) and parse_shard((0, 2)) == (0, 2)
+    for bad in ("4/4", "-1/3", "1/0", "a/b", "1", (1,), (True, 2)):
+        with pytest.raises(ValueError, match="shard"):
+            parse_shard(bad)
+    with pytest.raises(ValueError, match="n_shards"):
+        shard_of(keys[0], 0)
+
+
+def _sweep_shard(store, runs_dir, shard):
+    configs = [{"n_heads": h, "seed": s, "pad": "x" * 3000} for h in range(1, 21) for s in (0, 1)]
+    sweep(configs, experiment="t", store=store, shard=shard, run_fn=_fake_run, runs_dir=runs_dir,
+          progress=False)
+
+
+def test_concurrent_shards_write_one_store_safely(tmp_path):
+    store = tmp_path / "s.jsonl"
+    ctx = mp.get_context("fork")  # the fake runs only append; spawn would re-import torch
+    procs = [ctx.Process(target=_sweep_shard, args=(store, tmp_path, (i, 3))) for i in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert all(p.exitcode == 0 for p in procs)
+    records = [json.loads(l) for l in store.read_text().splitlines()]
+    assert len(records) == 40 and len({r["key"] for r in records}) == 40
+    assert all(r["config"]["pad"] == "x" * 3000 for r in records)
 
 
 def _append_many(path, worker):

@@ -356,6 +356,7 @@ register(
     workers=Int(1, 256, doc="training runs in parallel processes"),
     device=Choice("auto", "cpu", "cuda", doc="training device"),
     results_store=Param("str", allow_none=True, doc="JSONL sweep store to reuse and extend; None: a fresh temporary store"),
+    shard=Param("str", allow_none=True, doc="'i/N': train only shard i of N of the sweep into results_store; None: all"),
 )
 
 register(

@@ -1,0 +1,72 @@
+"""Chapter 04's claims: every rule on synthetic headline values, on both sides of every
+threshold, reaching every verdict it can return."""
+import math
+
+import pytest
+
+from lowrank.experiments import headsize as hs
+from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, MissingEvidence
+
+NAN = float("nan")
+
+
+def _counts(within=15, worst=0.49):
+    return {"ch04_table_rows": 15, "ch04_table_within": within, "ch04_table_max_diff": worst,
+            "ch04_table_tolerance": hs.PARAMETER_TOLERANCE_M}
+
+
+def _paired(prefix, diff, lo, hi, n):
+    return {f"ch04_{prefix}_diff": diff, f"ch04_{prefix}_lo": lo, f"ch04_{prefix}_hi": hi,
+            f"ch04_{prefix}_n": n, f"ch04_{prefix}_text": f"{diff:+.3f} nats ({n} seeds)"}
+
+
+def _gap(diff, lo, hi, n=3):
+    return {"ch04_gap_h": 32, "ch04_gap_std_dh": 2, "ch04_gap_dp": 8, "ch04_tokens_seen": 102400,
+            **_paired("gap", diff, lo, hi, n)}
+
+
+def _match(diff, lo, hi, n=3, param_gap=0.04):
+    return {"ch04_match_base_d": 96, "ch04_match_base_params_k": 279.0, "ch04_match_fixed_h": 32,
+            "ch04_match_fixed_d": 64, "ch04_match_fixed_params_k": 269.0, "ch04_match_param_gap": param_gap,
+            "ch04_tokens_seen": 102400, **_paired("match", diff, lo, hi, n)}
+
+
+def test_claims_are_declared_with_sections_and_rule_sentences():
+    keys = [c.key for c in hs.CLAIMS]
+    assert len(set(keys)) == 3 and all(c.chapter == "04" and c.section.startswith("sec-ch04-") for c in hs.CLAIMS)
+    assert all(c.rule_sentence.startswith("Reproduced when") for c in hs.CLAIMS)
+
+
+def test_parameter_counts_rule_both_sides_of_the_tolerance():
+    rule = hs.rule_parameter_counts
+    assert rule(_counts()).verdict == REPRODUCED
+    assert rule(_counts(worst=hs.PARAMETER_TOLERANCE_M)).verdict == REPRODUCED
+    j = rule(_counts(within=14, worst=hs.PARAMETER_TOLERANCE_M + 0.01))
+    assert j.verdict == CONTRADICTED and "14 of 15" in j.evidence
+    assert rule(_counts(within=15, worst=0.51)).verdict == CONTRADICTED
+
+
+@pytest.mark.parametrize("rule,make", [(hs.rule_fixed_heads, _gap), (hs.rule_parameter_matched, _match)])
+def test_paired_training_rules_reach_every_verdict(rule, make):
+    assert rule(make(0.05, 0.01, 0.09)).verdict == REPRODUCED
+    assert rule(make(0.05, 1e-6, 0.1)).verdict == REPRODUCED          # just above 0
+    j = rule(make(0.05, -1e-6, 0.1))                                   # just below 0: cannot exclude 0
+    assert j.verdict == INCONCLUSIVE and "0.050 nats" in j.qualifier and "3 seeds" in j.qualifier
+    assert rule(make(-0.05, -0.09, -0.01)).verdict == CONTRADICTED
+    assert rule(make(-0.05, -0.1, 1e-6)).verdict == INCONCLUSIVE       # touches 0: not excluded
+    one = rule(make(0.3, NAN, NAN, n=1))                               # one seed: never an effect
+    assert one.verdict == INCONCLUSIVE and "one seed" in one.qualifier
+    assert "102,400 training tokens" in one.evidence
+
+
+def test_parameter_matched_needs_a_matched_baseline():
+    rule = hs.rule_parameter_matched
+    assert rule(_match(0.05, 0.01, 0.09, param_gap=hs.MATCH_TOLERANCE)).verdict == REPRODUCED
+    j = rule(_match(0.05, 0.01, 0.09, param_gap=hs.MATCH_TOLERANCE + 0.01))
+    assert j.verdict == INCONCLUSIVE and "not parameter-matched" in j.qualifier
+
+
+def test_missing_evidence_is_named():
+    with pytest.raises(MissingEvidence, match="ch04_gap_lo"):
+        hs.rule_fixed_heads({k: v for k, v in _gap(0.1, 0.0, 0.2).items() if k != "ch04_gap_lo"})
+    assert math.isnan(_gap(0.1, NAN, NAN)["ch04_gap_lo"])

@@ -10,7 +10,8 @@ import torch
 from ..progress import tqdm
 from ..fit import logit_rank_sweep
 
-__all__ = ["rank_grid", "threshold_sweep", "vanishing_rank", "sparse_sweep"]
+__all__ = ["rank_grid", "threshold_sweep", "vanishing_rank", "sparse_sweep", "run_construction",
+           "run_counterexample", "run_threshold", "run_sparse", "headline", "summary", "HEADLINE_KEYS"]
 
 
 def rank_grid(n: int, *, near: int = 3, coarse: int = 5) -> list[int]:
@@ -113,3 +114,258 @@ def sparse_sweep(ns, kinds, *, k: int = 2, eps: float = 1e-3, concentration: flo
         df.insert(1, "kind", [kinds[t // n_targets] for t in df["target"]])
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
+
+
+# --- chapter runs and headline (issue 13) ----------------------------------------------------
+
+SPARSE_KINDS = ("permutation", "sparse", "dense")
+
+
+def run_construction(construction_ns, *, d_extra: int = 4, seed: int = 0) -> dict:
+    """Theorem 1's construction at head size n and n - 1 (table "construction") and one worked
+    example for the figure: the target P and the attention of the head of size n - 1 built for it
+    ("example_P", "example_A"), at the second n of construction_ns (the first if only one)."""
+    from ..theory.representation import construction_check, head_logits, representation_weights
+    from ..theory.targets import dirichlet_targets
+
+    construction = construction_check(construction_ns, d_extra=d_extra, seed=seed)
+    n_show = list(construction_ns)[min(1, len(construction_ns) - 1)]
+    X = torch.randn(n_show, n_show + d_extra, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    P = dirichlet_targets(n_show, seed=seed)[0]
+    W_q, W_k = representation_weights(X, P, head_dim=n_show - 1)
+    A = torch.softmax(head_logits(X, W_q, W_k), dim=-1)
+    return {"construction": construction, "example_P": P, "example_A": A}
+
+
+def run_counterexample(*, seed: int = 0, draws: int = 10_000) -> dict:
+    """The d < n counterexample under `draws` random weight pairs (entries N(0, 100)): the
+    reason it fails, the largest move of row 2 away from uniform, and the smallest total
+    variation from row 2 to the target's row 2 (table "counterexample", one row)."""
+    from ..theory.representation import theorem1_counterexample
+
+    ce = theorem1_counterexample()
+    gen = torch.Generator().manual_seed(seed)
+    W = 10 * torch.randn(2, draws, 1, 1, generator=gen, dtype=torch.float64)
+    A = torch.softmax((ce.X @ W[0]) @ (ce.X @ W[1]).transpose(-2, -1), dim=-1)
+    row2_tv = 0.5 * (A[:, 1] - ce.P[1]).abs().sum(-1)
+    return {"counterexample": pd.DataFrame([dict(reason=ce.reason, draws=draws,
+                                                 row2_max_move=float((A[:, 1] - 0.5).abs().max()),
+                                                 row2_min_tv=float(row2_tv.min()))])}
+
+
+def run_threshold(threshold_ns, concentrations, *, n_targets: int = 3, near: int = 3, coarse: int = 5,
+                  restarts: int = 2, max_iter: int = 1000, vanish_tol: float = 1e-5, seed: int = 0) -> dict:
+    """threshold_sweep ("sweep"), its best restart per target and rank ("best") and the
+    vanishing rank per n at vanish_tol ("vanish")."""
+    sweep = threshold_sweep(threshold_ns, concentrations, n_targets=n_targets, near=near, coarse=coarse,
+                            restarts=restarts, max_iter=max_iter, seed=seed)
+    best = sweep.groupby(["n", "concentration", "target", "rank"], as_index=False)["tv_max"].min()
+    return {"sweep": sweep, "best": best, "vanish": vanishing_rank(sweep, tol=vanish_tol),
+            "vanish_tol": vanish_tol}
+
+
+def run_sparse(sparse_ns, sparse_kinds, *, k: int = 2, eps: float = 1e-3, ranks=None, n_targets: int = 2,
+               restarts: int = 2, max_iter: int = 300, tol: float = 0.01, seed: int = 0) -> dict:
+    """sparse_sweep ("sparse") and the smallest rank reaching tol per n and family ("reach")."""
+    sparse = sparse_sweep(sparse_ns, sparse_kinds, k=k, eps=eps, ranks=ranks, n_targets=n_targets,
+                          restarts=restarts, max_iter=max_iter, seed=seed)
+    return {"sparse": sparse, "reach": vanishing_rank(sparse, tol=tol, by=("n", "kind")), "sparse_tol": tol}
+
+
+def _rank_word(v) -> object:
+    return int(v) if v == v else "never"
+
+
+HEADLINE_KEYS = (
+    "ch02_construction_error", "ch02_construction_nmax", "ch02_counterexample_tv",
+    "ch02_vanish_list", "ch02_ns_list", "ch02_threshold_verdict", "ch02_below_min", "ch02_at_max",
+    "ch02_gap_orders", "ch02_all_generic",
+    *(f"ch02_sparse_{kind}_{end}" for kind in SPARSE_KINDS for end in ("nmin", "nmax")),
+    "ch02_sparse_nmin", "ch02_sparse_nmax", "ch02_sparse_dense_reached", "ch02_sparse_n_count",
+)
+
+
+def headline(tables: dict) -> dict:
+    """Every number chapter 02 glues, from the tables of its run functions."""
+    construction, vanish, sweep, best = (tables[k] for k in ("construction", "vanish", "sweep", "best"))
+    out = {"ch02_construction_error": float(construction["max_abs_error"].max()),
+           "ch02_construction_nmax": int(construction["n"].max()),
+           "ch02_counterexample_tv": float(tables["counterexample"]["row2_min_tv"].iloc[0])}
+    v_ranks = [_rank_word(r) for r in vanish["vanishing_rank"]]
+    out["ch02_vanish_list"] = ", ".join(str(r) for r in v_ranks)
+    out["ch02_ns_list"] = ", ".join(str(n) for n in vanish["n"])
+    at_n_minus_1 = all(r == n - 1 for r, n in zip(v_ranks, vanish["n"]))
+    out["ch02_threshold_verdict"] = ("at n - 1 for every n tested, one below the paper's n" if at_n_minus_1
+                                     else "not at n - 1 for every n tested (see the table)")
+    top = sweep[sweep["rank"] >= sweep["n"] - 1].groupby(["n", "target", "rank"])["tv_max"].min().max()
+    out["ch02_below_min"] = float(vanish["error_below"].min())
+    out["ch02_at_max"] = float(best[best["rank"] >= best["n"] - 1]["tv_max"].max())
+    out["ch02_gap_orders"] = float(math.log10(vanish["error_below"].min() / top))
+    exact = sweep.groupby(["n", "target"])["min_logit_rank"].first()
+    out["ch02_all_generic"] = "all" if bool((exact == exact.index.get_level_values("n") - 1).all()) else "not all"
+    reach = tables["reach"]
+    piv = reach.pivot(index="n", columns="kind", values="vanishing_rank")
+    n_min, n_max = int(piv.index.min()), int(piv.index.max())
+    for kind in SPARSE_KINDS:
+        for end, n in (("nmin", n_min), ("nmax", n_max)):
+            out[f"ch02_sparse_{kind}_{end}"] = (int(piv.loc[n, kind]) if kind in piv and piv.loc[n, kind] == piv.loc[n, kind]
+                                                else -1)
+    out["ch02_sparse_nmin"], out["ch02_sparse_nmax"] = n_min, n_max
+    out["ch02_sparse_dense_reached"] = int(piv["dense"].notna().sum()) if "dense" in piv else 0
+    out["ch02_sparse_n_count"] = int(len(piv.index))
+    return out
+
+
+def summary(tables: dict) -> list[str]:
+    """The rounded, stable lines the chapter's NBVAL_CHECK_OUTPUT cell prints."""
+    from ..rank import rank_label
+
+    h = headline(tables)
+    tol = tables["vanish_tol"]
+    lines = [f"construction (head size n and n-1) exact to 1e-12: {h['ch02_construction_error'] < 1e-12}",
+             f"counterexample: row 2 stays at TV {round(h['ch02_counterexample_tv'], 3)} from the target"]
+    for n, row in tables["vanish"].set_index("n").iterrows():
+        r = row["vanishing_rank"]
+        lines.append(f"n = {n}: error < {tol:g} from logit rank r = {int(r) if r == r else 'never'} (n - 1 = {n - 1}); "
+                     f"one rank below it, error >= 1e-4: {row['error_below'] >= 1e-4}")
+    lines.append(f"{rank_label('exact rank', 'rtol=n*eps', 'row-centred log P')} = n - 1 for every dense target: "
+                 f"{h['ch02_all_generic'] == 'all'}")
+    return lines
+
+
+# --- issue 15: bounds next to fits, causal heads, d < n ------------------------------------------
+
+def bound_table(sweep: pd.DataFrame, P_by_n: dict) -> pd.DataFrame:
+    """One row per (n, concentration, target, rank) of a threshold sweep: the best fitted max-row
+    TV, the certified lower bound (tv_lower_bound), the centred-logit Eckart-Young bound
+    (logit_tail) and the TV of the truncated SVD (an upper bound on the optimum)."""
+    from ..theory.representation import logit_tail, truncation_tv, tv_lower_bound
+
+    best = sweep.groupby(["n", "concentration", "target", "rank"], as_index=False)["tv_max"].min()
+    rows = []
+    for r in best.itertuples(index=False):
+        P = P_by_n[r.n][r.target]
+        rows.append(dict(n=r.n, concentration=r.concentration, target=r.target, rank=r.rank, fitted_tv=r.tv_max,
+                         tv_bound=tv_lower_bound(P, r.rank), logit_bound=logit_tail(P, r.rank),
+                         truncation_tv=truncation_tv(P, r.rank)))
+    return pd.DataFrame(rows)
+
+
+def threshold_targets(n: int, concentrations, *, n_targets: int, seed: int) -> torch.Tensor:
+    """The targets threshold_sweep fits at n, in its order (batch, n, n)."""
+    from ..theory.targets import dirichlet_targets
+
+    return torch.cat([dirichlet_targets(n, concentration=c, batch=n_targets, seed=seed + 7919 * i + n)
+                      for i, c in enumerate(concentrations)])
+
+
+def fit_causal(P, ranks, *, restarts: int = 2, max_iter: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Best causal head of every size: fit masked softmax_row(A B^T) (keys j <= i) to every
+    lower-triangular positive P[t] (batch, n, n) at every rank, by L-BFGS on the mean row KL, all
+    in one batch. One row per (target, rank, restart): target, n, rank, restart, tv_max, kl."""
+    from ..fit import lbfgs
+
+    P = torch.as_tensor(P, dtype=torch.float64)
+    P = P[None] if P.dim() == 2 else P
+    b, n, _ = P.shape
+    ranks = [int(r) for r in ranks]
+    rb = torch.tensor(ranks).repeat(b)
+    Pb = P.repeat_interleave(len(ranks), dim=0).repeat_interleave(restarts, dim=0)
+    r_max = max(ranks)
+    g = torch.Generator().manual_seed(int(seed))
+    mask = (torch.arange(r_max)[None, :] < rb[:, None]).to(torch.float64).repeat_interleave(restarts, 0)[:, None, :]
+    std = rb.to(torch.float64).pow(-0.25).repeat_interleave(restarts)[:, None, None]
+    x0 = torch.randn(len(rb) * restarts, 2, n, r_max, generator=g, dtype=torch.float64) * std[:, None] * mask[:, None]
+    allowed = torch.ones(n, n, dtype=torch.bool).tril()
+    logP = torch.where(allowed, Pb.clamp_min(1e-300).log(), torch.zeros_like(Pb))
+
+    def logq_of(x, rows):
+        x = x.view(-1, 2, n, r_max)
+        S = (x[:, 0] * mask[rows]) @ (x[:, 1] * mask[rows]).transpose(-2, -1)
+        return torch.log_softmax(S.masked_fill(~allowed, float("-inf")), -1)
+
+    def fun(x, rows):
+        logq = torch.where(allowed, logq_of(x, rows), torch.zeros(()))
+        return (Pb[rows] * (logP[rows] - logq)).sum(-1).mean(-1)
+
+    x, kl, _ = lbfgs(fun, x0.reshape(len(x0), -1), max_iter=max_iter)
+    Q = torch.where(allowed, logq_of(x, torch.arange(len(x))).exp(), torch.zeros(()))
+    tv = 0.5 * (Q - Pb).abs().sum(-1).amax(-1)
+    return pd.DataFrame([dict(target=i // (len(ranks) * restarts), n=n, rank=int(rb[i // restarts]),
+                              restart=i % restarts, tv_max=float(tv[i]), kl=float(kl[i])) for i in range(len(x))])
+
+
+def run_bounds(tables: dict, concentrations, *, n_targets: int, seed: int = 0) -> dict:
+    """The certified bounds next to every fitted error of run_threshold's sweep ("bounds")."""
+    sweep = tables["sweep"]
+    P_by_n = {int(n): threshold_targets(int(n), concentrations, n_targets=n_targets, seed=seed)
+              for n in sweep["n"].unique()}
+    return {"bounds": bound_table(sweep, P_by_n)}
+
+
+def run_bottleneck(n: int, ranks, *, concentration: float = 1.0, n_targets: int = 3, restarts: int = 2,
+                   max_iter: int = 1000, seed: int = 0) -> dict:
+    """The error well below the threshold (r << n): best fitted max-row TV at each rank of `ranks`
+    for n_targets Dirichlet(concentration) targets at n, with the certified bound and the
+    truncated-SVD upper bound ("bottleneck", one row per (target, rank))."""
+    from ..fit import logit_rank_sweep
+    from ..theory.representation import logit_tail, truncation_tv, tv_lower_bound
+    from ..theory.targets import dirichlet_targets
+
+    P = dirichlet_targets(n, concentration=concentration, batch=n_targets, seed=seed + 31 * n)
+    ranks = [int(r) for r in ranks if r < n - 1]
+    df = logit_rank_sweep(P, ranks, restarts=restarts, max_iter=max_iter, seed=seed)
+    best = df.groupby(["target", "rank"], as_index=False)["tv_max"].min().rename(columns={"tv_max": "fitted_tv"})
+    best["tv_bound"] = [tv_lower_bound(P[t], r) for t, r in zip(best["target"], best["rank"])]
+    best["logit_bound_rel"] = [logit_tail(P[t], r) / logit_tail(P[t], 0) for t, r in zip(best["target"], best["rank"])]
+    best["truncation_tv"] = [truncation_tv(P[t], r) for t, r in zip(best["target"], best["rank"])]
+    best.insert(0, "n", n)
+    return {"bottleneck": best}
+
+
+def run_causal(ns, *, concentration: float = 1.0, n_targets: int = 2, width: int = 2, restarts: int = 2,
+               max_iter: int = 1500, tol: float = 1e-5, seed: int = 0) -> dict:
+    """The head size a causal head needs: for each n, lower-triangular Dirichlet targets fitted at
+    ranks 1 and floor(n/2) - width .. floor(n/2) + width (fit_causal), the certified rank bound
+    (causal_rank_bound) and TV bound per target and rank. Tables "causal" (one row per target
+    and rank: fitted_tv, tv_bound) and "causal_threshold" (per n: fitted threshold at tol, the
+    smallest bound rank over the targets, floor(n/2))."""
+    from ..theory.representation import causal_rank_bound, causal_targets, causal_tv_lower_bound
+
+    frames, rows = [], []
+    for n in ns:
+        P = causal_targets(n, concentration=concentration, batch=n_targets, seed=seed + 13 * n)
+        ranks = sorted({1} | {r for r in range(n // 2 - width, n // 2 + width + 1) if 1 <= r <= n - 1})
+        df = fit_causal(P, ranks, restarts=restarts, max_iter=max_iter, seed=seed + n)
+        best = df.groupby(["target", "n", "rank"], as_index=False)["tv_max"].min().rename(columns={"tv_max": "fitted_tv"})
+        best["tv_bound"] = [causal_tv_lower_bound(P[t], r) for t, r in zip(best["target"], best["rank"])]
+        frames.append(best)
+        v = vanishing_rank(df, tol=tol)
+        rows.append(dict(n=n, fitted_threshold=v["vanishing_rank"].iloc[0],
+                         bound_threshold=min(causal_rank_bound(P[t]) for t in range(n_targets)), half=n // 2))
+    return {"causal": pd.concat(frames, ignore_index=True), "causal_threshold": pd.DataFrame(rows), "causal_tol": tol}
+
+
+def run_d_below_n(d: int, ns, *, concentration: float = 1.0, n_targets: int = 2, restarts: int = 2,
+                  max_iter: int = 1000, seed: int = 0) -> dict:
+    """Inputs of rank d < n: for each n, Gaussian X (n, d) and Dirichlet targets; a head of size d
+    fitted (fit_heads: best max-row TV), the exact smallest centred-logit error of any head on X
+    relative to ||L0||_F (input_limited_logit_error) against the law sqrt(1 - d^2 / (n (n - 1)))
+    for n > d, and the certified TV bound. Table "d_below_n", one row per (n, target)."""
+    from ..fit import fit_heads
+    from ..theory.representation import centred_log, input_limited_logit_error, input_limited_tv_bound
+    from ..theory.sampling import sample_inputs
+    from ..theory.targets import dirichlet_targets
+
+    rows = []
+    for n in ns:
+        X = sample_inputs(n, d, inputs="gaussian", seed=seed + n)[0]
+        P = dirichlet_targets(n, concentration=concentration, batch=n_targets, seed=seed + 17 * n)
+        fit = fit_heads(X, P, head_dim=min(d, n), restarts=restarts, max_iter=max_iter, seed=seed)
+        best = fit.groupby("head")["tv_max"].min()
+        for t in range(n_targets):
+            rel = input_limited_logit_error(X, P[t]) / float(centred_log(P[t]).norm())
+            rows.append(dict(n=n, d=d, target=t, fitted_tv=float(best[t]), logit_error_rel=rel,
+                             law=math.sqrt(max(0.0, 1 - d * d / (n * (n - 1)))) if n > d else 0.0,
+                             tv_bound=input_limited_tv_bound(X, P[t])))
+    return {"d_below_n": pd.DataFrame(rows)}

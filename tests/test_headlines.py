@@ -16,6 +16,8 @@ from lowrank.book.glued import read_glue
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
 # chapter notebook stem -> experiment module; a chapter joins once its cells call headline()
 MODULES = {
+    "02_representation_theorem": "representation",
+    "03_multihead_bottleneck": "multihead",
 }
 
 

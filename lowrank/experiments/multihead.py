@@ -56,7 +56,8 @@ def run_head_count(d_model: int, n: int, heads, *, concentration: float = 1.0, r
     per_layer = (hc.groupby(["n_heads", "layer", "head_dim", "head"], as_index=False)["tv_max"].min()
                    .groupby(["n_heads", "layer", "head_dim"], as_index=False)["tv_max"].max()
                    .rename(columns={"tv_max": "worst_head_error"}))
-    return {"head_count": hc, "per_layer": per_layer, "hc_d": d_model, "hc_n": n, "vanish_tol": vanish_tol}
+    return {"head_count": hc, "per_layer": per_layer, "hc_d": d_model, "hc_n": n, "vanish_tol": vanish_tol,
+            "hc_params": dict(concentration=concentration, restarts=restarts)}
 
 
 @torch.no_grad()
@@ -108,8 +109,8 @@ def run_theorem2(d: int, n_heads: int, head_dim: int, *, n: int = 4, samples: in
     # size d_p: the same 4 d^2 parameters as the h-head standard layer), fitted and constructed.
     exact_fewer = float("nan")
     if d % head_dim == 0:
-        fewer_fit = fit_layer(X_fit, Y_fit, n_heads=d // head_dim, restarts=std_restarts, max_iter=std_max_iter,
-                              seed=seed)
+        fewer_fit = fit_layer(X_fit, Y_fit, n_heads=d // head_dim, restarts=fixed_restarts,
+                              max_iter=fixed_max_iter, seed=seed)
         fits.append(("standard, fewer heads", fewer_fit))
         with torch.no_grad():
             exact_fewer = float((theorem2_in_fewer_heads(g_V)(X_test)[0] - Y_test).norm() / Y_test.norm())
@@ -125,7 +126,8 @@ def run_theorem2(d: int, n_heads: int, head_dim: int, *, n: int = 4, samples: in
         fX, gX = std_fit.layer(sep.X[None])[0][0], g_V(sep.X[None])[0][0]
     return {"t2_restarts": restarts, "t2": t2, "separation": sep, "by_case": by_case, "sep_outputs": (fX, gX),
             "t2_shape": dict(d=d, n_heads=n_heads, head_dim=head_dim, g_params=sum(p.numel() for p in g_V.parameters()),
-                             exact_fewer=exact_fewer)}
+                             exact_fewer=exact_fewer, n=n, samples=samples, std_restarts=std_restarts,
+                             fixed_restarts=fixed_restarts)}
 
 
 PAPER_D, PAPER_HEADS, PAPER_NS = 1024, (8, 16, 32), (128, 512)  # Table 1 (BERT-large) and both stages
@@ -169,7 +171,9 @@ def _join(xs, fmt="{}") -> str:
 
 
 HEADLINE_KEYS = (
-    "ch03_hc_d", "ch03_hc_n", "ch03_hc_heads", "ch03_h_last_fit", "ch03_dh_last_fit", "ch03_h_first_fail",
+    "ch03_hc_d", "ch03_hc_n", "ch03_hc_heads", "ch03_hc_tol", "ch03_hc_concentration", "ch03_hc_restarts",
+    "ch03_hc_n_minus_1", "ch03_embed_d", "ch03_embed_h", "ch03_embed_dp", "ch03_embed_inputs", "ch03_t2_d", "ch03_t2_h",
+    "ch03_t2_dp", "ch03_t2_dh", "ch03_t2_n", "ch03_t2_samples", "ch03_t2_std_restarts", "ch03_t2_fixed_restarts", "ch03_h_last_fit", "ch03_dh_last_fit", "ch03_h_first_fail",
     "ch03_dh_first_fail", "ch03_fail_error", "ch03_fixed_worst", "ch03_paper_h", "ch03_boundary_h",
     "ch03_boundary_offset", "ch03_both_sides",
     "ch03_embed_error", "ch03_embed_naive_error",
@@ -205,7 +209,17 @@ def headline(tables: dict) -> dict:
         (std[h] < tol) == (h <= h_last) for h in std.index)
     out["ch03_boundary_offset"] = float(dhs[h_last] - n) if monotone else float("nan")
     out["ch03_both_sides"] = ("yes" if monotone and dhs[h_last] == n - 1 and dhs[h_fail] == n - 2 else "no")
+    out["ch03_hc_tol"] = f"{tol:g}"
+    out["ch03_hc_concentration"] = f"{tables['hc_params']['concentration']:g}"
+    out["ch03_hc_restarts"] = int(tables["hc_params"]["restarts"])
+    out["ch03_hc_n_minus_1"] = n - 1
     emb = tables["embedding"].iloc[0]
+    out["ch03_embed_d"], out["ch03_embed_h"] = int(emb["d_model"]), int(emb["n_heads"])
+    out["ch03_embed_dp"], out["ch03_embed_inputs"] = int(emb["head_dim"]), int(emb["inputs"])
+    sh = tables["t2_shape"]
+    out.update(ch03_t2_d=int(sh["d"]), ch03_t2_h=int(sh["n_heads"]), ch03_t2_dp=int(sh["head_dim"]),
+               ch03_t2_dh=int(sh["d"] // sh["n_heads"]), ch03_t2_n=int(sh["n"]), ch03_t2_samples=int(sh["samples"]),
+               ch03_t2_std_restarts=int(sh["std_restarts"]), ch03_t2_fixed_restarts=int(sh["fixed_restarts"]))
     out["ch03_embed_error"], out["ch03_embed_naive_error"] = float(emb["max_abs_error"]), float(emb["max_abs_error_unscaled"])
     t2 = tables["t2"].set_index("layer")
     rs = tables["t2_restarts"]
@@ -253,6 +267,10 @@ def summary(tables: dict) -> list[str]:
             f"{h['ch03_embed_naive_error'] > 0.01}",
             f"Theorem 2: standard-layer floor >= 0.01: {h['ch03_t2_floor'] >= 0.01}; "
             f"fixed layer below 1e-4: {h['ch03_t2_fixed'] < 1e-4}; separating case {h['ch03_sep_case']}",
+            f"Theorem 2, parameter-matched: {h['ch03_t2_fewer_heads']} heads of size d_p represent g_V exactly (1e-10): "
+            f"{h['ch03_t2_fewer_exact'] < 1e-10}",
+            f"paper settings: heads without bottleneck at n = 128: {h['ch03_paper_heads_128']}, at n = 512: "
+            f"{h['ch03_paper_heads_512']}",
             f"cost: fixed/standard parameters at d={h['ch03_cost_d']}, h={h['ch03_cost_h']}, d_p=n={h['ch03_cost_n']}: "
             f"{h['ch03_cost_ratio']:.1f}"]
 

@@ -134,7 +134,8 @@ def run_construction(construction_ns, *, d_extra: int = 4, seed: int = 0) -> dic
     P = dirichlet_targets(n_show, seed=seed)[0]
     W_q, W_k = representation_weights(X, P, head_dim=n_show - 1)
     A = torch.softmax(head_logits(X, W_q, W_k), dim=-1)
-    return {"construction": construction, "example_P": P, "example_A": A}
+    return {"construction": construction, "example_P": P, "example_A": A,
+            "construction_params": dict(ns=list(construction_ns), d_extra=d_extra)}
 
 
 def run_counterexample(*, seed: int = 0, draws: int = 10_000) -> dict:
@@ -161,7 +162,8 @@ def run_threshold(threshold_ns, concentrations, *, n_targets: int = 3, near: int
                             restarts=restarts, max_iter=max_iter, seed=seed)
     best = sweep.groupby(["n", "concentration", "target", "rank"], as_index=False)["tv_max"].min()
     return {"sweep": sweep, "best": best, "vanish": vanishing_rank(sweep, tol=vanish_tol),
-            "vanish_tol": vanish_tol}
+            "vanish_tol": vanish_tol, "threshold_params": dict(concentrations=list(concentrations), n_targets=n_targets,
+                                                               restarts=restarts, max_iter=max_iter)}
 
 
 def run_sparse(sparse_ns, sparse_kinds, *, k: int = 2, eps: float = 1e-3, ranks=None, n_targets: int = 2,
@@ -169,7 +171,8 @@ def run_sparse(sparse_ns, sparse_kinds, *, k: int = 2, eps: float = 1e-3, ranks=
     """sparse_sweep ("sparse") and the smallest rank reaching tol per n and family ("reach")."""
     sparse = sparse_sweep(sparse_ns, sparse_kinds, k=k, eps=eps, ranks=ranks, n_targets=n_targets,
                           restarts=restarts, max_iter=max_iter, seed=seed)
-    return {"sparse": sparse, "reach": vanishing_rank(sparse, tol=tol, by=("n", "kind")), "sparse_tol": tol}
+    return {"sparse": sparse, "reach": vanishing_rank(sparse, tol=tol, by=("n", "kind")), "sparse_tol": tol,
+            "sparse_params": dict(k=k, eps=eps, n_targets=n_targets, ranks=ranks)}
 
 
 def _rank_word(v) -> object:
@@ -181,7 +184,10 @@ def _join(xs, fmt="{}") -> str:
 
 
 HEADLINE_KEYS = (
-    "ch02_construction_error", "ch02_construction_nmax", "ch02_counterexample_tv",
+    "ch02_construction_error", "ch02_construction_nmax", "ch02_construction_ns", "ch02_d_extra", "ch02_example_n",
+    "ch02_counterexample_tv", "ch02_restarts", "ch02_max_iter", "ch02_concentrations", "ch02_n_targets",
+    "ch02_vanish_tol", "ch02_sparse_k", "ch02_sparse_eps", "ch02_sparse_n_targets", "ch02_sparse_ranks",
+    "ch02_sparse_tol", "ch02_causal_n_targets", "ch02_causal_restarts",
     "ch02_vanish_list", "ch02_ns_list", "ch02_threshold_verdict", "ch02_threshold_offset", "ch02_below_min",
     "ch02_at_max", "ch02_gap_orders", "ch02_all_generic", "ch02_near_n", "ch02_near_rank", "ch02_near_error",
     "ch02_bound_rows", "ch02_bound_violations", "ch02_bound_min_below", "ch02_bound_max_below",
@@ -204,6 +210,20 @@ def headline(tables: dict) -> dict:
     out = {"ch02_construction_error": float(construction["max_abs_error"].max()),
            "ch02_construction_nmax": int(construction["n"].max()),
            "ch02_counterexample_tv": float(tables["counterexample"]["row2_min_tv"].iloc[0])}
+    cp, tp, sp = tables["construction_params"], tables["threshold_params"], tables["sparse_params"]
+    out["ch02_construction_ns"] = _join(cp["ns"])
+    out["ch02_d_extra"] = int(cp["d_extra"])
+    out["ch02_example_n"] = int(tables["example_P"].shape[0])
+    out["ch02_restarts"], out["ch02_max_iter"] = int(tp["restarts"]), int(tp["max_iter"])
+    out["ch02_concentrations"] = _join(tp["concentrations"], "{:g}")
+    out["ch02_n_targets"] = int(tp["n_targets"])
+    out["ch02_vanish_tol"] = f"{tables['vanish_tol']:g}"
+    out["ch02_sparse_k"], out["ch02_sparse_eps"] = int(sp["k"]), f"{sp['eps']:g}"
+    out["ch02_sparse_n_targets"] = int(sp["n_targets"])
+    out["ch02_sparse_ranks"] = _join(sorted(tables["sparse"]["rank"].unique()))
+    out["ch02_sparse_tol"] = f"{tables['sparse_tol']:g}"
+    out["ch02_causal_n_targets"] = int(tables["causal_params"]["n_targets"])
+    out["ch02_causal_restarts"] = int(tables["causal_params"]["restarts"])
     v_ranks = [_rank_word(r) for r in vanish["vanishing_rank"]]
     out["ch02_vanish_list"] = _join(v_ranks)
     out["ch02_ns_list"] = _join(vanish["n"])
@@ -297,6 +317,14 @@ def summary(tables: dict) -> list[str]:
                      f"one rank below it, error >= 1e-4: {row['error_below'] >= 1e-4}")
     lines.append(f"{rank_label('exact rank', 'rtol=n*eps', 'row-centred log P')} = n - 1 for every dense target: "
                  f"{h['ch02_all_generic'] == 'all'}")
+    if "bounds" in tables:
+        lines.append(f"certified TV bound <= fitted error in every fit: {h['ch02_bound_violations'] == 0}; "
+                     f"> 0 below n - 1: {h['ch02_bound_min_below'] > 0}")
+    if "causal_threshold" in tables:
+        lines.append(f"causal threshold at n = {h['ch02_causal_ns']}: fitted {h['ch02_causal_fitted_list']}, "
+                     f"certified {h['ch02_causal_bound_list']}")
+    if "d_below_n" in tables:
+        lines.append(f"d < n: exact unreachable share within 0.1 of sqrt(1 - d^2/(n(n-1))): {h['ch02_dn_law_maxdev'] < 0.1}")
     return lines
 
 
@@ -410,7 +438,8 @@ def run_causal(ns, *, concentration: float = 1.0, n_targets: int = 2, width: int
         v = vanishing_rank(df, tol=tol)
         rows.append(dict(n=n, fitted_threshold=v["vanishing_rank"].iloc[0],
                          bound_threshold=min(causal_rank_bound(P[t]) for t in range(n_targets)), half=n // 2))
-    return {"causal": pd.concat(frames, ignore_index=True), "causal_threshold": pd.DataFrame(rows), "causal_tol": tol}
+    return {"causal": pd.concat(frames, ignore_index=True), "causal_threshold": pd.DataFrame(rows), "causal_tol": tol,
+            "causal_params": dict(n_targets=n_targets, restarts=restarts)}
 
 
 def run_d_below_n(d: int, ns, *, concentration: float = 1.0, n_targets: int = 2, restarts: int = 2,

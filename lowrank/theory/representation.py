@@ -253,7 +253,7 @@ def tv_from_logit_error(err: float, smallest: torch.Tensor) -> float:
         return float((t * t * ((w[:, 0] - t).pow(-2) + (w[:, 1] - t).pow(-2))).sum())
 
     lo, up = 0.0, hi
-    for _ in range(200):
+    for _ in range(64):  # 2^-64 of the bracket: below float64 resolution
         mid = 0.5 * (lo + up)
         if mid >= hi or lhs(mid) >= err * err:
             up = mid

@@ -20,6 +20,7 @@ def ch02_tables():
                           tol=0.01, seed=0))
     t.update(R.run_causal([4, 5, 6], n_targets=1, width=1, restarts=2, max_iter=800, seed=0))
     t.update(R.run_d_below_n(3, [5, 6], n_targets=1, restarts=1, max_iter=200, seed=0))
+    t.update(R.run_many_inputs(3, 4, [1, 4], [1, 2], restarts=2, max_iter=600, seed=0))
     return t
 
 
@@ -34,6 +35,9 @@ def test_ch02_headline_keys_and_values(ch02_tables):
     assert h["ch02_bound_violations"] == 0 and h["ch02_bound_min_below"] > 0
     assert h["ch02_causal_bound_violations"] == 0 and h["ch02_dn_bound_violations"] == 0
     assert "more than rank 2" in h["ch02_sparse_dense_nmax"]  # a phrase, never a -1 sentinel
+    # many inputs at n = 3, d = 4: size 1 < n - 1 fits none; size 4 = d has 16 / 6 -> 2 inputs by counting
+    cap = ch02_tables["capacity"].set_index("rank")
+    assert cap.loc[1, "counting"] == 0 and cap.loc[1, "fitted_capacity"] == 0 and cap.loc[4, "counting"] == 2
 
 
 def test_ch02_claims_judge_the_tiny_run(ch02_tables):

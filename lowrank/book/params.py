@@ -269,6 +269,11 @@ register(
     dn_d=Int(1, 1024, doc="input rank d for the d < n sweep"),
     dn_ns=IntList(2, 4096, doc="sequence lengths n for the d < n sweep"),
     dn_n_targets=Int(1, 100, doc="targets per n in the d < n sweep"),
+    many_n=Int(2, 256, doc="tokens per input for the many-inputs capacity"),
+    many_d=Int(1, 1024, doc="input width d for the many-inputs capacity"),
+    many_ranks=IntList(1, 1024, doc="head sizes r for the many-inputs capacity"),
+    many_ms=IntList(1, 10_000, doc="numbers of inputs fitted by one head"),
+    many_restarts=Int(1, 256, doc="L-BFGS restarts per many-inputs fit"),
 )
 
 register(

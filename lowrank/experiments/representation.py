@@ -199,7 +199,8 @@ HEADLINE_KEYS = (
     "ch02_causal_ns", "ch02_causal_fitted_list", "ch02_causal_bound_list", "ch02_causal_n_count",
     "ch02_causal_match_count", "ch02_causal_bound_violations", "ch02_causal_law",
     "ch02_dn_d", "ch02_dn_ns", "ch02_dn_logit_list", "ch02_dn_law_list", "ch02_dn_law_maxdev", "ch02_dn_tv_list",
-    "ch02_dn_bound_violations",
+    "ch02_dn_bound_violations", "ch02_many_n", "ch02_many_d", "ch02_many_ranks", "ch02_many_ms",
+    "ch02_many_capacity_list", "ch02_many_counting_list", "ch02_many_law",
 )
 
 
@@ -300,6 +301,15 @@ def headline(tables: dict) -> dict:
     out["ch02_dn_tv_list"] = _join(dn["tv"], "{:.2f}")
     d_all = tables["d_below_n"]
     out["ch02_dn_bound_violations"] = int((d_all["tv_bound"] > d_all["fitted_tv"]).sum())
+    mi, cap = tables["many_inputs"], tables["capacity"]
+    out["ch02_many_n"], out["ch02_many_d"] = int(mi["n"].iloc[0]), int(mi["d"].iloc[0])
+    out["ch02_many_ranks"] = _join(cap["rank"])
+    out["ch02_many_ms"] = f"{int(mi['inputs'].min())} to {int(mi['inputs'].max())}"
+    out["ch02_many_capacity_list"] = _join(cap["fitted_capacity"])
+    out["ch02_many_counting_list"] = _join(cap["counting"])
+    agree = int((cap["fitted_capacity"] == cap["counting"]).sum())
+    out["ch02_many_law"] = ("equal to the count at every head size tested" if agree == len(cap)
+                            else f"equal to the count at {agree} of the {len(cap)} head sizes tested")
     return out
 
 
@@ -323,6 +333,8 @@ def summary(tables: dict) -> list[str]:
     if "causal_threshold" in tables:
         lines.append(f"causal threshold at n = {h['ch02_causal_ns']}: fitted {h['ch02_causal_fitted_list']}, "
                      f"certified {h['ch02_causal_bound_list']}")
+    if "capacity" in tables:
+        lines.append(f"many inputs: fitted capacity {h['ch02_many_capacity_list']}, counting {h['ch02_many_counting_list']}")
     if "d_below_n" in tables:
         lines.append(f"d < n: exact unreachable share within 0.1 of sqrt(1 - d^2/(n(n-1))): {h['ch02_dn_law_maxdev'] < 0.1}")
     return lines
@@ -549,3 +561,61 @@ CLAIMS = (
              "One causal head represents every lower-triangular positive P exactly from head size floor(n/2), "
              "and no smaller head does.", rule_causal_threshold),
 )
+
+
+# --- one weight set for many inputs ----------------------------------------------------------------
+
+def fit_many_inputs(X, P, head_dim: int, *, restarts: int = 4, max_iter: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One head (W_q, W_k of size (d, head_dim)) fitted to m inputs at once: X (m, n, d), P (m, n, n)
+    positive row-stochastic; minimises the mean over inputs of the mean row KL. One row per
+    restart: restart, tv_max (largest max-row TV over the m inputs), kl."""
+    from ..fit import lbfgs
+
+    X = torch.as_tensor(X, dtype=torch.float64)
+    P = torch.as_tensor(P, dtype=torch.float64)
+    m, n, d = X.shape
+    g = torch.Generator().manual_seed(int(seed))
+    x0 = torch.randn(restarts, 2 * d * head_dim, generator=g, dtype=torch.float64) / math.sqrt(d)
+    scale = 1.0 / math.sqrt(head_dim)
+    logP = P.log()
+
+    def logq_of(x):
+        W = x.view(-1, 2, d, head_dim)
+        S = scale * torch.einsum("mnd,rde->rmne", X, W[:, 0]) @ torch.einsum("mnd,rde->rmne", X, W[:, 1]).transpose(-2, -1)
+        return torch.log_softmax(S, -1)
+
+    def fun(x, rows):
+        return (P * (logP - logq_of(x))).sum(-1).mean((-1, -2))
+
+    x, kl, _ = lbfgs(fun, x0, max_iter=max_iter)
+    tv = 0.5 * (logq_of(x).exp() - P).abs().sum(-1).amax((-1, -2))
+    return pd.DataFrame([dict(restart=j, tv_max=float(tv[j]), kl=float(kl[j])) for j in range(restarts)])
+
+
+def run_many_inputs(n: int, d: int, head_dims, ms, *, restarts: int = 4, max_iter: int = 2000, tol: float = 1e-5,
+                    seed: int = 0) -> dict:
+    """How many inputs one head of size r fits exactly: for each r in head_dims and m in ms, m
+    Gaussian inputs (n, d) with Dirichlet(1) targets, one head fitted to all of them. The
+    counting estimate: the head's bilinear form W_q W_k^T has 2 d r - r^2 degrees of freedom
+    (d^2 for r >= d), each input imposes n (n - 1) equations, so m* = floor(dof / (n (n - 1))) when
+    r >= n - 1 and 0 below (one input already needs r >= n - 1).
+    Tables "many_inputs" (one row per r, m: best max-row TV) and "capacity" (per r: the largest
+    m fitted below tol, the counting estimate)."""
+    from ..theory.sampling import sample_inputs
+    from ..theory.targets import dirichlet_targets
+
+    rows = []
+    for r in head_dims:
+        for m in ms:
+            X = sample_inputs(n, d, batch=m, inputs="gaussian", seed=seed + 101 * m + r)
+            P = dirichlet_targets(n, batch=m, seed=seed + 103 * m + r)
+            df = fit_many_inputs(X, P, r, restarts=restarts, max_iter=max_iter, seed=seed)
+            rows.append(dict(n=n, d=d, rank=r, inputs=m, fitted_tv=float(df["tv_max"].min())))
+    table = pd.DataFrame(rows)
+    cap = []
+    for r, g in table.groupby("rank"):
+        ok = g[g["fitted_tv"] < tol]["inputs"]
+        dof = d * d if r >= d else 2 * d * r - r * r
+        cap.append(dict(rank=r, fitted_capacity=int(ok.max()) if len(ok) else 0,
+                        counting=dof // (n * (n - 1)) if r >= n - 1 else 0, dof=dof))
+    return {"many_inputs": table, "capacity": pd.DataFrame(cap), "many_tol": tol}

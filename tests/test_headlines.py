@@ -22,6 +22,8 @@ MODULES = {
     "05_rank_barrier": "barrier",
     "06_rank_saturation": "saturation",
     "04_head_size_training": "headsize",
+    "02_representation_theorem": "representation",
+    "03_multihead_bottleneck": "multihead",
 }
 
 

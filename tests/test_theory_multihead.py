@@ -158,3 +158,53 @@ def test_cost_table():
     assert fixed16["head_dim"] == 32 and fixed16["params_vs_standard"] == pytest.approx(16 * 32 / 64)
     t2 = cost_table([60], [7], [8], head_dims=[8, 16])
     assert len(t2) == 2 and t2["params_vs_standard"].isna().all()
+
+
+def _case3_pair(seed=5):
+    d, h, dp = 6, 3, 3
+    gen = torch.Generator().manual_seed(seed)
+    a, b, c = (torch.randn(d, generator=gen, dtype=torch.float64) for _ in range(3))
+    M, K = torch.outer(a, a), torch.outer(b, c) - torch.outer(c, b)
+    g = MultiHeadAttention(d, h, dp, bias=False).double()
+    Uq, S, Vh = torch.linalg.svd(M + K)
+    gv = head_weights(theorem2_layer(d, h, dp, seed=0))
+    set_head_weights(g, HeadWeights((Uq[:, :dp] * S[:dp]).expand(h, d, dp), Vh[:dp].T.expand(h, d, dp),
+                                     gv.W_v, gv.W_o, g.scale))
+    f = MultiHeadAttention(d, h, bias=False).double()
+    _matching_sums(f, g, M * g.scale / f.scale)
+    return f, g
+
+
+@pytest.mark.parametrize("noise", [1e-12, 1e-9])
+def test_separating_case_not_decided_by_round_off_in_the_value_sums(noise):
+    # A case-3 layer whose value-output sums differ from g_V's only by `noise` (relative) stays
+    # case 3: the case is decided by output gaps above SEPARATION_REL_TOL, not weight noise.
+    f, g = _case3_pair()
+    with torch.no_grad():
+        hw = head_weights(f)
+        set_head_weights(f, hw._replace(W_o=hw.W_o * (1 + noise)))
+    sep = separating_input(f, g, n=4)
+    assert sep.case == 3 and sep.gap > 1e-3
+    assert sep.case_gaps[0] < 1e-6 and sep.case_gaps[1] < 1e-6
+
+
+def test_separating_case_gaps_recorded():
+    g = theorem2_layer(6, 3, 3, seed=0)
+    torch.manual_seed(0)
+    f = MultiHeadAttention(6, 3, bias=False).double()
+    sep = separating_input(f, g, n=4)
+    assert sep.case == 1 and sep.case_gaps[0] > 1e-6 and math.isnan(sep.case_gaps[1])
+    forced = separating_input(f, g, n=4, case=3)
+    assert forced.case == 3 and math.isnan(forced.case_gaps[0]) and forced.case_gaps[2] > 1e-6
+
+
+@pytest.mark.parametrize("d,h,dp", [(6, 3, 3), (8, 4, 4), (12, 4, 4)])
+def test_theorem2_in_fewer_heads_is_exact(d, h, dp):
+    from lowrank.theory.multihead import theorem2_in_fewer_heads
+    g = theorem2_layer(d, h, dp, seed=1)
+    f = theorem2_in_fewer_heads(g)
+    assert f.n_heads == d // dp and f.head_dim == dp
+    assert sum(p.numel() for p in f.parameters()) == 4 * d * d
+    X = torch.randn(5, 7, d, dtype=torch.float64)
+    with torch.no_grad():
+        assert (f(X)[0] - g(X)[0]).abs().max() < 1e-10

@@ -295,6 +295,21 @@ register(
     sparse_ranks=IntList(1, 1024, doc="logit ranks to fit for sparse vs dense targets (those below n - 1 are used)"),
     sparse_tol=Float(1e-12, 0.5, doc="max row total variation a rank must reach"),
     sparse_max_iter=Int(1, 100_000, doc="L-BFGS iteration cap, sparse fits"),
+    bottleneck_n=Int(4, 1024, doc="sequence length n for the error well below the threshold"),
+    bottleneck_ranks=IntList(1, 1024, doc="head sizes r << n fitted at bottleneck_n"),
+    causal_ns=IntList(3, 256, doc="sequence lengths n for the causal threshold"),
+    causal_n_targets=Int(1, 100, doc="lower-triangular targets per n"),
+    causal_width=Int(0, 64, doc="fit ranks floor(n/2) - width .. floor(n/2) + width (and 1)"),
+    causal_restarts=Int(1, 256, doc="L-BFGS restarts per causal fit"),
+    causal_max_iter=Int(1, 100_000, doc="L-BFGS iteration cap, causal fits"),
+    dn_d=Int(1, 1024, doc="input rank d for the d < n sweep"),
+    dn_ns=IntList(2, 4096, doc="sequence lengths n for the d < n sweep"),
+    dn_n_targets=Int(1, 100, doc="targets per n in the d < n sweep"),
+    many_n=Int(2, 256, doc="tokens per input for the many-inputs capacity"),
+    many_d=Int(1, 1024, doc="input width d for the many-inputs capacity"),
+    many_ranks=IntList(1, 1024, doc="head sizes r for the many-inputs capacity"),
+    many_ms=IntList(1, 10_000, doc="numbers of inputs fitted by one head"),
+    many_restarts=Int(1, 256, doc="L-BFGS restarts per many-inputs fit"),
 )
 
 register(
@@ -324,6 +339,9 @@ register(
     cost_d_models=IntList(1, 65536, doc="widths d for the cost table"),
     cost_heads=IntList(1, 4096, doc="head counts h for the cost table"),
     cost_seq_lens=IntList(1, 65536, doc="sequence lengths n for the cost table (fixed d_p = n)"),
+    paper_d=Int(1, 65536, doc="width d of the paper's worked numbers (Table 1: BERT-large)"),
+    paper_heads=IntList(1, 4096, doc="head counts of the worked numbers (Table 1)"),
+    paper_ns=IntList(2, 65536, doc="sequence lengths of the worked numbers (the two pre-training stages)"),
 )
 
 register(

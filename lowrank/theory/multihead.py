@@ -21,7 +21,8 @@ import torch
 from ..attention import HeadWeights, MultiHeadAttention, head_weights, set_head_weights, standard_head_dim
 
 __all__ = ["HeadWeights", "head_weights", "embed_standard_in_fixed", "theorem2_layer",
-           "Separation", "separating_input", "layer_cost", "cost_table"]
+           "Separation", "separating_input", "SEPARATION_REL_TOL", "theorem2_in_fewer_heads", "layer_cost",
+           "cost_table"]
 
 
 @torch.no_grad()
@@ -118,6 +119,7 @@ class Separation(NamedTuple):
     case: int
     gap: float       # max |f(X) - g(X)| over the entries
     rel_gap: float   # ||f(X) - g(X)||_F / ||g(X)||_F
+    case_gaps: tuple = ()  # best relative gap of the families 1, 2, 3 (NaN: not evaluated)
 
 
 def _plain(mha, name: str) -> HeadWeights:
@@ -159,20 +161,29 @@ def _case_candidates(case: int, n: int, E_sym, E, D, d: int, g: torch.Generator,
     return (X[None] * norms[:, None, None, None]).reshape(-1, n, d)
 
 
+# A family separates when its relative output gap exceeds this: float64 round-off of the layers'
+# outputs is ~1e-15 relative, so 1e-6 leaves nine orders of margin, and a fitted layer whose value
+# sums differ from g_V's only at the 1e-9 level no longer counts as "case 1".
+SEPARATION_REL_TOL = 1e-6
+
+
 @torch.no_grad()
 def separating_input(f_W: MultiHeadAttention, g_V: MultiHeadAttention, *, n: int = 4,
-                     case: int | None = None, tol: float = 1e-9, max_norm: float = 2.0,
+                     case: int | None = None, rel_tol: float = SEPARATION_REL_TOL, max_norm: float = 2.0,
                      n_random: int = 64, seed: int = 0) -> Separation:
     """An X (n, d) with f_W(X) != g_V(X), built as in the three cases of Theorem 2's proof.
 
     f_W: a layer with head size d/h < d_p (class F); g_V: a layer meeting theorem2_layer's
-    conditions (checked). With case=None the case is the proof's: 1 if sum_i W_v^i W_o^i differs
-    from sum_i V_v^i V_o^i (relative difference > tol; X = 1 v^T, all tokens equal), else 2 if
-    some head's difference of scaled bilinear forms s_g U - s_f W_q^i W_k^i^T has a symmetric
-    part (X = e_1 v^T, one non-zero token), else 3 (two non-zero tokens v_1, v_2). case=1, 2, 3
-    forces that family. Within the family the directions come from the proof's matrices (singular
-    or eigen-vectors) plus n_random random ones, at row norms up to max_norm; the one with the
-    largest max |f(X) - g(X)| is returned.
+    conditions (checked). The three families: 1, all tokens equal (X = 1 v^T; separates when
+    sum_i W_v^i W_o^i != sum_i V_v^i V_o^i); 2, one non-zero token (X = e_1 v^T; separates when
+    some head's s_g U - s_f W_q^i W_k^i^T has a symmetric part); 3, two non-zero tokens (always,
+    by the proof's rank argument). Within a family the directions come from the proof's matrices
+    (singular or eigen-vectors) plus n_random random ones, at row norms up to max_norm, and the
+    input with the largest max |f(X) - g(X)| is kept. With case=None the case is the first
+    family, in the proof's order, whose best relative gap ||f(X) - g(X)||_F / ||g(X)||_F exceeds
+    rel_tol: decided by the outputs, so weight differences at round-off level do not pick a case.
+    case=1, 2, 3 forces that family. Separation.case_gaps holds every family's best relative gap
+    (NaN for families not evaluated).
     """
     fw, gv = _plain(f_W, "f_W"), _plain(g_V, "g_V")
     d = f_W.d_model
@@ -198,22 +209,58 @@ def separating_input(f_W: MultiHeadAttention, g_V: MultiHeadAttention, *, n: int
     D = torch.einsum("hdk,hke->de", fw.W_v, fw.W_o) - sum_g
     E = gv.scale * U - fw.scale * fw.W_q @ fw.W_k.transpose(1, 2)  # (h_f, d, d)
     E_sym = (E + E.transpose(1, 2)) / 2
-    if case is None:
-        if D.norm() > tol * sum_g.norm():
-            case = 1
-        elif E_sym.flatten(1).norm(dim=1).max() > tol * gv.scale * U.norm():
-            case = 2
-        else:
-            case = 3
-    g = torch.Generator().manual_seed(int(seed))
     norms = torch.tensor([0.25, 0.5, 1.0, 2.0, 4.0], dtype=torch.float64)
     norms = norms[norms <= max_norm] if (norms <= max_norm).any() else torch.tensor([max_norm])
-    X = _case_candidates(case, n, E_sym, E, D, d, g, n_random, norms)
-    diff = _forward(fw, X) - _forward(gv, X)
-    best = int(diff.flatten(1).abs().amax(1).argmax())
-    gX = _forward(gv, X[best])
-    return Separation(X[best], case, float(diff[best].abs().max()),
-                      float(diff[best].norm() / gX.norm()))
+
+    def best_of(c):
+        g = torch.Generator().manual_seed(int(seed))
+        X = _case_candidates(c, n, E_sym, E, D, d, g, n_random, norms)
+        diff = _forward(fw, X) - _forward(gv, X)
+        k = int(diff.flatten(1).abs().amax(1).argmax())
+        gX = _forward(gv, X[k])
+        return Separation(X[k], c, float(diff[k].abs().max()), float(diff[k].norm() / gX.norm()))
+
+    gaps = [float("nan")] * 3
+    if case is not None:
+        sep = best_of(case)
+        gaps[case - 1] = sep.rel_gap
+        return sep._replace(case_gaps=tuple(gaps))
+    for c in (1, 2, 3):
+        sep = best_of(c)
+        gaps[c - 1] = sep.rel_gap
+        if sep.rel_gap > rel_tol or c == 3:
+            return sep._replace(case_gaps=tuple(gaps))
+
+
+@torch.no_grad()
+def theorem2_in_fewer_heads(g_V: MultiHeadAttention) -> MultiHeadAttention:
+    """A standard layer (class F) with h' = d / d_p heads of size d_p computing g_V exactly.
+
+    Theorem 2's g_V shares one bilinear form U across its heads, so every head has the same
+    attention A(X) and g_V(X) = A(X) X T with T = sum_i V_v^i V_o^i. Split T by its SVD into
+    h' pieces of rank d_p (W_v^j W_o^j, j = 1..h') and give every head the query/key weights of
+    g_V's first head: the same function, with the standard layer's 4 d^2 parameters. Needs d_p
+    to divide d.
+    """
+    gv = _plain(g_V, "g_V")
+    d, dp = g_V.d_model, g_V.head_dim
+    if d % dp:
+        raise ValueError(f"d_p = {dp} must divide d = {d} for a standard layer with heads of size d_p")
+    hp = d // dp
+    U_heads = gv.W_q @ gv.W_k.transpose(1, 2)
+    if (U_heads - U_heads[0]).abs().max() > 1e-8 * U_heads[0].abs().max():
+        raise ValueError("g_V's heads do not share one U = V_q^i V_k^i^T (Theorem 2's condition)")
+    T = torch.einsum("hdk,hke->de", gv.W_v, gv.W_o)
+    Us, S, Vh = torch.linalg.svd(T)
+    W_v = torch.stack([Us[:, j * dp:(j + 1) * dp] * S[j * dp:(j + 1) * dp] for j in range(hp)])
+    W_o = torch.stack([Vh[j * dp:(j + 1) * dp] for j in range(hp)])
+    layer = MultiHeadAttention(d, hp, bias=False).double()
+    if layer.head_dim != dp:
+        raise ValueError(f"a standard layer with {hp} heads has head size {layer.head_dim}, not d_p = {dp}")
+    ratio = gv.scale / layer.scale
+    set_head_weights(layer, HeadWeights((gv.W_q[0] * ratio).expand(hp, d, dp), gv.W_k[0].expand(hp, d, dp),
+                                        W_v, W_o, layer.scale))
+    return layer
 
 
 def layer_cost(d_model: int, n_heads: int, head_dim: int | None, n: int, *, bias: bool = False) -> dict:

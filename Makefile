@@ -89,7 +89,7 @@ notebooks: setup data
 
 # The browser test reads the book that render_book.py has just written, so it runs last, on its own.
 test: setup data
-	$(BIN)/python -m pytest -q -m "not browser" $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -q -m "not browser" -n 2 $(PYTEST_ARGS) tests
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-kernel-name python3 chapters/
 	$(BIN)/python tools/render_book.py _build/test
 	tools/ensure_chromium.sh

@@ -223,7 +223,7 @@ def test_the_notebook_cell_applies_the_same_constraints():
     defaults = {k: v["default"] for k, v in
                 runner.notebook_parameters(runner.resolve_chapter("03", ROOT), papermill=False).items()}
     with pytest.raises(ParameterError, match="must divide d_model"):
-        validate("03_multihead_bottleneck", dict(defaults, heads=[3]))
+        validate("03_multihead_bottleneck", dict(defaults, heads=[7]))
 
 
 # --- the run folder ----------------------------------------------------------------------------

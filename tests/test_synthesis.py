@@ -231,3 +231,14 @@ def test_a_rule_reading_another_chapters_value_is_named():
         Claim("z", "P", "07", "s", "z", rule),))}.get)
     (row,) = S.judge_claims(col, {"ch07_y": 1, "ch03_z": 2})
     assert row.verdict == S.NOT_JUDGED and "a value of chapter 03" in row.evidence
+
+
+def test_reading_table_has_three_columns_escapes_text_and_keeps_links():
+    rule = lambda h: Judgement(REPRODUCED, "p < 0.05 & more")  # noqa: E731
+    rule.__doc__ = "Reproduced <always>."
+    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(
+        Claim("a", "P", "05", "s", "a <b> claim", rule),))}.get)
+    html = S.reading_table(S.judge_claims(col, {"ch05_z": 1})).to_html()
+    assert html.count("<th ") == 3 and not re.search(r'<th[^>]*class="row_heading', html)
+    assert "p &lt; 0.05 &amp; more" in html and "a &lt;b&gt; claim" in html and "Reproduced &lt;always&gt;." in html
+    assert '<a href="05_five.html#s">chapter 05</a>' in html and "scale: default" in html

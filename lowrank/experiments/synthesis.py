@@ -265,6 +265,28 @@ def style_table(table):
             .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
 
 
+def reading_table(rows: Iterable[Row], base: str = ""):
+    """The verdict table laid out for reading in a ~700 px column: three columns (the claim with
+    its paper and a link to its section; the evidence with the rule under it; the verdict with its
+    scale), every text HTML-escaped. A Styler without an index column."""
+    import html
+
+    import pandas as pd
+
+    e = html.escape
+    records = [{
+        "Claim": f"{e(r.statement)}<br><small>{e(r.paper or '-')}, {chapter_link(r, base)}</small>",
+        "Evidence, and the rule that judged it": f"{e(r.evidence)}<br><small><em>Rule:</em> {e(r.rule or '-')}</small>",
+        "Verdict": f"<strong>{e(r.label)}</strong><br><small>scale: {e(r.scale)}</small>",
+    } for r in rows]
+    table = pd.DataFrame(records, columns=["Claim", "Evidence, and the rule that judged it", "Verdict"])
+    return (table.style.hide(axis="index")
+            .set_properties(**{"text-align": "left", "vertical-align": "top"})
+            .set_properties(subset=["Claim"], **{"width": "32%"})
+            .set_properties(subset=["Verdict"], **{"width": "22%"})
+            .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
+
+
 def meanings_table():
     """The five verdicts and what each means, from verdicts.VERDICT_MEANING (the one definition)."""
     import pandas as pd

@@ -277,7 +277,8 @@ def reading_table(rows: Iterable[Row], base: str = ""):
     records = [{
         "Claim": f"{e(r.statement)}<br><small>{e(r.paper or '-')}, {chapter_link(r, base)}</small>",
         "Evidence, and the rule that judged it": f"{e(r.evidence)}<br><small><em>Rule:</em> {e(r.rule or '-')}</small>",
-        "Verdict": f"<strong>{e(r.label)}</strong><br><small>scale: {e(r.scale)}</small>",
+        "Verdict": (f"<strong>{e(r.verdict)}</strong>" + (f": {e(r.qualifier)}" if r.qualifier else "")
+                    + f"<br><small>scale: {e(r.scale)}</small>"),
     } for r in rows]
     table = pd.DataFrame(records, columns=["Claim", "Evidence, and the rule that judged it", "Verdict"])
     return (table.style.hide(axis="index")

@@ -228,20 +228,26 @@ def scale_rows(notebook: Path, sets: list[str], number: str) -> list[tuple[str, 
     return rows
 
 
-def _scales_table(rows: list[tuple[str, str, str, str]], differs: set[str]) -> nodes.table:
-    table = nodes.table(classes=["colwidths-auto", f"{CSS_CLASS}-scales"])
-    group = nodes.tgroup(cols=4)
+def _empty_table(kind: str, headings: tuple[str, ...]) -> tuple[nodes.table, nodes.tbody]:
+    """A table with its heading row, and the body to fill."""
+    table = nodes.table(classes=["colwidths-auto", f"{CSS_CLASS}-{kind}"])
+    group = nodes.tgroup(cols=len(headings))
     table += group
-    for _ in range(4):
+    for _ in headings:
         group += nodes.colspec(colwidth=1)
     head = nodes.thead()
     group += head
     body = nodes.tbody()
     group += body
     header = nodes.row()
-    for text in ("Scale", "Command", "Hardware", "Time"):
+    for text in headings:
         header += nodes.entry("", nodes.paragraph(text=text))
     head += header
+    return table, body
+
+
+def _scales_table(rows: list[tuple[str, str, str, str]], differs: set[str]) -> nodes.table:
+    table, body = _empty_table("scales", ("Scale", "Command", "Hardware", "Time"))
     for name, command, hardware, time in rows:
         purpose = SCALE_PURPOSE.get(name, "")
         if name in differs:
@@ -279,19 +285,7 @@ def _paragraph(*parts: str | nodes.Node) -> nodes.paragraph:
 
 
 def _table(rows: list[tuple[str, str, str]]) -> nodes.table:
-    table = nodes.table(classes=["colwidths-auto", f"{CSS_CLASS}-parameters"])
-    group = nodes.tgroup(cols=3)
-    table += group
-    for _ in range(3):
-        group += nodes.colspec(colwidth=1)
-    head = nodes.thead()
-    group += head
-    body = nodes.tbody()
-    group += body
-    header = nodes.row()
-    for text in ("Parameter", "Default", "Meaning"):
-        header += nodes.entry("", nodes.paragraph(text=text))
-    head += header
+    table, body = _empty_table("parameters", ("Parameter", "Default", "Meaning"))
     for name, default, help_text in rows:
         row = nodes.row()
         row += nodes.entry("", nodes.paragraph("", "", nodes.literal(name, name)))

@@ -108,20 +108,26 @@ def test_head_dim_sweep_ranks_and_resume(labelled, tmp_path):
         load_classifier(lm_dir)
 
 
-def test_pretrained_ranks_tiny_bert():
+class Tok:
+    """A tokenizer stand-in: one id per word (5 + its length), [CLS] = 1, [SEP] = 2."""
+    cls_token_id, sep_token_id = 1, 2
+
+    def __call__(self, text, add_special_tokens=False, verbose=False):
+        return {"input_ids": [5 + len(w) for w in text.split()]}
+
+
+def _tiny_bert(hidden: int):
+    """A random 2-layer, 4-head BERT with eager attention (so the probe sees its probabilities)."""
     transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
     torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, max_position_embeddings=64)
+    cfg = transformers.BertConfig(vocab_size=60, hidden_size=hidden, num_hidden_layers=2, num_attention_heads=4,
+                                  intermediate_size=2 * hidden, max_position_embeddings=64)
     cfg._attn_implementation = "eager"
-    model = transformers.BertModel(cfg).eval()
+    return transformers.BertModel(cfg).eval()
 
-    class Tok:
-        cls_token_id, sep_token_id = 1, 2
 
-        def __call__(self, text, add_special_tokens=False, verbose=False):
-            return {"input_ids": [5 + len(w) for w in text.split()]}
-
+def test_pretrained_ranks_tiny_bert():
+    model = _tiny_bert(32)
     texts = {"x": ["a bb ccc dddd " * 40], "y": ["eeeee ff g " * 40]}
     t = pretrained_ranks(model, Tok(), texts, seq_lens=[6, 20], counts=[3, 2], batch_size=2,
                          measures=("numerical_rank",), rtols=[0.0])
@@ -166,21 +172,9 @@ def test_argmax_patterns_counts_shares():
 
 def _tiny_pretrained_tables(rtols=(0.0, 1e-3)):
     """The tables run_pretrained returns, from a tiny random BERT (no MiniLM needed)."""
-    transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
     from lowrank.experiments.trained import argmax_patterns
 
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=32, max_position_embeddings=64)
-    cfg._attn_implementation = "eager"
-    model = transformers.BertModel(cfg).eval()
-
-    class Tok:
-        cls_token_id, sep_token_id = 1, 2
-
-        def __call__(self, text, add_special_tokens=False, verbose=False):
-            return {"input_ids": [5 + len(w) for w in text.split()]}
-
+    model = _tiny_bert(16)
     texts = {"x": ["a bb ccc dddd " * 40]}
     from lowrank.experiments.trained import with_float32
     mini = pretrained_ranks(model, Tok(), texts, seq_lens=[3, 12], counts=[2, 2], batch_size=2,

@@ -1,6 +1,8 @@
 """Sweeps: lists of run configs, keyed by a hash of the full config, with an append-only store.
 
-Each finished run appends one JSON line ``{"key", "experiment", "config", "metrics", ...}`` to
+Each finished run appends one JSON line ``{"key", "experiment", "config", "metrics", "wall_s",
+"provenance", ...}`` (:func:`lowrank.provenance.provenance`: git revision, code hash, date,
+machine, CPU) to
 ``<data root>/results/<experiment>.jsonl`` (or any ``store`` path) in a single ``write`` on a
 file opened with ``O_APPEND``, under an exclusive ``flock``, followed by ``fsync``; so shards
 running at the same time on one file system never interleave lines, and a rerun skips every
@@ -36,6 +38,7 @@ import pandas as pd
 from .progress import tqdm
 
 from .data import data_root
+from .provenance import provenance
 from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard"]
@@ -169,7 +172,8 @@ def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path,
     metrics = run_fn(config, run_dir=run_dir)
     ResultStore(store).append({"key": key, "experiment": experiment, "config": config, "metrics": metrics,
                                "wall_s": time.perf_counter() - t,
-                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                               "provenance": provenance()})
     return key
 
 

@@ -222,7 +222,7 @@ def scale_rows(notebook: Path, sets: list[str], number: str) -> list[tuple[str, 
         hardware, time = scale_needs(path)
         if name == "smoke":
             time = "seconds (the tests run every smoke set)"
-        command = (f"lowrank run {number} --scale {name}" if name in ("smoke", "paper")
+        command = (f"lowrank run {number} --scale {name}" if name in ("smoke", "long", "paper")
                    else f"lowrank run {number} -f chapters/params/{name}/{notebook.stem}.yaml")
         rows.append((name, command, hardware, time))
     return rows
@@ -315,7 +315,7 @@ def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
     lowrank_lines = [f"lowrank run {number} -p {example} {example_value}"]
     papermill_lines = [f"papermill {rel} out.ipynb \\\n    --cwd {rel.parent} -k python3 -p {example} {example_value}"]
     for name in sets:
-        lowrank_lines.append(f"lowrank run {number} --scale {name}" if name in ("smoke", "paper")
+        lowrank_lines.append(f"lowrank run {number} --scale {name}" if name in ("smoke", "long", "paper")
                              else f"lowrank run {number} -f {rel.parent}/params/{name}/{rel.stem}.yaml")
         papermill_lines.append(f"papermill {rel} out.ipynb \\\n    --cwd {rel.parent} -k python3 "
                                f"-f {rel.parent}/params/{name}/{rel.stem}.yaml")

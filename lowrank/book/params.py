@@ -407,6 +407,21 @@ register(
     probe_docs=Int(1, 100_000, doc="held-out documents whose first-block attention is ranked"),
     saturation_fraction=Float(0.5, 1.0, doc="a curve saturates where it reaches this fraction of its rise"),
     results_dir=Param("str", allow_none=True, doc="None trains in a temporary folder; a path keeps and resumes runs"),
+    retrieval_ns=IntList(2, 4096, doc="sequence lengths n of the retrieval task (context pairs = queries)"),
+    retrieval_head_dims=IntList(1, 4096, doc="query/key sizes d_h of the retrieval head, ascending"),
+    retrieval_seeds=Int(1, 1000, doc="seeds per (n, d_h) of the retrieval task"),
+    retrieval_steps=Int(1, 10_000_000, doc="optimiser steps per retrieval run"),
+    retrieval_d_model=Int(1, 65536, doc="width of the retrieval model"),
+    retrieval_values=Int(2, 65536, doc="number of distinct values (classes) in the retrieval task"),
+    retrieval_lr=Float(1e-6, 1.0, doc="peak learning rate of the retrieval runs (Adam, warm-up then cosine)"),
+    retrieval_tokens=Int(1, 10_000_000, doc="queries per optimiser step (batch = this // n sequences)"),
+    retrieval_test_sequences=Int(1, 10_000_000, doc="fresh test sequences per retrieval run"),
+    retrieval_rank_sequences=Int(1, 100_000, doc="held-out sequences whose attention is ranked per run"),
+    retrieval_rtol=Float(0.0, 0.5, doc="relative tolerance of the numerical rank of the retrieval head's attention"),
+    retrieval_run=Bool(doc="True trains the retrieval grid (into retrieval_store); False reads retrieval_long_store"),
+    retrieval_store=Param("str", allow_none=True,
+                          doc="your results store for retrieval runs (appended, resumable); None: a temporary file"),
+    retrieval_long_store=Str(doc="the committed long-scale retrieval store, read only (never written)"),
 )
 
 
@@ -515,6 +530,8 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
     "07_trained_attention": (
         Constraint(("minilm_seq_lens", "minilm_counts"), _same_length("minilm_seq_lens", "minilm_counts")),
         Constraint(("head_dims",), _ascending("head_dims")),
+        Constraint(("retrieval_head_dims",), _ascending("retrieval_head_dims")),
+        Constraint(("retrieval_ns",), _ascending("retrieval_ns")),
     ),
 }
 
@@ -541,7 +558,7 @@ def check_constraints(chapter: str, params: Mapping[str, Any]) -> None:
 # caller's working directory (values from the book's own parameter sets: the book's folder).
 PATHS: dict[str, dict[str, str]] = {
     "04_head_size_training": {"results_store": "store", "corpus": "corpus"},
-    "07_trained_attention": {"results_dir": "folder"},
+    "07_trained_attention": {"results_dir": "folder", "retrieval_store": "store"},
     "08_synthesis": {"chapters_dir": "input_folder"},
 }
 CORPUS_NAMES = ("shakespeare", "bbcnews")

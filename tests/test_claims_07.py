@@ -11,8 +11,8 @@ NAN = float("nan")
 
 
 def mechanism(**kw):
-    h = dict(ch07_mini_dh=32, ch07_logit_maps=3000, ch07_logit_min=31, ch07_logit_max=32, ch07_clf_bounded=24,
-             ch07_clf_cases=24, ch07_clf_exact=24)
+    h = dict(ch07_mini_dh=32, ch07_logit_maps=3000, ch07_logit_min=31, ch07_logit_max=32, ch07_ret_bounded=140,
+             ch07_ret_cases=140)
     return {**h, **kw}
 
 
@@ -20,19 +20,19 @@ def test_mechanism_rank_at_most_dh_is_reproduced_not_equality():
     j = X.rule_mechanism(mechanism())
     assert j.verdict == REPRODUCED and "3000" in j.evidence and X.DEFAULT_TOL in j.evidence
     # rank below d_h everywhere still reproduces the claim (it is rank <= d_h, not == d_h)
-    assert X.rule_mechanism(mechanism(ch07_logit_min=20, ch07_logit_max=30, ch07_clf_exact=0)).verdict == REPRODUCED
+    assert X.rule_mechanism(mechanism(ch07_logit_min=20, ch07_logit_max=30)).verdict == REPRODUCED
 
 
 def test_mechanism_one_excess_contradicts():
     assert X.rule_mechanism(mechanism(ch07_logit_max=33)).verdict == CONTRADICTED
-    assert X.rule_mechanism(mechanism(ch07_clf_bounded=23)).verdict == CONTRADICTED
+    assert X.rule_mechanism(mechanism(ch07_ret_bounded=139)).verdict == CONTRADICTED
 
 
 def test_mechanism_without_long_sequences_is_inconclusive():
-    j = X.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN, ch07_clf_bounded=0,
-                                   ch07_clf_cases=0, ch07_clf_exact=0))
+    j = X.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN, ch07_ret_bounded=0,
+                                   ch07_ret_cases=0))
     assert j.verdict == INCONCLUSIVE and j.qualifier
-    # MiniLM without n > d_h, classifiers with: judged on the classifiers
+    # MiniLM without n > d_h, retrieval runs with: judged on the retrieval runs
     j = X.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN))
     assert j.verdict == REPRODUCED
 
@@ -75,39 +75,88 @@ def test_barrier_one_head_is_inconclusive():
     assert j.verdict == INCONCLUSIVE
 
 
-def reduction(sd=0.005, se=0.004, seeds=5, dstar=4, rank_at=8, ln_n=4.17, **kw):
-    h = dict(ch07_seeds=seeds, ch07_test_docs=10000, ch07_acc_sd=sd, ch07_acc_binom_se=se,
-             ch07_acc_mde=X.detectable_difference(sd, se, seeds), ch07_acc_dstar=dstar, ch07_sat_hard=rank_at,
-             ch07_clf_ln_n=ln_n, ch07_clf_n=65, ch07_acc_low=0.5, ch07_acc_high=0.9, ch07_dh_min=1)
+def reduction(not_later=4, later=0, beyond=0, alpha=0.3, lo=0.1, hi=0.5, seeds=5, k=4, **kw):
+    h = dict(ch07_ret_seeds=seeds, ch07_ret_n_count=k, ch07_ret_not_later=not_later, ch07_ret_later=later,
+             ch07_ret_beyond=beyond, ch07_ret_alpha=alpha, ch07_ret_alpha_lo=lo, ch07_ret_alpha_hi=hi,
+             ch07_ret_log_alpha=0.269, ch07_ret_ns="16, 32, 64 and 128", ch07_ret_dh="1, 2, 3, 4, 6, 8 and 16",
+             ch07_ret_test_seq=10000, ch07_ret_acc_se_max=0.002, ch07_ret_source="the committed long-scale store",
+             ch07_ret_points="n = 16: d*_acc 3 [3, 4], d*_rank 4 [3, 4]")
     return {**h, **kw}
 
 
-def test_detectable_difference():
-    # issue 18's numbers: 2 seeds, seed sd 0.074, binomial s.e. 0.043 -> about 0.21
-    assert X.detectable_difference(0.074, 0.043, 2) == pytest.approx(0.207, abs=0.002)
-    # the binomial s.e. floors a spread that came out too small
-    assert X.detectable_difference(0.001, 0.043, 2) == X.detectable_difference(0.043, 0.043, 2)
-    assert math.isnan(X.detectable_difference(NAN, 0.04, 1)) and math.isnan(X.detectable_difference(0.1, 0.04, 1))
+def test_reduction_reproduced_needs_no_later_everywhere_and_log_like_growth():
+    j = X.rule_model_reduction(reduction())
+    assert j.verdict == REPRODUCED and "5 seeds" in j.evidence and "10000" in j.evidence
+    # the log-law exponent just inside and just outside the alpha interval
+    assert X.rule_model_reduction(reduction(lo=0.269)).verdict == REPRODUCED
+    assert X.rule_model_reduction(reduction(lo=0.27)).verdict == WEAKER
+    assert X.rule_model_reduction(reduction(hi=0.268)).verdict == WEAKER
 
 
-def test_reduction_underpowered_is_inconclusive_with_the_detectable_difference():
-    j = X.rule_model_reduction(reduction(sd=0.074, se=0.043, seeds=2, dstar=NAN))
-    assert j.verdict == INCONCLUSIVE and "0.21" in j.qualifier
-    j = X.rule_model_reduction(reduction(sd=NAN, seeds=1))
-    assert j.verdict == INCONCLUSIVE and "one seed" in j.qualifier
-    # just above and just below the margin
-    assert X.reduction_powered(reduction(sd=0.0072, se=0.001, seeds=2)) is False
-    assert X.reduction_powered(reduction(sd=0.0071, se=0.001, seeds=2)) is True
+def test_reduction_weaker_names_how_growth_fails():
+    j = X.rule_model_reduction(reduction(alpha=0.6, lo=0.45, hi=0.8))
+    assert j.verdict == WEAKER and "redundant" in j.qualifier and "not like ln n" in j.qualifier
+    j = X.rule_model_reduction(reduction(alpha=0.1, lo=0.0, hi=0.3))   # interval reaches 0: no growth shown
+    assert j.verdict == WEAKER and "does not grow" in j.qualifier
 
 
-def test_reduction_powered_verdicts():
-    assert X.rule_model_reduction(reduction(dstar=4, rank_at=8)).verdict == REPRODUCED
-    assert X.rule_model_reduction(reduction(dstar=8, rank_at=4)).verdict == REPRODUCED   # 8 <= 2 ln n = 8.3
-    j = X.rule_model_reduction(reduction(dstar=16, rank_at=16))
-    assert j.verdict == WEAKER and "not near ln n" in j.qualifier
-    assert X.rule_model_reduction(reduction(dstar=2, rank_at=2)).verdict == WEAKER      # 2 < ln n / 2 = 2.09
-    assert X.rule_model_reduction(reduction(dstar=4, rank_at=16)).verdict == CONTRADICTED
-    assert X.rule_model_reduction(reduction(dstar=NAN)).verdict == INCONCLUSIVE
+def test_reduction_contradicted_needs_a_real_accuracy_gap_beyond_rank_saturation():
+    assert X.rule_model_reduction(reduction(not_later=3, later=1, beyond=1)).verdict == CONTRADICTED
+    # accuracy saturates later but the loss at d*_rank is not shown to exceed the margin: inconclusive
+    j = X.rule_model_reduction(reduction(not_later=3, later=1, beyond=0))
+    assert j.verdict == INCONCLUSIVE and "grid" in j.qualifier
+    # intervals overlap 0 at one n: inconclusive
+    assert X.rule_model_reduction(reduction(not_later=3, later=0)).verdict == INCONCLUSIVE
+
+
+def test_reduction_too_few_seeds_or_lengths_is_inconclusive():
+    assert X.rule_model_reduction(reduction(seeds=1, lo=NAN, hi=NAN)).verdict == INCONCLUSIVE
+    assert X.rule_model_reduction(reduction(k=1, not_later=1)).verdict == INCONCLUSIVE
+
+
+def _runs(acc, rank, ns=(16, 128), dims=(1, 2, 4, 8), seeds=5, noise=0.0):
+    """A synthetic run table: acc[n][i] and rank[n][i] (rank / n) per d_h, identical over seeds
+    plus a seed-dependent offset of size ``noise``."""
+    import numpy as np
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    rows = []
+    for n in ns:
+        for i, d in enumerate(dims):
+            for s in range(seeds):
+                e = noise * rng.standard_normal()
+                rows.append(dict(n=n, head_dim=d, seed=s, test_acc=min(1.0, acc[n][i] + e),
+                                 hardmax_rank=n * min(1.0, rank[n][i] + e), numerical_rank=n * rank[n][i]))
+    return pd.DataFrame(rows)
+
+
+def test_reduction_points_equivalence_and_paired_bootstrap():
+    acc = {16: [0.5, 0.995, 1.0, 1.0], 128: [0.2, 0.6, 0.985, 1.0]}
+    rank = {16: [0.2, 0.98, 1.0, 1.0], 128: [0.05, 0.5, 0.95, 1.0]}
+    red = X.reduction_points(_runs(acc, rank), margin=0.01)
+    P = red["points"].set_index(["criterion", "n"])
+    # accuracy within 0.01 from d_h = 2 at n = 16 (gap 0.005), only at 8 at n = 128 (gap 0.015 > 0.01)
+    assert P.loc[("accuracy", 16), "head_dim"] == 2 and P.loc[("accuracy", 128), "head_dim"] == 8
+    assert P.loc[("hardmax rank", 16), "head_dim"] == 4 and P.loc[("hardmax rank", 128), "head_dim"] == 8
+    r = red["ratio"].set_index("n")
+    assert r.loc[16, "hi"] < 0 and r.loc[128, "log2_ratio"] == 0
+    alpha, lo, hi = X.growth_exponent(red["boot"], red["points"])
+    assert alpha == pytest.approx(2 / 3) and lo <= alpha <= hi  # ln(8 / 2) / ln(128 / 16)
+    assert X.log_law_exponent([16, 32, 64, 128]) == pytest.approx(0.269, abs=0.001)
+    with pytest.raises(ValueError):
+        X.reduction_points(_runs(acc, rank), margin=0.01, n_boot=100)
+
+
+def test_equivalence_needs_the_upper_bound_inside_the_margin():
+    import numpy as np
+    d = np.array([1, 2, 4])
+    V = np.array([[0.5] * 5, [0.995, 0.99, 1.0, 0.99, 1.0], [1.0] * 5])
+    assert X.equivalent_from(d, V, 0.01) == (2.0, 2)
+    # noisy seeds: the mean gap is small but the one-sided bound is not
+    V2 = np.array([[0.5] * 5, [1.0, 0.97, 1.0, 0.98, 1.0], [1.0] * 5])
+    assert X.equivalent_from(d, V2, 0.01)[0] == 4.0
+    # one seed: only the best qualifies
+    assert X.equivalent_from(d, V[:, :1], 0.01)[0] == 4.0
 
 
 def test_rules_need_their_evidence_and_claims_are_well_formed():

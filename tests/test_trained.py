@@ -7,105 +7,12 @@ import pytest
 import torch
 
 from lowrank.attention import MultiHeadAttention
-from lowrank.experiments.trained import (argmax_patterns, as_rtols, saturation_table, classification_batch, fresh_classifier, head_dim_sweep,
-                             load_classifier, pretrained_ranks, saturation_point)
-
-WORDS = ("the king queen lord lady sword crown night day love death war peace speak hear go come "
-         "fair foul good ill heart blood honour grace").split()
-
-
-@pytest.fixture(scope="module")
-def labelled(tmp_path_factory):
-    """Two topics of 20 documents each (BBC layout: label sub-folders) and a data root."""
-    base = tmp_path_factory.mktemp("labelled")
-    rng = random.Random(1)
-    for label, vocab in (("a", WORDS[:12]), ("b", WORDS[12:])):
-        (base / "docs" / label).mkdir(parents=True)
-        for i in range(20):
-            (base / "docs" / label / f"{i}.txt").write_text(" ".join(rng.choice(vocab) for _ in range(40)))
-    return str(base / "docs"), str(base / "data")
-
-
-def _base(corpus):
-    return dict(task="classify", corpus=corpus, vocab_size=300, seq_len=12, d_model=16, n_layers=1, n_heads=2,
-                batch_size=8, steps=6, lr=3e-3, warmup_steps=2, eval_interval=0, checkpoint_every=0,
-                num_threads=1)
-
-
-def test_saturation_point():
-    x = [1, 2, 4, 8, 16]
-    assert saturation_point(x, [0.2, 0.5, 0.8, 0.9, 0.9], fraction=0.9) == 8
-    assert saturation_point(x, [0.2, 0.5, 0.8, 0.9, 0.9], fraction=0.5) == 4
-    assert saturation_point(x, [0.2, 0.5, 0.8, 0.9, 0.9], fraction=1.0) == 8
-    assert saturation_point(x, [3, 3, 3, 3, 3]) == 1
-    with pytest.raises(ValueError, match="increasing"):
-        saturation_point([2, 1], [0, 1])
-    with pytest.raises(ValueError, match="fraction"):
-        saturation_point(x, [1, 2, 3, 4, 5], fraction=0)
-
-
-def test_saturation_table():
-    import pandas as pd
-    idx = pd.Index([1, 2, 4, 8], name="head_dim")
-    curves = {"acc": pd.DataFrame({"mean": [0.5, 0.7, 0.9, 0.9], "std": [0.1, 0.1, 0.05, 0.05]}, index=idx),
-              "flat": pd.DataFrame({"mean": [2.0, 2.1, 2.0, 2.05], "std": [0.2, 0.2, 0.2, 0.2]}, index=idx),
-              "one seed": pd.DataFrame({"mean": [1.0, 2.0, 3.0, 4.0], "std": [float("nan")] * 4}, index=idx)}
-    t = saturation_table(curves, fraction=0.9)
-    assert t.loc["acc", "saturates_at"] == 4 and t.loc["acc", "rise"] == pytest.approx(0.4)
-    assert t.loc["acc", "seed_sd"] == pytest.approx(0.075) and t.loc["acc", "rise_over_sd"] == pytest.approx(0.4 / 0.075)
-    assert t.loc["flat", "rise_over_sd"] == pytest.approx(0.5)
-    assert t.loc["one seed", "saturates_at"] == 8 and pd.isna(t.loc["one seed", "rise_over_sd"])
-    with pytest.raises(ValueError, match="columns"):
-        saturation_table({"x": pd.DataFrame({"mean": [1.0]}, index=[1])})
-
+from lowrank.experiments.trained import argmax_patterns, as_rtols, pretrained_ranks
 
 def test_as_rtols():
     assert as_rtols([0.0, 1e-6, None]) == (None, 1e-6, None)
     with pytest.raises(ValueError, match="rtols"):
         as_rtols([2.0])
-
-
-def test_classification_batch_format(labelled):
-    corpus, root = labelled
-    b = classification_batch(corpus, vocab_size=300, seq_len=12, count=2, split="test", root=root)
-    assert b["ids"].shape == (2, 13) and (b["ids"][:, 0] == 3).all()  # <cls> = 3, then 12 tokens, no <pad>
-    assert (b["ids"][:, 1:] != 0).all()
-    with pytest.raises(ValueError, match="fewer than count"):
-        classification_batch(corpus, vocab_size=300, seq_len=12, count=50, split="test", root=root)
-
-
-def test_head_dim_sweep_ranks_and_resume(labelled, tmp_path):
-    corpus, root = labelled
-    runs, ranks = head_dim_sweep(_base(corpus), head_dims=[1, 4], seeds=[0, 1], probe_count=2,
-                                 rtols=[0.0, 1e-3], results_dir=tmp_path, root=root)
-    assert sorted(zip(runs.head_dim, runs.seed)) == [(1, 0), (1, 1), (4, 0), (4, 1)]
-    assert runs["test_acc"].between(0, 1).all()
-    assert set(ranks["stage"]) == {"init", "trained"} and (ranks["n"] == 13).all()
-    logit = ranks[(ranks.matrix == "logits") & (ranks.measure == "numerical_rank")
-                  & (ranks.tolerance == "rtol=max(m,n)eps")]
-    # The bottleneck: logit rank = d_h (< n = 13) for every head, sequence, run and stage.
-    assert (logit["min"] == logit["head_dim"]).all() and (logit["max"] == logit["head_dim"]).all()
-    probs = ranks[(ranks.matrix == "probs") & (ranks.measure == "numerical_rank")]
-    assert (probs["max"] <= 13).all() and (probs["min"] >= 1).all()
-    # A second call finds every run in the store and trains nothing.
-    store = tmp_path / "ch07_head_dim_sweep.jsonl"
-    lines = store.read_text().splitlines()
-    again, ranks2 = head_dim_sweep(_base(corpus), head_dims=[1, 4], seeds=[0, 1], probe_count=2,
-                                   rtols=[0.0, 1e-3], results_dir=tmp_path, root=root)
-    assert store.read_text().splitlines() == lines and again.equals(runs)
-    run_dir = tmp_path / "runs" / json.loads(lines[0])["key"]
-    trained, fresh = load_classifier(run_dir), fresh_classifier(run_dir, seed=0)
-    assert not torch.equal(trained.body.blocks[0].attn.in_proj.weight, fresh.body.blocks[0].attn.in_proj.weight)
-    assert trained.body.blocks[0].attn.head_dim == json.loads(lines[0])["config"]["head_dim"]
-    # An LM checkpoint in that place is named and refused, not loaded into a classifier.
-    lm_dir = tmp_path / "lm_run"
-    lm_dir.mkdir()
-    state = torch.load(run_dir / "checkpoint.pt", weights_only=True)
-    state["config"]["task"] = "lm"
-    state["model"] = {k: v for k, v in state["model"].items() if not k.startswith("classifier.")}
-    torch.save(state, lm_dir / "checkpoint.pt")
-    with pytest.raises(ValueError, match="is not a classifier checkpoint"):
-        load_classifier(lm_dir)
 
 
 class Tok:
@@ -186,15 +93,31 @@ def _tiny_pretrained_tables(rtols=(0.0, 1e-3)):
     return {"model": {"layers": 2, "heads": 4, "head_dim": 4}, "mini": mini, "patterns": pat, "rtols": list(rtols)}
 
 
-def test_headline_keys_and_values(labelled):
+def _truncation_records():
+    """Stored truncation records as truncation_run writes them (two n, ranks 1 and 4 of d_h = 4)."""
+    recs = []
+    for n in (8, 16):
+        recs.append({"config": {"n": n}, "wall_s": 3.0, "metrics": {
+            "docs": 10, "head_dim": 4, "full_acc": [0.9, 1.0],
+            "by_rank": [{"r": 1, "cos_mean": 0.6, "cos_sd": 0.1, "cos_min": 0.4, "acc": [0.7, 0.8]},
+                        {"r": 4, "cos_mean": 1.0, "cos_sd": 0.0, "cos_min": 1.0 - 1e-7, "acc": [0.9, 1.0]}]}})
+    return recs
+
+
+def test_headline_keys_and_values(tmp_path):
     from lowrank.experiments import trained as X
 
-    corpus, root = labelled
     tables = _tiny_pretrained_tables()
-    tables.update(X.run_sweep(corpus=corpus, vocab_size=300, seq_len=12, d_model=16, n_layers=1, n_heads=2, d_ff=32,
-                              head_dims=[1, 4], seeds=[0, 1], steps=4, batch_size=8, lr=3e-3, probe_docs=2,
-                              rtols=[0.0, 1e-3], energy=0.99, threads=1, root=root),
-                  saturation_fraction=0.9)
+    store = tmp_path / "ret.jsonl"
+    kw = dict(ns=[8, 16], head_dims=[1, 8], n_seeds=2, steps=30, d_model=16, n_values=4, lr=3e-3, tokens_per_step=128,
+              test_sequences=50, rank_sequences=4, rank_rtol=1e-3)
+    tables.update(X.run_retrieval(**kw, run=True, store=store, threads=1))
+    # the same grid read back from the store, read only: identical table, nothing appended
+    size = store.stat().st_size
+    again = X.run_retrieval(**kw, run=False, read_store=store)
+    assert again["retrieval_source"] == "store" and store.stat().st_size == size
+    assert again["retrieval"].test_acc.tolist() == tables["retrieval"].test_acc.tolist()
+    tables["truncation"] = X.truncation_table(_truncation_records())
     h = X.headline(tables)
     assert set(h) == set(X.HEADLINE_KEYS)
     # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
@@ -204,25 +127,73 @@ def test_headline_keys_and_values(labelled):
     assert h["ch07_barrier"] == pytest.approx(1 - (1 - 1 / 12) ** 12)
     assert h["ch07_coarse_tol"] == "rtol=0.001"
     assert 0 <= h["ch07_above_barrier"] <= 1 and h["ch07_pat_count"] == 2 * 2 * 4
-    # sweep part: n = 13, and the logits have rank min(d_h, n) in every (run, stage) pair
-    assert h["ch07_clf_n"] == 13 and h["ch07_clf_ln_n"] == pytest.approx(np.log(13))
-    assert h["ch07_clf_exact"] == h["ch07_clf_cases"] == 2 * 2 * 2
-    assert (h["ch07_dh_min"], h["ch07_dh_max"], h["ch07_seeds"]) == (1, 4, 2)
-    assert h["ch07_clf_barrier"] == pytest.approx(13 * (1 - (1 - 1 / 13) ** 13))
-    assert h["ch07_acc_sat"] in (1, 4) and h["ch07_test_docs"] > 0
     # float32 tolerance: coarser than float64's, so never more rank; logits at most d_h
     assert h["ch07_f32_tol"] == "rtol=max(m,n)eps_float32" and h["ch07_logit_f32_max"] <= 4
     assert h["ch07_f32_frac_nmax"] <= h["ch07_default_frac_nmax"] and h["ch07_full_f32"] <= h["ch07_full_default"]
     assert h["ch07_f32_head_lo"] <= h["ch07_f32_frac_nmax"] <= h["ch07_f32_head_hi"]
     assert h["ch07_f32_rtol_nmax"] == pytest.approx(12 * np.finfo(np.float32).eps)
-    # barrier over heads (2 layers x 4 heads) and the accuracy comparison's power
     assert h["ch07_heads"] == 8 and 0 <= h["ch07_heads_above"] <= 8
     assert h["ch07_head_mean_lo"] <= h["ch07_head_mean"] <= h["ch07_head_mean_hi"]
-    assert h["ch07_clf_bounded"] == h["ch07_clf_cases"] and h["ch07_clf_f32_tr_max"] <= 13
-    assert h["ch07_acc_mde"] > 0 and h["ch07_margin"] == X.REDUCTION_MARGIN
-    assert h["ch07_acc_dstar_phrase"].startswith(("d_h = ", "no head size"))
+    # retrieval part: 2 n x 2 d_h x 2 seeds, logit rank within min(d_h, n) in every run, provenance read
+    assert (h["ch07_ret_runs"], h["ch07_ret_seeds"], h["ch07_ret_n_count"]) == (8, 2, 2)
+    assert h["ch07_ret_bounded"] == h["ch07_ret_cases"] == 8
+    assert h["ch07_ret_ns"] == "8 and 16" and h["ch07_ret_dh"] == "1 and 8"
+    assert h["ch07_ret_dacc_nmin_lo"] <= h["ch07_ret_dacc_nmin"] <= h["ch07_ret_dacc_nmin_hi"]
+    assert h["ch07_ret_dacc_nmin"] in (1, 8) and h["ch07_ret_drank_nmax"] in (1, 8)
+    assert h["ch07_ret_git"] not in ("", "not recorded") and h["ch07_ret_cpu_min"] > 0
+    assert h["ch07_ret_log_alpha"] == pytest.approx(X.log_law_exponent([8, 16]))
+    assert h["ch07_ret_best_law"].startswith("none")  # two lengths: no law fitted
+    # truncation part
+    assert h["ch07_tr_ns"] == "8 and 16" and h["ch07_tr_dh"] == 4 and h["ch07_tr_full_dev"] == pytest.approx(1e-7)
+    assert h["ch07_tr_cos_r1"] == pytest.approx(0.6) and h["ch07_tr_cos_first"] == "r = 4"
+    assert h["ch07_tr_drop_r1"] == pytest.approx(0.2) and h["ch07_tr_acc_first"] == "r = 4"
     for c in X.CLAIMS:
         assert c.judge(h).verdict
+
+
+def test_missing_store_fails_loudly(tmp_path):
+    from lowrank.experiments import trained as X
+
+    with pytest.raises(FileNotFoundError, match="no retrieval store"):
+        X.read_retrieval_store(tmp_path / "none.jsonl")
+
+
+def test_truncate_logit_rank_full_rank_is_the_model_and_lower_rank_bounds_the_logits():
+    from lowrank.pretrained import sentence_embeddings, truncate_logit_rank
+    from lowrank.probe import rank_table
+
+    model = _tiny_bert(16)  # 4 heads of d_h = 4
+    with torch.no_grad():  # biases are zero at initialisation; give them values, so their handling counts
+        for layer in model.encoder.layer:
+            layer.attention.self.query.bias.normal_()
+            layer.attention.self.key.bias.normal_()
+    ids = torch.tensor([[1] + [5 + (i * 7) % 50 for i in range(14)] + [2]] * 2)
+    full = sentence_embeddings(model, ids)
+    same = sentence_embeddings(truncate_logit_rank(model, 4), ids)
+    assert torch.allclose(same, full, atol=1e-5)
+    cut = truncate_logit_rank(model, 2)
+    t = rank_table(cut, ids, measures=("numerical_rank",), rtols=(None,))
+    logits = t[t.matrix == "logits"]
+    assert (logits.value <= 2).all() and (logits.value == 2).any()
+    # the original is untouched, and the key bias is zeroed in the copy only
+    assert model.encoder.layer[0].attention.self.key.bias.abs().sum() > 0
+    assert cut.encoder.layer[0].attention.self.key.bias.abs().sum() == 0
+    with pytest.raises(ValueError):
+        truncate_logit_rank(model, 5)
+
+
+def test_probe_accuracy_separates_and_folds_are_stratified():
+    from lowrank.experiments import trained as X
+
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 10)
+    feats = rng.standard_normal((30, 5)) + 4 * np.eye(3, 5)[y]
+    acc = X.probe_accuracy(feats, y, folds=5, seed=0)
+    assert acc.shape == (5,) and acc.mean() > 0.9
+    f = X.stratified_folds(y, 5, seed=1)
+    assert all((np.bincount(y[f == k], minlength=3) == 2).all() for k in range(5))
+    noise = X.probe_accuracy(rng.standard_normal((30, 5)), y, folds=5, seed=0)
+    assert noise.mean() < 0.7
 
 
 def test_barrier_fraction_and_tolerance_names():
@@ -234,5 +205,4 @@ def test_barrier_fraction_and_tolerance_names():
     assert X.with_float32([0.0]) == [0.0, "float32"] == X.with_float32([0.0, "float32"])
     assert X.as_rtols([0.0, "float32", 1e-3]) == (None, "float32", 1e-3)
     assert X.coarse_tolerance([0.0]) == "rtol=max(m,n)eps"
-    y = pd.Series([1.0, 3.0, 2.0])
-    assert X.normalised(y).tolist() == [0.0, 1.0, 0.5] and X.normalised(pd.Series([2.0, 2.0])).tolist() == [0.0, 0.0]
+

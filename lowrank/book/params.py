@@ -392,21 +392,6 @@ register(
     minilm_batch=Int(1, 4096, doc="windows per forward pass (memory: one layer of one batch)"),
     rtols=FloatList(0.0, 0.5, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
     energy=Float(0.5, 1.0, doc="fraction of sum sigma^2 for the energy rank"),
-    corpus=Choice("bbcnews", doc="labelled corpus of the classifier"),
-    vocab_size=Int(260, 65536, doc="BPE vocabulary of the classifier"),
-    seq_len=Int(4, 4096, doc="tokens per document seen by the classifier (n = seq_len + 1 with <cls>)"),
-    d_model=Int(1, 65536, doc="classifier width"),
-    n_layers=Int(1, 64, doc="classifier blocks"),
-    n_heads=Int(1, 256, doc="heads per block"),
-    d_ff=Int(1, 262144, doc="feed-forward width"),
-    head_dims=IntList(1, 4096, doc="head sizes d_h to sweep, ascending"),
-    n_seeds=Int(1, 1000, doc="training seeds per head size"),
-    steps=Int(1, 10_000_000, doc="optimiser steps per run"),
-    batch_size=Int(1, 65536, doc="documents per step"),
-    lr=Float(1e-6, 1.0, doc="peak learning rate (AdamW, warm-up then cosine)"),
-    probe_docs=Int(1, 100_000, doc="held-out documents whose first-block attention is ranked"),
-    saturation_fraction=Float(0.5, 1.0, doc="a curve saturates where it reaches this fraction of its rise"),
-    results_dir=Param("str", allow_none=True, doc="None trains in a temporary folder; a path keeps and resumes runs"),
     retrieval_ns=IntList(2, 4096, doc="sequence lengths n of the retrieval task (context pairs = queries)"),
     retrieval_head_dims=IntList(1, 4096, doc="query/key sizes d_h of the retrieval head, ascending"),
     retrieval_seeds=Int(1, 1000, doc="seeds per (n, d_h) of the retrieval task"),
@@ -422,6 +407,12 @@ register(
     retrieval_store=Param("str", allow_none=True,
                           doc="your results store for retrieval runs (appended, resumable); None: a temporary file"),
     retrieval_long_store=Str(doc="the committed long-scale retrieval store, read only (never written)"),
+    truncation_run=Bool(doc="True measures MiniLM's head truncation here (into retrieval_store); False reads retrieval_long_store"),
+    truncation_ns=IntList(3, 512, doc="sequence lengths n (tokens, [CLS] and [SEP] included) of the truncated MiniLM"),
+    truncation_ranks=IntList(1, 32, doc="logit ranks r each head is cut to, ascending (32 = the full head)"),
+    truncation_per_class=Int(2, 10_000, doc="BBC News documents per topic for the probe"),
+    truncation_folds=Int(2, 100, doc="cross-validation folds of the linear probe (stratified)"),
+    truncation_l2=Float(0.0, 100.0, doc="L2 penalty of the probe's logistic regression"),
 )
 
 
@@ -529,7 +520,7 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
     ),
     "07_trained_attention": (
         Constraint(("minilm_seq_lens", "minilm_counts"), _same_length("minilm_seq_lens", "minilm_counts")),
-        Constraint(("head_dims",), _ascending("head_dims")),
+        Constraint(("truncation_ranks",), _ascending("truncation_ranks")),
         Constraint(("retrieval_head_dims",), _ascending("retrieval_head_dims")),
         Constraint(("retrieval_ns",), _ascending("retrieval_ns")),
     ),
@@ -558,7 +549,7 @@ def check_constraints(chapter: str, params: Mapping[str, Any]) -> None:
 # caller's working directory (values from the book's own parameter sets: the book's folder).
 PATHS: dict[str, dict[str, str]] = {
     "04_head_size_training": {"results_store": "store", "corpus": "corpus"},
-    "07_trained_attention": {"results_dir": "folder", "retrieval_store": "store"},
+    "07_trained_attention": {"retrieval_store": "store"},
     "08_synthesis": {"chapters_dir": "input_folder"},
 }
 CORPUS_NAMES = ("shakespeare", "bbcnews")
@@ -613,12 +604,15 @@ def _est_04(p) -> Estimate:
 
 
 def _est_07(p) -> Estimate:
-    d, n, B = p["d_model"], p["seq_len"] + 1, p["batch_size"]
-    costs = [_train_cost(d, p["n_layers"], p["n_heads"], dh, n, B, p["d_ff"], p["vocab_size"], p["steps"])
-             for dh in p["head_dims"]]
     mini = 4.0 * p["minilm_batch"] * 12 * max(p["minilm_seq_lens"]) ** 2 * 4 + 4e8  # MiniLM weights + a layer
-    return Estimate(max(max(c[0] for c in costs), mini), sum(c[1] for c in costs) * p["n_seeds"],
-                    f"{len(p['head_dims']) * p['n_seeds']} classifier trainings and MiniLM forward passes")
+    # retrieval: measured on one core, about 10 ms per step of 2048 queries plus 2 s of testing per run
+    runs = len(p["retrieval_ns"]) * len(p["retrieval_head_dims"]) * p["retrieval_seeds"]
+    secs = runs * (p["retrieval_steps"] * 0.01 * p["retrieval_tokens"] / 2048 + 2.0) if p["retrieval_run"] else 0.0
+    # truncation: about 25 MFLOP per token per model at ~30 GFLOP/s, (ranks + 1) models per n
+    if p["truncation_run"]:
+        toks = 5 * p["truncation_per_class"] * sum(p["truncation_ns"]) * (len(p["truncation_ranks"]) + 1)
+        secs += toks * 25e6 / 30e9
+    return Estimate(mini, secs, f"{runs if p['retrieval_run'] else 0} retrieval trainings and MiniLM forward passes")
 
 
 ESTIMATES: dict[str, Callable[[Mapping[str, Any]], Estimate]] = {

@@ -1,14 +1,16 @@
-"""Attention ranks in trained models: a pretrained encoder on real text, and our own classifiers.
+"""Attention ranks in trained models: a pretrained encoder on real text, a retrieval task, head truncation.
 
 - :func:`pretrained_ranks`: every head of a Hugging Face encoder (all-MiniLM-L6-v2 in the book)
   on unpadded windows of real text at several sequence lengths, through :func:`lowrank.probe.rank_table`.
-- :func:`head_dim_sweep`: the model-reduction experiment of Min & Li. A text classifier is
-  trained at each head size d_h (width, heads and layers fixed, so only d_h changes) and seed,
-  through :func:`lowrank.sweep.sweep`; for every run the first block's attention is ranked on
-  held-out documents, after training and at a fresh initialisation of the same architecture.
-- :func:`saturation_point`: where a curve over d_h reaches a given fraction of its rise.
-- :func:`run_pretrained` and :func:`run_sweep`: chapter 07's two experiments at its parameters;
-  :func:`headline` turns their tables into every number the chapter glues (``HEADLINE_KEYS``).
+- :func:`run_retrieval`: the model-reduction experiment of Min & Li on a task that needs
+  retrieval (:mod:`lowrank.retrieval`): one head of query/key size d_h trained at every (n, d_h,
+  seed) through :func:`lowrank.sweep.sweep`, or read from the committed long-scale store;
+  :func:`reduction_points` finds d*_acc(n) and d*_rank(n) with a paired seed bootstrap and
+  :func:`retrieval_laws` fits chapter 06's laws to them.
+- :func:`run_truncation`: every head of MiniLM cut to logit rank r
+  (:func:`lowrank.pretrained.truncate_logit_rank`); cosine of its sentence embeddings to the full
+  model's and the cross-validated accuracy of a linear topic probe on BBC News.
+- :func:`headline` turns the tables into every number the chapter glues (``HEADLINE_KEYS``).
 
 Tolerances follow chapter 01: an ``rtols`` entry of 0 (or None) means the matrix_rank default
 max(m, n) eps of float64; the chapter's runs add :data:`lowrank.rank.FLOAT32`, the same rule with
@@ -31,8 +33,7 @@ import pandas as pd
 import torch
 
 from .. import data as _data
-from ..models import SequenceClassifier
-from ..pretrained import encode_windows, load_minilm
+from ..pretrained import document_windows, encode_windows, load_minilm, sentence_embeddings, truncate_logit_rank
 from ..rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, rank_label, tolerance_label
 from ..stats import t_interval
 from ..probe import MEASURES, LayerAttention, for_each_layer, rank_table, valid_blocks
@@ -41,21 +42,22 @@ from ..retrieval import RetrievalConfig, train_retrieval
 from ..stats import MIN_BOOTSTRAP
 from ..sweep import ResultStore, sweep
 from ..theory.barrier import expected_distinct_columns
-from ..train import TrainConfig, run_key, train
+from ..train import run_key
 from .saturation import law_comparison
 from .verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
                        is_missing, need)
 
-__all__ = ["pretrained_ranks", "argmax_patterns", "classification_batch", "load_classifier", "fresh_classifier",
-           "first_block_ranks", "head_dim_sweep", "saturation_point", "saturation_table", "as_rtols",
-           "DEFAULT_TOL", "tolerance_names", "coarse_tolerance", "barrier_fraction", "run_pretrained",
-           "run_sweep", "rank_curve", "rank_curves", "per_head_fractions", "normalised", "headline",
-           "HEADLINE_KEYS",
-           "wilson_interval", "detectable_difference", "BARRIER_MARGIN", "CEILING_SHARE", "REDUCTION_MARGIN",
-           "ALPHA", "POWER", "GRID_FACTOR", "LEVEL", "rule_mechanism", "rule_trained_barrier",
-           "rule_model_reduction", "reduction_powered", "CLAIMS"]
+__all__ = ["pretrained_ranks", "argmax_patterns", "as_rtols", "DEFAULT_TOL", "tolerance_names", "coarse_tolerance",
+           "barrier_fraction", "run_pretrained", "per_head_fractions", "with_float32",
+           "RETRIEVAL_EXPERIMENT", "LONG_STORE", "retrieval_configs", "retrieval_run", "retrieval_table",
+           "resolve_store", "read_retrieval_store", "run_retrieval", "equivalent_from", "reduction_points",
+           "growth_exponent", "log_law_exponent", "retrieval_laws", "retrieval_law_table",
+           "TRUNCATION_EXPERIMENT", "stratified_folds", "probe_accuracy", "probe_documents", "truncation_run",
+           "truncation_configs", "truncation_table", "run_truncation",
+           "headline", "HEADLINE_KEYS", "wilson_interval", "BARRIER_MARGIN", "CEILING_SHARE", "REDUCTION_MARGIN",
+           "PLATEAU_TOL", "COSINE_LEVEL", "LEVEL", "rule_mechanism", "rule_trained_barrier", "rule_model_reduction",
+           "CLAIMS"]
 
-SWEEP_EXPERIMENT = "ch07_head_dim_sweep"
 
 
 def as_rtols(rtols: Sequence[float | str | None]) -> tuple[float | str | None, ...]:
@@ -121,152 +123,6 @@ def argmax_patterns(model, batch, *, layers: Sequence[int] | None = None) -> pd.
     return pd.concat(rows, ignore_index=True)
 
 
-@functools.lru_cache(maxsize=8)
-def _documents(corpus: str, vocab_size: int, seq_len: int, split: str, split_seed: int, root: str | None):
-    docs = _data.load_corpus(corpus, root=root)
-    parts = _data.split_documents(docs, seed=split_seed)
-    # The same call as the trainer's, so the tokenizer comes from the same cache file.
-    tok = _data.train_tokenizer(parts["train"].texts, vocab_size=vocab_size, name=docs.name, root=root)
-    return [d for d in _data.encode_documents(tok, parts[split].texts) if len(d) >= seq_len]
-
-
-def classification_batch(corpus: str = "bbcnews", *, vocab_size: int, seq_len: int, count: int,
-                         split: str = "test", split_seed: int = 0, root: str | None = None) -> dict:
-    """``{"ids": (count, seq_len + 1)}``: <cls> + the first seq_len tokens of held-out documents.
-
-    The format the trainer's classifier sees; only documents that fill the window are used, so
-    the batch needs no padding (n = seq_len + 1 for every sequence).
-    """
-    docs = _documents(corpus, vocab_size, seq_len, split, split_seed, root)
-    if len(docs) < count:
-        raise ValueError(f"the {split} split of {corpus!r} has {len(docs)} documents of at least "
-                         f"{seq_len} tokens, fewer than count={count}")
-    rows = [[_data.CLS] + d[:seq_len] for d in docs[:count]]
-    return {"ids": torch.tensor(rows, dtype=torch.long)}
-
-
-def _classifier(cfg: TrainConfig, state: Mapping[str, torch.Tensor]) -> SequenceClassifier:
-    vocab, classes = state["body.tok.weight"].shape[0], state["classifier.weight"].shape[0]
-    return SequenceClassifier(cfg.model_config(vocab_size=vocab), classes)
-
-
-def load_classifier(run_dir: str | Path) -> SequenceClassifier:
-    """The classifier a finished :func:`lowrank.train.train` run saved in ``run_dir``, in eval mode."""
-    path = Path(run_dir) / "checkpoint.pt"
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}: the run has not saved one")
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    task = (state.get("config") or {}).get("task") if isinstance(state, dict) else None
-    if task != "classify" or not any(k.startswith("classifier.") for k in state.get("model", {})):
-        raise ValueError(f"{path} is not a classifier checkpoint (its task is {str(task)[:40]!r}); "
-                         f"load it with the model class of task {str(task)[:40]!r}, or train with task='classify'")
-    cfg = TrainConfig.from_dict(state["config"])
-    model = _classifier(cfg, state["model"])
-    model.load_state_dict(state["model"])
-    return model.eval()
-
-
-def fresh_classifier(run_dir: str | Path, *, seed: int) -> SequenceClassifier:
-    """A new draw of the initialisation of the architecture saved in ``run_dir`` (same shapes)."""
-    state = torch.load(Path(run_dir) / "checkpoint.pt", map_location="cpu", weights_only=True)
-    torch.manual_seed(seed)
-    return _classifier(TrainConfig.from_dict(state["config"]), state["model"]).eval()
-
-
-def first_block_ranks(model, batch, *, rtols, energies=(0.99,)) -> list[dict]:
-    """Mean, min and max over heads and sequences of each rank of the first block's attention."""
-    t = rank_table(model, batch, layers=[0], rtols=as_rtols(rtols), energies=energies)
-    g = t.groupby(["n", "matrix", "measure", "tolerance"])["value"].agg(["mean", "min", "max"])
-    return [dict(zip(("n", "matrix", "measure", "tolerance"), k), **{s: float(v) for s, v in row.items()})
-            for k, row in g.iterrows()]
-
-
-def _train_and_probe(config: dict, *, run_dir: Path, probe_count: int, rtols, energies,
-                     root: str | None) -> dict:
-    res = train(config, out_dir=run_dir, resume=True, progress=False, data_root=root)
-    cfg = TrainConfig.from_dict(config)
-    batch = classification_batch(cfg.corpus, vocab_size=cfg.vocab_size, seq_len=cfg.seq_len,
-                                 count=probe_count, split="test", split_seed=cfg.split_seed, root=root)
-    ranks = [dict(r, stage="trained") for r in
-             first_block_ranks(load_classifier(run_dir), batch, rtols=rtols, energies=energies)]
-    ranks += [dict(r, stage="init") for r in
-              first_block_ranks(fresh_classifier(run_dir, seed=cfg.seed), batch, rtols=rtols, energies=energies)]
-    metrics = {k: v for k, v in res.items() if k != "config"}
-    return {**metrics, "ranks": ranks}
-
-
-def head_dim_sweep(base: Mapping, *, head_dims: Sequence[int], seeds: Sequence[int], probe_count: int = 16,
-                   rtols: Sequence[float | None] = (0.0, 1e-6, 1e-3), energies: Sequence[float] = (0.99,),
-                   results_dir: str | Path | None = None, root: str | None = None,
-                   show_progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Train ``base`` (a :class:`lowrank.train.TrainConfig` dict) at every head_dim x seed; rank its first block.
-
-    ``results_dir=None`` runs in a temporary folder (every call trains afresh); a folder keeps the
-    results store and checkpoints there, so a rerun skips finished runs and a killed one resumes.
-
-    Returns (runs, ranks). runs: one row per run with head_dim, seed, test_acc, val_acc,
-    test_n, test_loss, n_params, train_wall_s. ranks: one row per run, stage ("init" / "trained"),
-    matrix, measure and tolerance, with n and the mean, min and max over heads and sequences.
-    """
-    if not head_dims or not seeds:
-        raise ValueError("head_dims and seeds must be non-empty")
-    configs = [TrainConfig.from_dict({**base, "head_dim": int(d), "seed": int(s)}).to_dict()
-               for d in head_dims for s in seeds]
-    run_fn = functools.partial(_train_and_probe, probe_count=probe_count, rtols=tuple(rtols),
-                               energies=tuple(energies), root=root)
-    with tempfile.TemporaryDirectory(prefix="lowrank-ch07-") as tmp:
-        where = Path(tmp) if results_dir is None else Path(results_dir)
-        table = sweep(configs, experiment=SWEEP_EXPERIMENT, store=where / f"{SWEEP_EXPERIMENT}.jsonl",
-                      runs_dir=where / "runs", run_fn=run_fn, progress=show_progress, root=root)
-    keep = ["head_dim", "seed", "test_acc", "test_n", "val_acc", "test_loss", "n_params", "train_wall_s"]
-    runs = table[keep].copy()
-    ranks = pd.DataFrame([{"head_dim": row.head_dim, "seed": row.seed, **r}
-                          for row in table.itertuples() for r in row.ranks])
-    return runs, ranks
-
-
-def saturation_point(x: Sequence[float], y: Sequence[float], *, fraction: float = 0.9) -> float:
-    """Smallest x whose y reaches ``fraction`` of the way from min(y) to max(y).
-
-    x ascending. For a flat curve (max = min) this is x[0]. Interpreting it needs the rise to be
-    larger than the noise in y; report both.
-    """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if x.ndim != 1 or x.shape != y.shape or len(x) == 0:
-        raise ValueError(f"x and y must be 1-D and of the same non-zero length, got {x.shape} and {y.shape}")
-    if np.any(np.diff(x) <= 0):
-        raise ValueError(f"x must be strictly increasing, got {x.tolist()}")
-    if not 0 < fraction <= 1:
-        raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
-    if not np.all(np.isfinite(y)):
-        raise ValueError("y has non-finite values")
-    level = y.min() + fraction * (y.max() - y.min())
-    return float(x[np.argmax(y >= level - 1e-12 * max(1.0, abs(level)))])
-
-
-def saturation_table(curves: Mapping[str, pd.DataFrame], *, fraction: float = 0.9) -> pd.DataFrame:
-    """Saturation point of each curve next to its rise and its seed noise.
-
-    ``curves`` maps a name to a frame indexed by d_h (ascending) with columns ``mean`` and
-    ``std`` (over seeds). Columns of the result: ``saturates_at`` (:func:`saturation_point` of
-    the means), ``rise`` (max - min of the means), ``seed_sd`` (mean of the stds, NaN with one
-    seed) and ``rise_over_sd``; a saturation point means little where rise_over_sd is small.
-    """
-    rows = {}
-    for name, c in curves.items():
-        if not {"mean", "std"} <= set(c.columns):
-            raise ValueError(f"curve {name!r} needs columns 'mean' and 'std', got {list(c.columns)}")
-        m = c["mean"]
-        sd = float(c["std"].mean()) if c["std"].notna().any() else float("nan")
-        rise = float(m.max() - m.min())
-        rows[name] = {"saturates_at": saturation_point(c.index, m, fraction=fraction), "rise": rise,
-                      "seed_sd": sd, "rise_over_sd": rise / sd if sd > 0 else float("nan")}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("curve")
-
-
-# ---------------------------------------------------------------------------------------------
-# Chapter 07: the two experiments at the chapter's parameters, and every number it glues.
-
 def with_float32(rtols: Sequence[float | str | None]) -> list[float | str | None]:
     """``rtols`` with the float32 tolerance added (once): the chapter reports both precisions."""
     return [*rtols] + ([] if FLOAT32 in rtols else [FLOAT32])
@@ -319,44 +175,9 @@ def run_pretrained(*, corpora: Sequence[str], seq_lens: Sequence[int], counts: S
     return {"model": info, "mini": mini, "patterns": pat, "rtols": list(rtols)}
 
 
-def run_sweep(*, corpus: str, vocab_size: int, seq_len: int, d_model: int, n_layers: int, n_heads: int, d_ff: int,
-              head_dims: Sequence[int], seeds: Sequence[int], steps: int, batch_size: int, lr: float,
-              probe_docs: int, rtols: Sequence[float | None], energy: float, threads: int = 0,
-              results_dir: str | Path | None = None, root: str | None = None) -> dict[str, Any]:
-    """The head-size sweep at the chapter's parameters: ``{"runs", "ranks"}`` of :func:`head_dim_sweep`."""
-    base = dict(task="classify", corpus=corpus, vocab_size=vocab_size, seq_len=seq_len, d_model=d_model,
-                n_layers=n_layers, n_heads=n_heads, d_ff=d_ff, batch_size=batch_size, steps=steps, lr=lr,
-                warmup_steps=max(1, steps // 10), eval_interval=0, checkpoint_every=0,
-                num_threads=threads or None, device="auto")
-    runs, ranks = head_dim_sweep(base, head_dims=head_dims, seeds=list(seeds), probe_count=probe_docs,
-                                 rtols=with_float32(rtols), energies=[energy], results_dir=results_dir, root=root)
-    return {"runs": runs, "ranks": ranks}
-
-
-def rank_curve(ranks: pd.DataFrame, stage: str, matrix: str, measure: str, tol: str = "") -> pd.DataFrame:
-    """Mean and sd over seeds, per head size, of one rank of the first block (per run: mean over heads and docs)."""
-    d = ranks[(ranks.stage == stage) & (ranks.matrix == matrix) & (ranks.measure == measure)
-              & (ranks.tolerance == tol)]
-    return d.groupby("head_dim")["mean"].agg(["mean", "std"])
-
-
-def rank_curves(tables: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
-    """Test accuracy and the three rank curves of the trained first block, keyed by their labels."""
-    ranks, coarse = tables["ranks"], coarse_tolerance(tables["rtols"])
-    return {"test accuracy": tables["runs"].groupby("head_dim").test_acc.agg(["mean", "std"]),
-            rank_label("hardmax rank", "", "A"): rank_curve(ranks, "trained", "probs", "hardmax_rank"),
-            rank_label("numerical rank", coarse, "A"): rank_curve(ranks, "trained", "probs", "numerical_rank", coarse),
-            rank_label("effective rank", "", "A"): rank_curve(ranks, "trained", "probs", "effective_rank")}
-
-
 def per_head_fractions(mini: pd.DataFrame, n: int) -> pd.DataFrame:
     """Rank / n of every (measure, tolerance, layer, head) at sequence length n, mean over windows."""
     return mini[mini.n == n].groupby(["measure", "tolerance", "layer", "head"]).frac.mean().reset_index()
-
-
-def normalised(y: pd.Series) -> pd.Series:
-    """(y - min) / (max - min); zeros for a flat curve."""
-    return (y - y.min()) / (y.max() - y.min()) if y.max() > y.min() else y * 0
 
 
 HEADLINE_KEYS = (
@@ -377,17 +198,6 @@ HEADLINE_KEYS = (
     "ch07_first_all",
     # by layer
     "ch07_layer_first", "ch07_layer_last", "ch07_layer_peak", "ch07_layer_peak_value",
-    # the classifier sweep
-    "ch07_clf_n", "ch07_clf_ln_n", "ch07_clf_exact", "ch07_clf_bounded", "ch07_clf_cases",
-    "ch07_clf_f32_in_max", "ch07_clf_f32_tr_max", "ch07_dh_max", "ch07_dh_min",
-    "ch07_hard_in_max", "ch07_hard_tr_max", "ch07_coarse_in_max", "ch07_coarse_tr_max", "ch07_eff_tr_max",
-    "ch07_eff_in_max", "ch07_clf_barrier",
-    # model reduction
-    "ch07_sat_fraction", "ch07_acc_low", "ch07_acc_high", "ch07_acc_high_dh", "ch07_acc_rise", "ch07_acc_sd",
-    "ch07_acc_rise_over_sd", "ch07_acc_sat", "ch07_sat_hard", "ch07_sat_coarse", "ch07_sat_eff", "ch07_seeds",
-    "ch07_hard_rise_over_sd", "ch07_coarse_rise_over_sd", "ch07_eff_rise", "ch07_eff_rise_over_sd",
-    "ch07_test_docs", "ch07_acc_binom_se", "ch07_acc_mde", "ch07_acc_dstar", "ch07_acc_dstar_phrase",
-    "ch07_margin",
     # the retrieval task (issue 18)
     "ch07_ret_ns", "ch07_ret_n_min", "ch07_ret_n_max", "ch07_ret_dh", "ch07_ret_dh_max", "ch07_ret_seeds",
     "ch07_ret_steps", "ch07_ret_test_seq", "ch07_ret_runs", "ch07_ret_margin", "ch07_ret_acc_se_max",
@@ -402,6 +212,11 @@ HEADLINE_KEYS = (
     "ch07_ret_bounded", "ch07_ret_cases", "ch07_ret_acc_min", "ch07_ret_acc_max", "ch07_ret_git",
     "ch07_ret_code", "ch07_ret_dates", "ch07_ret_machine", "ch07_ret_cpu", "ch07_ret_cpu_min",
     "ch07_ret_source",
+    # truncation of MiniLM's heads
+    "ch07_tr_ns", "ch07_tr_ranks", "ch07_tr_docs", "ch07_tr_folds", "ch07_tr_dh", "ch07_tr_full_dev",
+    "ch07_tr_full_acc_lo", "ch07_tr_full_acc_hi", "ch07_tr_cos_r1", "ch07_tr_cos_half", "ch07_tr_cos_first",
+    "ch07_tr_acc_r1_lo", "ch07_tr_acc_r1_hi", "ch07_tr_drop_r1", "ch07_tr_acc_first", "ch07_tr_cpu_min",
+    "ch07_tr_cos_level",
     # the verdicts of the chapter's three claims (CLAIMS below), as the book prints them
     "ch07_verdict_mechanism", "ch07_verdict_barrier", "ch07_verdict_reduction",
 )
@@ -489,70 +304,10 @@ def _pretrained_headline(t: Mapping[str, Any], coarse: str) -> dict[str, Any]:
     return out
 
 
-def _sweep_headline(t: Mapping[str, Any], coarse: str, fraction: float) -> dict[str, Any]:
-    runs, ranks = t["runs"], t["ranks"]
-    n = int(ranks.n.iloc[0])
-    out: dict[str, Any] = {"ch07_clf_n": n, "ch07_clf_ln_n": math.log(n)}
-    logit = ranks[(ranks.matrix == "logits") & (ranks.measure == "numerical_rank") & (ranks.tolerance == DEFAULT_TOL)]
-    bound = np.minimum(logit.head_dim, n)
-    exact = (logit["min"] == bound) & (logit["max"] == bound)
-    out["ch07_clf_exact"], out["ch07_clf_cases"] = int(exact.sum()), int(len(exact))
-    out["ch07_clf_bounded"] = int((logit["max"] <= bound).sum())
-    out["ch07_dh_max"], out["ch07_dh_min"] = int(runs.head_dim.max()), int(runs.head_dim.min())
-
-    def last(stage, measure, tol=""):  # at the largest head size
-        return float(rank_curve(ranks, stage, "probs", measure, tol)["mean"].iloc[-1])
-
-    out["ch07_hard_in_max"], out["ch07_hard_tr_max"] = last("init", "hardmax_rank"), last("trained", "hardmax_rank")
-    out["ch07_coarse_in_max"] = last("init", "numerical_rank", coarse)
-    out["ch07_coarse_tr_max"] = last("trained", "numerical_rank", coarse)
-    out["ch07_eff_tr_max"], out["ch07_eff_in_max"] = last("trained", "effective_rank"), last("init", "effective_rank")
-    out["ch07_clf_f32_in_max"] = last("init", "numerical_rank", FLOAT32_TOL)
-    out["ch07_clf_f32_tr_max"] = last("trained", "numerical_rank", FLOAT32_TOL)
-    out["ch07_clf_barrier"] = float(expected_distinct_columns(n))
-    curves = rank_curves(t)
-    acc = curves["test accuracy"]
-    sat = saturation_table(curves, fraction=fraction)
-    hard, num, eff = (rank_label("hardmax rank", "", "A"), rank_label("numerical rank", coarse, "A"),
-                      rank_label("effective rank", "", "A"))
-    out["ch07_sat_fraction"] = fraction
-    out["ch07_acc_low"], out["ch07_acc_high"] = float(acc["mean"].iloc[0]), float(acc["mean"].max())
-    out["ch07_acc_high_dh"] = int(acc["mean"].idxmax())
-    out["ch07_acc_rise"] = float(sat.loc["test accuracy", "rise"])
-    out["ch07_acc_sd"] = float(sat.loc["test accuracy", "seed_sd"])
-    out["ch07_acc_rise_over_sd"] = float(sat.loc["test accuracy", "rise_over_sd"])
-    out["ch07_acc_sat"] = int(sat.loc["test accuracy", "saturates_at"])
-    out["ch07_sat_hard"], out["ch07_sat_coarse"] = int(sat.loc[hard, "saturates_at"]), int(sat.loc[num, "saturates_at"])
-    out["ch07_sat_eff"] = int(sat.loc[eff, "saturates_at"])
-    out["ch07_seeds"] = int(runs.groupby("head_dim").seed.nunique().min())
-    out["ch07_hard_rise_over_sd"] = float(sat.loc[hard, "rise_over_sd"])
-    out["ch07_coarse_rise_over_sd"] = float(sat.loc[num, "rise_over_sd"])
-    out["ch07_eff_rise"], out["ch07_eff_rise_over_sd"] = float(sat.loc[eff, "rise"]), float(sat.loc[eff, "rise_over_sd"])
-    out["ch07_test_docs"] = docs = int(runs.test_n.iloc[0])
-    # Power of the accuracy comparison, and the smallest head size equivalent to the best.
-    p = float(runs.test_acc.mean())
-    out["ch07_acc_binom_se"] = se = math.sqrt(p * (1 - p) / docs)
-    k = out["ch07_seeds"]
-    out["ch07_acc_mde"] = detectable_difference(out["ch07_acc_sd"], se, k)
-    out["ch07_margin"] = REDUCTION_MARGIN
-    dstar = float("nan")
-    if k >= 2 and not is_missing(out["ch07_acc_sd"]):
-        se_diff = max(out["ch07_acc_sd"], se) * math.sqrt(2 / k)
-        gap = acc["mean"].max() - acc["mean"]
-        ok = gap + _z(1 - ALPHA) * se_diff <= REDUCTION_MARGIN  # one-sided 95 % bound inside the margin
-        if ok.any():
-            dstar = int(acc.index[ok.to_numpy()].min())
-    out["ch07_acc_dstar"] = dstar
-    out["ch07_acc_dstar_phrase"] = (f"d_h = {dstar}" if not is_missing(dstar) else
-                                    f"no head size: none is within {REDUCTION_MARGIN} of the best at 95 % confidence")
-    return out
-
-
 def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
-    """Every number chapter 07 glues, from ``{**run_pretrained(...), **run_sweep(...), "saturation_fraction"}``."""
+    """Every number chapter 07 glues, from ``{**run_pretrained(...), **run_retrieval(...), **run_truncation(...)}``."""
     coarse = coarse_tolerance(tables["rtols"])
-    out = {**_pretrained_headline(tables, coarse),
-           **_sweep_headline(tables, coarse, float(tables.get("saturation_fraction", 0.9)))}
+    out = {**_pretrained_headline(tables, coarse), **_retrieval_headline(tables), **_truncation_headline(tables)}
     for name, claim in zip(("mechanism", "barrier", "reduction"), CLAIMS):
         out[f"ch07_verdict_{name}"] = claim.judge(out).label
     assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))
@@ -767,6 +522,152 @@ def retrieval_laws(red: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     return {q: law_comparison(pts, red["boot"], q) for q in ("accuracy", "hardmax rank")}
 
 
+# ---------------------------------------------------------------------------------------------
+# Head truncation of all-MiniLM-L6-v2 (issue 18): every head's logit rank cut to r; how far the
+# sentence embeddings move, and what a linear topic probe on BBC News still reads from them.
+
+TRUNCATION_EXPERIMENT = "ch07_truncation"
+
+
+def stratified_folds(y: Sequence[int], folds: int, seed: int) -> np.ndarray:
+    """A fold number (0 .. folds - 1) per item, classes dealt round-robin after a seeded shuffle."""
+    y = np.asarray(y)
+    out = np.empty(len(y), dtype=int)
+    rng = np.random.default_rng(seed)
+    for c in np.unique(y):
+        idx = rng.permutation(np.flatnonzero(y == c))
+        out[idx] = np.arange(len(idx)) % folds
+    return out
+
+
+def probe_accuracy(X: np.ndarray, y: Sequence[int], *, folds: int = 5, seed: int = 0, l2: float = 1e-2,
+                   iters: int = 200) -> np.ndarray:
+    """Held-out accuracy of a multinomial logistic regression on each of ``folds`` stratified folds.
+
+    Features standardised with the training folds' mean and sd; weights fitted by L-BFGS on the
+    mean cross-entropy plus ``l2`` times the squared weight norm (float64, deterministic).
+    """
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=int)
+    fold = stratified_folds(y, folds, seed)
+    classes = int(y.max()) + 1
+    accs = []
+    for f in range(folds):
+        tr, te = fold != f, fold == f
+        mu, sd = X[tr].mean(0), X[tr].std(0) + 1e-8
+        Xtr = torch.tensor((X[tr] - mu) / sd)
+        Xte = torch.tensor((X[te] - mu) / sd)
+        ytr = torch.tensor(y[tr])
+        W = torch.zeros(X.shape[1], classes, dtype=torch.float64, requires_grad=True)
+        b = torch.zeros(classes, dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.LBFGS([W, b], max_iter=iters, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(Xtr @ W + b, ytr) + l2 * (W * W).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        with torch.no_grad():
+            accs.append(float(((Xte @ W + b).argmax(1).numpy() == y[te]).mean()))
+    return np.array(accs)
+
+
+def probe_documents(corpus: str, tokenizer, *, per_class: int, min_tokens: int, seed: int,
+                    root: str | None = None) -> tuple[list[str], list[int]]:
+    """``per_class`` documents of each label with at least ``min_tokens`` word pieces (seeded choice)."""
+    docs = _data.load_corpus(corpus, root=root)
+    if not docs.labels:
+        raise ValueError(f"corpus {corpus!r} has no labels")
+    rng = np.random.default_rng(seed)
+    texts, labels = [], []
+    for c in range(len(docs.label_names)):
+        idx = [i for i in rng.permutation([i for i, l in enumerate(docs.labels) if l == c])]
+        keep = []
+        for i in idx:
+            if len(tokenizer(docs.texts[i], add_special_tokens=False, verbose=False)["input_ids"]) >= min_tokens:
+                keep.append(i)
+            if len(keep) == per_class:
+                break
+        if len(keep) < per_class:
+            raise ValueError(f"class {docs.label_names[c]!r} has {len(keep)} documents of {min_tokens} word "
+                             f"pieces, fewer than {per_class}")
+        texts += [docs.texts[i] for i in keep]
+        labels += [c] * per_class
+    return texts, labels
+
+
+def truncation_run(config: Mapping[str, Any], *, run_dir: Path | None = None, root: str | None = None) -> dict:
+    """One sequence length n: MiniLM at every logit rank r of ``config["ranks"]`` against the full model.
+
+    config: n, ranks, per_class, min_tokens, seed, folds, l2, corpus. Every document is cut to its
+    first n - 2 word pieces (the same documents at every n: all have ``min_tokens``). Metrics per r:
+    cosine between truncated and full mean-pooled embeddings (mean, sd, min over documents) and the
+    probe's accuracy on each fold; plus the full model's fold accuracies.
+    """
+    model, tok = load_minilm(device="cpu")
+    texts, labels = probe_documents(config["corpus"], tok, per_class=int(config["per_class"]),
+                                    min_tokens=int(config["min_tokens"]), seed=int(config["seed"]), root=root)
+    ids = document_windows(tok, texts, n=int(config["n"]))
+    full = sentence_embeddings(model, ids)
+    probe = functools.partial(probe_accuracy, y=labels, folds=int(config["folds"]), seed=int(config["seed"]),
+                              l2=float(config["l2"]))
+    out: dict[str, Any] = {"docs": len(texts), "head_dim": int(model.config.hidden_size // model.config.num_attention_heads),
+                           "full_acc": probe(full.numpy()).tolist(), "by_rank": []}
+    for r in config["ranks"]:
+        emb = sentence_embeddings(truncate_logit_rank(model, int(r)), ids)
+        cos = torch.nn.functional.cosine_similarity(emb, full, dim=1).numpy()
+        out["by_rank"].append({"r": int(r), "cos_mean": float(cos.mean()), "cos_sd": float(cos.std(ddof=1)),
+                               "cos_min": float(cos.min()), "acc": probe(emb.numpy()).tolist()})
+    return out
+
+
+def truncation_configs(*, ns: Sequence[int], ranks: Sequence[int], per_class: int, folds: int, seed: int,
+                       l2: float, corpus: str = "bbcnews") -> list[dict]:
+    """One config per n; documents need max(ns) - 2 word pieces, so every n uses the same ones."""
+    return [dict(n=int(n), ranks=[int(r) for r in ranks], per_class=int(per_class), min_tokens=int(max(ns)) - 2,
+                 seed=int(seed), folds=int(folds), l2=float(l2), corpus=corpus) for n in ns]
+
+
+def truncation_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per (n, r) (r = head_dim is the full rank): cosine and probe accuracy with its s.e. over folds."""
+    rows = []
+    for rec in records:
+        c, m = rec["config"], rec["metrics"]
+        full = np.array(m["full_acc"])
+        for b in m["by_rank"]:
+            acc = np.array(b["acc"])
+            d = acc - full
+            rows.append({"n": c["n"], "r": b["r"], "cos_mean": b["cos_mean"], "cos_sd": b["cos_sd"],
+                         "cos_min": b["cos_min"], "acc": acc.mean(), "acc_se": acc.std(ddof=1) / math.sqrt(len(acc)),
+                         "full_acc": full.mean(), "diff": d.mean(), "diff_se": d.std(ddof=1) / math.sqrt(len(d)),
+                         "docs": m["docs"], "folds": len(acc), "head_dim": m["head_dim"],
+                         "wall_s": float(rec.get("wall_s", float("nan")))})
+    return pd.DataFrame(rows).sort_values(["n", "r"]).reset_index(drop=True)
+
+
+def run_truncation(*, ns: Sequence[int], ranks: Sequence[int], per_class: int, folds: int, seed: int, l2: float,
+                   run: bool, store: str | Path | None = None, read_store: str | Path | None = None,
+                   root: str | None = None) -> dict[str, Any]:
+    """The truncation experiment, trained-free: run here (``run=True``, into ``store`` or a temporary
+    file) or read from ``read_store``. Returns ``{"truncation": :func:`truncation_table`}``."""
+    configs = truncation_configs(ns=ns, ranks=ranks, per_class=per_class, folds=folds, seed=seed, l2=l2)
+    if not run:
+        path = resolve_store(read_store)
+        want = {run_key(c) for c in configs}
+        recs = {r["key"]: r for r in ResultStore(path).records() if r["key"] in want} if path.is_file() else {}
+        if not recs:
+            raise FileNotFoundError(f"no truncation run of the requested grid in {path}")
+        return {"truncation": truncation_table(list(recs.values()))}
+    with tempfile.TemporaryDirectory(prefix="lowrank-ch07-") as tmp:
+        where = Path(store) if store is not None else Path(tmp) / f"{TRUNCATION_EXPERIMENT}.jsonl"
+        sweep(configs, experiment=TRUNCATION_EXPERIMENT, store=where, runs_dir=Path(tmp) / "runs",
+              run_fn=functools.partial(truncation_run, root=root), progress=False)
+        want = {run_key(c) for c in configs}
+        recs = {r["key"]: r for r in ResultStore(where).records() if r["key"] in want}
+        return {"truncation": truncation_table(list(recs.values()))}
+
+
 def _retrieval_headline(t: Mapping[str, Any]) -> dict[str, Any]:
     runs = t["retrieval"]
     red = reduction_points(runs, margin=REDUCTION_MARGIN)
@@ -826,6 +727,42 @@ def _retrieval_headline(t: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def retrieval_law_table(laws: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """The fitted laws of :func:`retrieval_laws` as one readable table (empty, with its columns,
+    when fewer than three n have an estimable saturation point)."""
+    cols = {"law": "law", "p1": "first parameter", "p2": "second parameter", "p2_lo": "its 95 % low",
+            "p2_hi": "its 95 % high", "chi2_dof": "chi²/dof", "dbic": "ΔBIC"}
+    frames = [f["laws"].reindex(columns=list(cols)).assign(of=name)
+              for name, f in (("d*_acc", laws["accuracy"]), ("d*_rank", laws["hardmax rank"])) if len(f["laws"])]
+    t = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=[*cols, "of"])
+    return t[["of", *cols]].rename(columns={"of": "saturation point", **cols})
+
+
+def _truncation_headline(t: Mapping[str, Any]) -> dict[str, Any]:
+    tr = t["truncation"]
+    dh = int(tr.head_dim.iloc[0])
+    ns, ranks = sorted(int(v) for v in tr.n.unique()), sorted(int(v) for v in tr.r.unique())
+    full, r1 = tr[tr.r == dh], tr[tr.r == ranks[0]]
+    out: dict[str, Any] = {"ch07_tr_ns": _join(ns), "ch07_tr_ranks": _join(ranks), "ch07_tr_dh": dh,
+                           "ch07_tr_docs": int(tr.docs.iloc[0]), "ch07_tr_folds": int(tr.folds.iloc[0]),
+                           "ch07_tr_cos_level": COSINE_LEVEL}
+    out["ch07_tr_full_dev"] = float((1 - full.cos_min).abs().max()) if len(full) else float("nan")
+    out["ch07_tr_full_acc_lo"], out["ch07_tr_full_acc_hi"] = float(tr.full_acc.min()), float(tr.full_acc.max())
+    out["ch07_tr_cos_r1"] = float(r1.cos_mean.mean())
+    half = tr[tr.r == dh // 2]
+    out["ch07_tr_cos_half"] = float(half.cos_mean.min()) if len(half) else float("nan")
+    ok = tr.groupby("r").cos_mean.min() >= COSINE_LEVEL
+    out["ch07_tr_cos_first"] = (f"r = {int(ok[ok].index.min())}" if ok.any() else
+                                f"no r in the grid ({out['ch07_tr_ranks']})")
+    out["ch07_tr_acc_r1_lo"], out["ch07_tr_acc_r1_hi"] = float(r1.acc.min()), float(r1.acc.max())
+    out["ch07_tr_drop_r1"] = float(-r1["diff"].mean())
+    within = tr.groupby("r")["diff"].min() >= -REDUCTION_MARGIN
+    out["ch07_tr_acc_first"] = (f"r = {int(within[within].index.min())}" if within.any() else
+                                f"no r in the grid ({out['ch07_tr_ranks']})")
+    out["ch07_tr_cpu_min"] = float(tr.groupby("n").wall_s.first().sum() / 60)
+    return out
+
+
 def _join(xs: Sequence[int]) -> str:
     xs = [str(x) for x in xs]
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
@@ -845,10 +782,8 @@ REDUCTION_MARGIN = 0.01
 # Plateau check of a retrieval run: mean training loss over the last 10 % of steps within 0.01 nats
 # of its mean over steps 70-80 % (a change below one hundredth of a nat over the last fifth).
 PLATEAU_TOL = 0.01
-# Power of the accuracy comparison: a two-sided 5 % test with 80 % power.
-ALPHA, POWER = 0.05, 0.80
-# "Saturate together" and "near log n": within a factor 2, one step of the power-of-two d_h grid.
-GRID_FACTOR = 2.0
+# Truncation: an embedding "barely moves" at cosine 0.99 to the full model's (descriptive, no verdict).
+COSINE_LEVEL = 0.99
 # Level of every interval the rules read.
 LEVEL = 0.95
 
@@ -866,20 +801,6 @@ def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def detectable_difference(seed_sd: float, binomial_se: float, seeds: int) -> float:
-    """Smallest difference in mean accuracy between two head sizes a two-sided 5 % test detects with 80 % power.
-
-    The per-run spread is the seed-to-seed standard deviation, floored at the binomial standard
-    error of one run's accuracy on the test set (a spread estimated from few seeds can come out
-    smaller than the test set resolves); a head size's mean over ``seeds`` runs has standard error
-    spread / sqrt(seeds), the difference of two sqrt(2) times that. NaN with fewer than two seeds.
-    """
-    if seeds < 2 or is_missing(seed_sd):
-        return float("nan")
-    spread = max(float(seed_sd), float(binomial_se))
-    return (_z(1 - ALPHA / 2) + _z(POWER)) * spread * math.sqrt(2 / seeds)
 
 
 def rule_mechanism(h: Mapping[str, Any]) -> Judgement:
@@ -933,12 +854,6 @@ def rule_trained_barrier(h: Mapping[str, Any]) -> Judgement:
     return Judgement(INCONCLUSIVE, evidence,
                      f"a shift of the mean by {(hi - lo) / 2:.2f} n or of the share above by "
                      f"{(s_hi - s_lo) / 2:.2f} (the intervals' half-widths)")
-
-
-def reduction_powered(h: Mapping[str, Any]) -> bool:
-    """True when the sweep's smallest detectable accuracy difference is within REDUCTION_MARGIN."""
-    mde = need(h, "ch07_acc_mde")
-    return not is_missing(mde) and mde <= REDUCTION_MARGIN
 
 
 def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:

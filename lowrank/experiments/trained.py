@@ -415,6 +415,12 @@ def _matrix(runs: pd.DataFrame, n: int, value: str) -> tuple[np.ndarray, np.ndar
     return sub.index.to_numpy(dtype=int), sub.to_numpy(dtype=float)
 
 
+@functools.lru_cache(maxsize=64)
+def _t_upper(level: float, dof: int) -> float:
+    from scipy import stats
+    return float(stats.t.ppf(level, dof))
+
+
 def equivalent_from(d: np.ndarray, V: np.ndarray, margin: float, level: float = 0.95) -> tuple[float, int]:
     """Smallest d_h whose value is within ``margin`` of the best d_h's by a one-sided test across seeds.
 
@@ -428,8 +434,7 @@ def equivalent_from(d: np.ndarray, V: np.ndarray, margin: float, level: float = 
     diff = V[best][None, :] - V
     mean = diff.mean(1)
     if k >= 2:
-        from scipy import stats
-        bound = mean + float(stats.t.ppf(level, k - 1)) * diff.std(1, ddof=1) / math.sqrt(k)
+        bound = mean + _t_upper(level, k - 1) * diff.std(1, ddof=1) / math.sqrt(k)
     else:
         bound = np.where(np.arange(len(d)) == best, 0.0, np.inf)
     ok = bound < margin

@@ -177,3 +177,15 @@ def test_every_rule_key_is_a_headline_key():
         keys = re.findall(r"need\(h, \"(ch07_\w+)\"\)|need\(h, '(ch07_\w+)'\)", inspect.getsource(c.rule))
         for k in {a or b for a, b in keys}:
             assert k in X.HEADLINE_KEYS, k
+
+
+def test_censored_law_range_uses_the_grid_resolution():
+    import numpy as np
+    import pandas as pd
+    grid = [1, 2, 3, 4, 6, 8, 16]
+    pts = pd.DataFrame({"criterion": "accuracy", "n": [16, 32, 64, 128], "head_dim": [3, 3, 4, 6]})
+    lo, hi = X.censored_law_range(pts, grid, "ln n")
+    # (2, 3] / ln 16, (2, 3] / ln 32, (3, 4] / ln 64, (4, 6] / ln 128 intersect in (4 / ln 128, 3 / ln 32]
+    assert lo == pytest.approx(4 / np.log(128)) and hi == pytest.approx(3 / np.log(32)) and lo < hi
+    lo, hi = X.censored_law_range(pts, grid, "sqrt n")
+    assert lo >= hi  # (2/4, 3/4] and (3/8, 4/8] do not intersect

@@ -51,7 +51,7 @@ __all__ = ["pretrained_ranks", "argmax_patterns", "as_rtols", "DEFAULT_TOL", "to
            "barrier_fraction", "run_pretrained", "per_head_fractions", "with_float32",
            "RETRIEVAL_EXPERIMENT", "LONG_STORE", "retrieval_configs", "retrieval_run", "retrieval_table",
            "resolve_store", "read_retrieval_store", "run_retrieval", "equivalent_from", "reduction_points",
-           "growth_exponent", "log_law_exponent", "retrieval_laws", "retrieval_law_table",
+           "growth_exponent", "log_law_exponent", "censored_law_range", "retrieval_laws", "retrieval_law_table",
            "TRUNCATION_EXPERIMENT", "stratified_folds", "probe_accuracy", "probe_documents", "truncation_run",
            "truncation_configs", "truncation_table", "run_truncation",
            "headline", "HEADLINE_KEYS", "wilson_interval", "BARRIER_MARGIN", "CEILING_SHARE", "REDUCTION_MARGIN",
@@ -208,7 +208,7 @@ HEADLINE_KEYS = (
     "ch07_ret_dnum_nmin_hi", "ch07_ret_dnum_nmax", "ch07_ret_dnum_nmax_lo", "ch07_ret_dnum_nmax_hi",
     "ch07_ret_points", "ch07_ret_n_count", "ch07_ret_not_later", "ch07_ret_later", "ch07_ret_beyond",
     "ch07_ret_gap_max", "ch07_ret_alpha", "ch07_ret_alpha_lo", "ch07_ret_alpha_hi", "ch07_ret_rank_alpha",
-    "ch07_ret_rank_alpha_lo", "ch07_ret_rank_alpha_hi", "ch07_ret_log_alpha", "ch07_ret_best_law",
+    "ch07_ret_rank_alpha_lo", "ch07_ret_rank_alpha_hi", "ch07_ret_log_alpha", "ch07_ret_log_censored", "ch07_ret_sqrt_censored", "ch07_ret_best_law",
     "ch07_ret_bounded", "ch07_ret_cases", "ch07_ret_acc_min", "ch07_ret_acc_max", "ch07_ret_git",
     "ch07_ret_code", "ch07_ret_dates", "ch07_ret_machine", "ch07_ret_cpu", "ch07_ret_cpu_min",
     "ch07_ret_source",
@@ -711,6 +711,10 @@ def _retrieval_headline(t: Mapping[str, Any]) -> dict[str, Any]:
     (out["ch07_ret_rank_alpha"], out["ch07_ret_rank_alpha_lo"],
      out["ch07_ret_rank_alpha_hi"]) = growth_exponent(red["boot"], pts, "hardmax rank")
     out["ch07_ret_log_alpha"] = log_law_exponent(ns)
+    for key, law in (("log", "ln n"), ("sqrt", "sqrt n")):
+        lo, hi = censored_law_range(pts, dims, law)
+        out[f"ch07_ret_{key}_censored"] = (f"d* = c {law} with c between {lo:.2f} and {hi:.2f}" if lo < hi else
+                                           f"no d* = c {law}")
     laws = retrieval_laws(red)["accuracy"]["laws"]
     out["ch07_ret_best_law"] = (str(laws.loc[laws.bic.idxmin(), "law"]) if len(laws)
                                 else "none (fewer than three n with an estimable d*)")
@@ -730,6 +734,24 @@ def _retrieval_headline(t: Mapping[str, Any]) -> dict[str, Any]:
     out["ch07_ret_source"] = ("the committed long-scale store" if t.get("retrieval_source") == "store"
                               else "runs made by this notebook")
     return out
+
+
+def censored_law_range(points: pd.DataFrame, grid: Sequence[int], law: str,
+                       criterion: str = "accuracy") -> tuple[float, float]:
+    """The constants c for which d* = c g(n) (g = ln n for ``law="ln n"``, sqrt(n) for ``"sqrt n"``)
+    lands in every n's grid interval: d* on the grid means the threshold lies in (previous grid
+    value, d*]. Returns (c_lo, c_hi), the open-closed interval of such c; c_lo >= c_hi when none.
+
+    The seed bootstrap does not see this resolution of the d_h grid; this does.
+    """
+    g = {"ln n": np.log, "sqrt n": np.sqrt}[law]
+    grid = sorted(int(v) for v in grid)
+    lo, hi = 0.0, float("inf")
+    for row in points[points.criterion == criterion].itertuples():
+        k = grid.index(int(row.head_dim))
+        below = grid[k - 1] if k > 0 else 0.0
+        lo, hi = max(lo, below / g(row.n)), min(hi, row.head_dim / g(row.n))
+    return float(lo), float(hi)
 
 
 def retrieval_law_table(laws: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:

@@ -201,7 +201,7 @@ def test_long_runs_print_their_estimate(capsys):
     ("03", "heads", "[3]", ["heads [3] must divide d_model"]),
     ("03", "t2_head_dim", "1", ["t2_head_dim = 1 must satisfy"]),
     ("07", "minilm_counts", "[1]", ["minilm_counts needs one entry per minilm_seq_lens entry"]),
-    ("07", "head_dims", "[8, 2]", ["head_dims must be strictly ascending"]),
+    ("07", "retrieval_head_dims", "[8, 2]", ["retrieval_head_dims must be strictly ascending"]),
     ("04", "baseline_heads", "3", ["baseline_heads = 3 must divide"]),
 ])
 def test_cell_breaking_values_are_refused_before_a_kernel_starts(capsys, unchanged, chapter, name, value, words):

@@ -245,3 +245,23 @@ def test_lr_sweep_then_store_read_back_with_provenance(tiny, monkeypatch):
     assert long["setup"]["lr"] == tables["setup"]["lr"] and len(long["heads"]) == len(tables["heads"])
     with pytest.raises(FileNotFoundError, match="does not exist"):
         hs.run_long(dict(P, long_store=str(base_dir / "missing.jsonl")))
+
+
+def test_long_comparisons_curve_gap_and_lr_display():
+    heads, matched, sizes = _grids()
+    full = hs.headline(_tables(heads, matched, sizes))
+    t = hs.comparison_table(full, "long_")
+    assert len(t) == len(hs.COMPARISONS) and t["difference (nats)"].tolist() == hs.comparison_table(full)["difference (nats)"].tolist()
+    assert "interval" in hs.comparison_display(full, "long_").columns[2]
+    runs = pd.DataFrame([
+        {"family": f, "h": 32, "d_h": dh, "d": 64, "seed": s,
+         "train_curve": [[10, 5.0 + off + s], [20, 4.0 + off / 2 + s]], "val_curve": []}
+        for s in (0, 1) for f, dh, off in (("fixed", 8, 0.4), ("standard", 2, 0.0))])
+    g = hs.curve_gap(runs, {"family": "fixed"}, {"family": "standard"})
+    assert g["step"].tolist() == [10, 20] and g["diff"].tolist() == pytest.approx([0.4, 0.2]) and g["n"].tolist() == [2, 2]
+    assert hs.curve_gap(runs, {"family": "fixed"}, {"family": "none"}).empty
+    lr, table = hs.choose_lr(pd.DataFrame([("standard", 4, 16, 0.01, 3.0), ("standard", 4, 16, 0.02, 3.1)],
+                                          columns=["family", "h", "d_h", "lr", "val_loss"]))
+    shown = hs.lr_display(table)
+    assert list(shown.columns) == ["model (one seed)", "lr 0.01 (chosen)", "lr 0.02", "regret at the chosen rate (nats)"]
+    assert hs.lr_display(None).iloc[0, 0] == "none at this scale"

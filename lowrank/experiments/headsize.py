@@ -50,6 +50,7 @@ __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "par
            "LIVE_RULES", "LONG_COMMAND", "lr_sweep_grid", "choose_lr", "manifest_path", "store_provenance",
            "run_long", "resolve_store",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
+           "curve_gap", "lr_display",
            "claims_table"]
 
 # The paper prints parameter counts as integer millions: a correct formula lands within 0.5 M.
@@ -757,31 +758,62 @@ COMPARISONS = (  # (headline prefix, what is compared, positive means)
     ("std_change", "standard heads: most minus fewest heads", "more heads are worse"),
     ("fixed_change", "fixed head size: most minus fewest heads", "more heads are worse"),
     ("gap", "most heads: standard minus fixed head size", "the fixed head size is better"),
+    ("fixed_vs_best", "best standard model minus fixed head size at the most heads", "the fixed head size is better"),
     ("match", "parameter-matched: standard baseline minus fixed head size", "the fixed head size is better"),
     ("dp_change", "fixed heads: largest minus smallest head size", "larger heads are worse"),
 )
 
 
-def comparison_table(H: Mapping) -> pd.DataFrame:
-    """One row per paired comparison of :func:`headline`'s dict ``H``: validation-loss
-    difference (nats / token), its 95 % interval and the number of seeds."""
+def comparison_table(H: Mapping, scale: str = "") -> pd.DataFrame:
+    """One row per paired comparison of :func:`headline`'s dict ``H`` (``scale="long_"``: the
+    long-scale sweep's): validation-loss difference (nats / token), its 95 % interval and the
+    number of seeds."""
     rows = []
     for prefix, what, positive in COMPARISONS:
-        g = lambda x: H[f"ch04_{prefix}_{x}"]  # noqa: E731
+        g = lambda x: H[f"ch04_{scale}{prefix}_{x}"]  # noqa: E731
         rows.append({"comparison": what, "difference (nats)": g("diff"), "lo": g("lo"), "hi": g("hi"),
                      "seeds": g("n"), "positive means": positive})
     return pd.DataFrame(rows)
 
 
-def comparison_display(H: Mapping) -> pd.DataFrame:
+def comparison_display(H: Mapping, scale: str = "") -> pd.DataFrame:
     """:func:`comparison_table` for reading: the interval as text ('no interval' for one seed)."""
-    t = comparison_table(H)
+    t = comparison_table(H, scale)
     return pd.DataFrame({
         "comparison (validation loss, paired by seed)": t["comparison"],
         "difference (nats)": [f"{d:+.3f}" for d in t["difference (nats)"]],
         f"{LEVEL:.0%} interval (nats)": ["no interval (one seed)" if n < 2 or math.isnan(lo) else f"{lo:+.3f} to {hi:+.3f}"
                                    for lo, hi, n in zip(t.lo, t.hi, t.seeds)],
         "seeds": t["seeds"], "a positive difference means": t["positive means"]})
+
+
+def curve_gap(df: pd.DataFrame, a: Mapping, b: Mapping, split: str = "train") -> pd.DataFrame:
+    """Loss of the runs matching ``a`` minus those matching ``b`` (dicts of column values) at
+    every logged step, paired by seed then averaged: columns ``step``, ``diff``, ``n`` (seeds)."""
+    c = curves(df, ["family", "h", "d_h", "d"])
+    c = c[c.split == split]
+    pick = lambda w: c[pd.concat([c[k] == v for k, v in w.items()], axis=1).all(axis=1)]  # noqa: E731
+    j = pick(a).merge(pick(b), on=["seed", "step"], suffixes=("_a", "_b"))
+    if j.empty:
+        return pd.DataFrame(columns=["step", "diff", "n"])
+    j["diff"] = j["loss_a"] - j["loss_b"]
+    return j.groupby("step", as_index=False).agg(diff=("diff", "mean"), n=("seed", "count"))
+
+
+def lr_display(lr_table: pd.DataFrame | None) -> pd.DataFrame:
+    """The learning-rate sweep for reading: one row per family, one column per rate (final
+    validation loss, nats; the chosen rate marked), and each family's regret at the chosen rate."""
+    if lr_table is None or len(lr_table) == 0:
+        return pd.DataFrame({"learning-rate sweep": ["none at this scale"]})
+    t = lr_table.assign(model=[f"{f}, h = {h}, head size {dh}" for f, h, dh in
+                               zip(lr_table.family, lr_table.h, lr_table.d_h)])
+    wide = t.pivot(index="model", columns="lr", values="val_loss")
+    chosen = float(t.loc[t.chosen, "lr"].iloc[0])
+    wide.columns = [f"lr {x:g}" + (" (chosen)" if x == chosen else "") for x in wide.columns]
+    regret = t[t.chosen].set_index("model")["regret"]
+    out = wide.reset_index().rename(columns={"model": "model (one seed)"})
+    out["regret at the chosen rate (nats)"] = [regret[m] for m in wide.index]
+    return out
 
 
 def claims_table(H: Mapping) -> pd.DataFrame:

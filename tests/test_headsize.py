@@ -112,6 +112,7 @@ def test_headline_states_paired_differences_and_their_verdicts():
     assert full["ch04_long_gap_diff"] == full["ch04_gap_diff"] and full["ch04_long_scale"] == "this run"
     assert "no learning-rate sweep" in full["ch04_lr_text"] and np.isnan(full["ch04_lr_regret"])
     assert H["fixed_vs_best_n"] == 3 and H["best_std_h"] == 1
+    assert H["gap_curve_text"] == "not recorded (no validation curves)"
 
 
 def test_one_seed_never_claims_an_effect():

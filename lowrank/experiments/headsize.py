@@ -251,6 +251,18 @@ def _better(e: Estimate, better: str, worse: str) -> str:
             f"is the smallest effect this run could detect")
 
 
+def _curve_text(heads: pd.DataFrame, h: int) -> str:
+    """How the standard-minus-fixed validation loss at ``h`` heads moved during training: a whole
+    phrase from the first to the last evaluation (mean over seeds, paired by seed)."""
+    has = "val_curve" in heads.columns and heads["val_curve"].map(lambda c: bool(c) if isinstance(c, list) else False).all()
+    g = curve_gap(heads, {"family": "standard", "h": h}, {"family": "fixed", "h": h}, split="validation") if has else None
+    if g is None or len(g) < 2:
+        return "not recorded (no validation curves)"
+    first, last = g.iloc[0], g.iloc[-1]
+    return (f"went from {first['diff']:+.3f} nats at step {int(first['step']):,} to {last['diff']:+.3f} nats at step "
+            f"{int(last['step']):,} (mean over {int(last['n'])} {'seed' if int(last['n']) == 1 else 'seeds'})")
+
+
 def _put(out: dict, prefix: str, e: Estimate) -> None:
     out[f"{prefix}_diff"], out[f"{prefix}_lo"], out[f"{prefix}_hi"] = float(e.mean), float(e.lo), float(e.hi)
     out[f"{prefix}_n"], out[f"{prefix}_text"] = int(e.n), diff_text(e)
@@ -309,6 +321,7 @@ def _training_headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.Dat
     out["match_verdict"] = _better(e, "the fixed-head model", "the standard baseline")
     widest = base.sort_values("d").iloc[-1]
     out["widest_base_d"], out["widest_base_ppl"] = int(widest["d"]), float(widest["mean"])
+    out["gap_curve_text"] = _curve_text(heads, h)
     # The fixed-head model at the most heads against the best standard model of the heads grid.
     out["best_std_h"] = out["std_best_h"]
     e = paired(_runs(heads, family="standard", h=out["std_best_h"]), _runs(heads, family="fixed", h=h))
@@ -610,7 +623,7 @@ HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
     "match_base_params_k", "match_base_ppl", "match_param_gap", *(f"match_{x}" for x in _PAIRED), "match_verdict",
     "widest_base_d", "widest_base_ppl", "dp_first", "dp_last", "dp_ppl_first", "dp_ppl_last",
     *(f"dp_change_{x}" for x in _PAIRED), "dp_trend",
-    "best_std_h", *(f"fixed_vs_best_{x}" for x in _PAIRED), "fixed_vs_best_verdict",
+    "best_std_h", *(f"fixed_vs_best_{x}" for x in _PAIRED), "fixed_vs_best_verdict", "gap_curve_text",
     "tokens_seen", "epochs", "n_configs", "n_runs", "train_s", "wall_s", "size_ppl_spearman",
     "init", "lr_text", "lr_regret"))
 
@@ -625,7 +638,7 @@ _TRAINING_KEYS = (
     "match_base_params_k", "match_base_ppl", "match_param_gap", *(f"match_{x}" for x in _PAIRED), "match_verdict",
     "widest_base_d", "widest_base_ppl", "dp_first", "dp_last", "dp_ppl_first", "dp_ppl_last",
     *(f"dp_change_{x}" for x in _PAIRED), "dp_trend",
-    "best_std_h", *(f"fixed_vs_best_{x}" for x in _PAIRED), "fixed_vs_best_verdict")
+    "best_std_h", *(f"fixed_vs_best_{x}" for x in _PAIRED), "fixed_vs_best_verdict", "gap_curve_text")
 _LONG_SETUP_KEYS = (
     "d", "n", "dp", "n_layers", "steps", "batch_size", "n_seeds", "tokens_seen", "epochs", "lr", "init",
     "size_heads", "base_heads", "base_widths", "lr_text", "lr_regret", "lr_sweep_steps", "n_configs", "n_runs",
@@ -758,8 +771,8 @@ COMPARISONS = (  # (headline prefix, what is compared, positive means)
     ("std_change", "standard heads: most minus fewest heads", "more heads are worse"),
     ("fixed_change", "fixed head size: most minus fewest heads", "more heads are worse"),
     ("gap", "most heads: standard minus fixed head size", "the fixed head size is better"),
-    ("fixed_vs_best", "best standard model minus fixed head size at the most heads", "the fixed head size is better"),
-    ("match", "parameter-matched: standard baseline minus fixed head size", "the fixed head size is better"),
+    ("fixed_vs_best", "best standard minus fixed head size, most heads", "the fixed head size is better"),
+    ("match", "parameter-matched: standard minus fixed head size", "the fixed head size is better"),
     ("dp_change", "fixed heads: largest minus smallest head size", "larger heads are worse"),
 )
 

@@ -19,10 +19,16 @@ from torch import nn
 
 from .attention import MultiHeadAttention, standard_head_dim
 
-__all__ = ["TransformerConfig", "Transformer", "CausalLM", "MaskedLM", "SequenceClassifier",
+__all__ = ["INITS", "residual_output_std", "TransformerConfig", "Transformer", "CausalLM", "MaskedLM", "SequenceClassifier",
            "mask_tokens", "bert_parameter_count", "count_parameters", "IGNORE_INDEX"]
 
 IGNORE_INDEX = -100
+
+# Initialisations (TransformerConfig.init): "bert" draws every weight from trunc-normal(0.02);
+# "scaled" does the same except for the two projections that write into the residual stream
+# (attention's W_O and the feed-forward layer's second linear), see :func:`residual_output_std`.
+INITS = ("bert", "scaled")
+BERT_STD = 0.02
 
 
 @dataclass
@@ -39,6 +45,7 @@ class TransformerConfig:
     causal: bool = True
     norm: str = "post"
     tie_embeddings: bool = True
+    init: str = "bert"
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_len"):
@@ -55,6 +62,8 @@ class TransformerConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.norm not in ("post", "pre"):
             raise ValueError(f"norm must be 'post' (BERT, the paper) or 'pre', got {self.norm!r}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
 
     @property
     def head_size(self) -> int:
@@ -106,6 +115,11 @@ class Transformer(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.apply(_init_weights)
+        if cfg.init == "scaled":
+            for block in self.blocks:
+                for proj in (block.attn.out_proj, block.ff[2]):
+                    std = residual_output_std(proj.in_features, cfg.d_model, cfg.n_layers)
+                    nn.init.trunc_normal_(proj.weight, std=std, a=-2 * std, b=2 * std)
 
     def forward(self, ids: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         if ids.dim() != 2:
@@ -123,10 +137,26 @@ class Transformer(nn.Module):
         return self.ln(x) if self.cfg.norm == "pre" else x
 
 
+def residual_output_std(fan_in: int, d_model: int, n_layers: int) -> float:
+    """Init std of a projection that writes into the residual stream under ``init="scaled"``:
+    ``0.02 * sqrt(d_model / fan_in) / sqrt(2 * n_layers)``.
+
+    The fan-in factor makes the branch's output variance independent of its inner width (a
+    fixed head size with h * d_p > d, or a wide feed-forward layer, writes no more at
+    initialisation than a standard W_O of fan-in d); the depth factor is GPT-2's 1/sqrt(2L)
+    for the 2L residual branches, so the residual stream's variance at initialisation does not
+    grow with depth. A standard W_O (fan-in d) at one layer gets 0.02 / sqrt(2).
+    """
+    for name, v in (("fan_in", fan_in), ("d_model", d_model), ("n_layers", n_layers)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return BERT_STD * (d_model / fan_in) ** 0.5 / (2 * n_layers) ** 0.5
+
+
 def _init_weights(m: nn.Module) -> None:
     # BERT's truncated-normal(0.02) init, which keeps post-norm training stable at small scale.
     if isinstance(m, (nn.Linear, nn.Embedding)):
-        nn.init.trunc_normal_(m.weight, std=0.02, a=-0.04, b=0.04)
+        nn.init.trunc_normal_(m.weight, std=BERT_STD, a=-2 * BERT_STD, b=2 * BERT_STD)
         if isinstance(m, nn.Linear) and m.bias is not None:
             nn.init.zeros_(m.bias)
 

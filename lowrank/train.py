@@ -64,6 +64,7 @@ class TrainConfig:
     dropout: float = 0.0
     norm: str = "post"
     tie_embeddings: bool = True
+    init: str = "bert"               # 'bert' (trunc-normal 0.02) or 'scaled' (residual outputs by fan-in and depth)
     batch_size: int = 16
     steps: int = 200
     lr: float = 1e-3
@@ -126,14 +127,19 @@ class TrainConfig:
         return cls(**d)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Every field, except ``init`` when it is the default 'bert': the run key of every
+        config written before ``init`` existed stays what it was (stored runs stay valid)."""
+        d = asdict(self)
+        if d["init"] == "bert":
+            del d["init"]
+        return d
 
     def model_config(self, *, vocab_size: int) -> TransformerConfig:
         return TransformerConfig(
             vocab_size=vocab_size, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
             head_dim=self.head_dim, d_ff=self.d_ff, max_len=self.seq_len + (1 if self.task == "classify" else 0),
             dropout=self.dropout, causal=self.task == "lm", norm=self.norm,
-            tie_embeddings=self.tie_embeddings)
+            tie_embeddings=self.tie_embeddings, init=self.init)
 
 
 def _short(value, limit: int = 80) -> str:

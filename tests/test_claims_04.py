@@ -20,21 +20,36 @@ def _paired(prefix, diff, lo, hi, n):
             f"ch04_{prefix}_n": n, f"ch04_{prefix}_text": f"{diff:+.3f} nats ({n} seeds)"}
 
 
+# The training claims are judged on the long-scale keys (ch04_long_*), from the stored sweep.
+_LONG = {"ch04_long_tokens_seen": 102400, "ch04_long_source": "store", "ch04_long_scale": "long"}
+
+
 def _gap(diff, lo, hi, n=3):
-    return {"ch04_gap_h": 32, "ch04_gap_std_dh": 2, "ch04_gap_dp": 8, "ch04_tokens_seen": 102400,
-            **_paired("gap", diff, lo, hi, n)}
+    return {"ch04_long_gap_h": 32, "ch04_long_gap_std_dh": 2, "ch04_long_gap_dp": 8, **_LONG,
+            **_paired("long_gap", diff, lo, hi, n)}
 
 
 def _match(diff, lo, hi, n=3, param_gap=0.04):
-    return {"ch04_match_base_d": 96, "ch04_match_base_params_k": 279.0, "ch04_match_fixed_h": 32,
-            "ch04_match_fixed_d": 64, "ch04_match_fixed_params_k": 269.0, "ch04_match_param_gap": param_gap,
-            "ch04_tokens_seen": 102400, **_paired("match", diff, lo, hi, n)}
+    return {"ch04_long_match_base_d": 96, "ch04_long_match_base_params_k": 279.0, "ch04_long_match_fixed_h": 32,
+            "ch04_long_match_fixed_d": 64, "ch04_long_match_fixed_params_k": 269.0,
+            "ch04_long_match_param_gap": param_gap, **_LONG, **_paired("long_match", diff, lo, hi, n)}
+
+
+def _size(diff, lo, hi, n=3):
+    """The head-size claim's evidence, given as the claim's direction (smallest minus largest d_p):
+    the headline stores the opposite difference (largest minus smallest), dp_change."""
+    return {"ch04_long_size_heads": 4, "ch04_long_dp_first": 4, "ch04_long_dp_last": 32, **_LONG,
+            **_paired("long_dp_change", -diff, -hi, -lo, n)}
 
 
 def test_claims_are_declared_with_sections_and_rule_sentences():
     keys = [c.key for c in hs.CLAIMS]
-    assert len(set(keys)) == 3 and all(c.chapter == "04" and c.section.startswith("sec-ch04-") for c in hs.CLAIMS)
+    assert len(set(keys)) == 4 and all(c.chapter == "04" and c.section.startswith("sec-ch04-") for c in hs.CLAIMS)
     assert all(c.rule_sentence.startswith("Reproduced when") for c in hs.CLAIMS)
+    training = [c for c in hs.CLAIMS if c.key != "bhojanapalli-parameter-counts"]
+    assert all(c.scale_key == "ch04_long_scale" and "long-scale" in c.rule_sentence for c in training)
+    assert set(hs.LIVE_RULES) == {c.key for c in training}
+    assert "ch04_long_scale" in hs.HEADLINE_KEYS
 
 
 def test_parameter_counts_rule_both_sides_of_the_tolerance():
@@ -46,7 +61,8 @@ def test_parameter_counts_rule_both_sides_of_the_tolerance():
     assert rule(_counts(within=15, worst=0.51)).verdict == CONTRADICTED
 
 
-@pytest.mark.parametrize("rule,make", [(hs.rule_fixed_heads, _gap), (hs.rule_parameter_matched, _match)])
+@pytest.mark.parametrize("rule,make", [(hs.rule_fixed_heads, _gap), (hs.rule_parameter_matched, _match),
+                                       (hs.rule_head_size, _size)])
 def test_paired_training_rules_reach_every_verdict(rule, make):
     assert rule(make(0.05, 0.01, 0.09)).verdict == REPRODUCED
     assert rule(make(0.05, 1e-6, 0.1)).verdict == REPRODUCED          # just above 0
@@ -56,7 +72,26 @@ def test_paired_training_rules_reach_every_verdict(rule, make):
     assert rule(make(-0.05, -0.1, 1e-6)).verdict == INCONCLUSIVE       # touches 0: not excluded
     one = rule(make(0.3, NAN, NAN, n=1))                               # one seed: never an effect
     assert one.verdict == INCONCLUSIVE and "one seed" in one.qualifier
-    assert "102,400 training tokens" in one.evidence
+    assert "102,400 training tokens" in one.evidence and "stored long-scale sweep" in one.evidence
+
+
+def test_head_size_rule_reads_the_difference_in_the_claims_direction():
+    # dp_change = loss(largest d_p) - loss(smallest d_p) < 0 means larger heads are better: reproduced
+    h = {"ch04_long_size_heads": 4, "ch04_long_dp_first": 4, "ch04_long_dp_last": 32, **_LONG,
+         **_paired("long_dp_change", -0.05, -0.08, -0.02, 3)}
+    j = hs.rule_head_size(h)
+    assert j.verdict == REPRODUCED and "+0.050 nats" in j.evidence and "+0.020 to +0.080" in j.evidence
+
+
+def test_live_rules_read_the_live_keys_and_say_so():
+    live = {k.replace("ch04_long_", "ch04_"): v for k, v in _gap(-0.05, -0.09, -0.01).items()}
+    live["ch04_tokens_seen"] = 51200
+    j = hs.LIVE_RULES["bhojanapalli-fixed-heads-training"](live)
+    assert j.verdict == CONTRADICTED and "51,200 training tokens" in j.evidence and "stored" not in j.evidence
+    with pytest.raises(MissingEvidence):
+        hs.rule_fixed_heads(live)  # chapter 08's rule reads only the long-scale keys
+    this_run = {**_gap(0.05, 0.01, 0.09), "ch04_long_source": "this run"}
+    assert "stored" not in hs.rule_fixed_heads(this_run).evidence
 
 
 def test_parameter_matched_needs_a_matched_baseline():
@@ -67,6 +102,6 @@ def test_parameter_matched_needs_a_matched_baseline():
 
 
 def test_missing_evidence_is_named():
-    with pytest.raises(MissingEvidence, match="ch04_gap_lo"):
-        hs.rule_fixed_heads({k: v for k, v in _gap(0.1, 0.0, 0.2).items() if k != "ch04_gap_lo"})
-    assert math.isnan(_gap(0.1, NAN, NAN)["ch04_gap_lo"])
+    with pytest.raises(MissingEvidence, match="ch04_long_gap_lo"):
+        hs.rule_fixed_heads({k: v for k, v in _gap(0.1, 0.0, 0.2).items() if k != "ch04_long_gap_lo"})
+    assert math.isnan(_gap(0.1, NAN, NAN)["ch04_long_gap_lo"])

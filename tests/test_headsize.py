@@ -60,9 +60,12 @@ def _tables(heads, matched, sizes, n_seeds=3):
     setup = {"d": 64, "n": 16, "dp": 8, "n_layers": 1, "steps": 10, "lr": 0.01, "batch_size": 4,
              "val_eval_tokens": 64, "n_seeds": n_seeds,
              "base_heads": 8, "base_widths": [96, 128], "size_heads": 8, "tokens_seen": 500, "store": "x",
-             "wall_s": 3.0}
+             "wall_s": 3.0, "init": "scaled", "d_ff": None, "lr_sweep": [], "lr_sweep_steps": 10}
+    configs = hs.configuration_table(heads, matched, sizes)
+    long = {"heads": heads, "matched": matched, "sizes": sizes, "configs": configs, "lr_sweep": pd.DataFrame(),
+            "lr_table": None, "setup": dict(setup, source="this run")}
     return {**hs.run_parameter_table(), "corpus": corpus, "setup": setup, "heads": heads, "matched": matched,
-            "sizes": sizes, "configs": hs.configuration_table(heads, matched, sizes)}
+            "sizes": sizes, "configs": configs, "lr_table": None, "long": long}
 
 
 # Per-seed noise shared by every model of a seed (same batches): pairing removes it.
@@ -103,7 +106,13 @@ def test_headline_states_paired_differences_and_their_verdicts():
     verdicts = {c.key: c.judge(full).verdict for c in hs.CLAIMS}
     assert verdicts == {"bhojanapalli-parameter-counts": "reproduced",
                         "bhojanapalli-fixed-heads-training": "reproduced",
-                        "bhojanapalli-parameter-matched": "inconclusive"}
+                        "bhojanapalli-parameter-matched": "inconclusive",
+                        "bhojanapalli-head-size-capacity": "inconclusive"}
+    # the long-scale keys repeat the training keys (here: this run's own tables, so scale "this run")
+    assert full["ch04_long_gap_diff"] == full["ch04_gap_diff"] and full["ch04_long_scale"] == "this run"
+    assert "no learning-rate sweep" in full["ch04_lr_text"] and np.isnan(full["ch04_lr_regret"])
+    assert H["fixed_vs_best_n"] == 3 and H["best_std_h"] == 1
+    assert H["gap_curve_text"] == "not recorded (no validation curves)"
 
 
 def test_one_seed_never_claims_an_effect():
@@ -154,7 +163,8 @@ def _chapter_params(docs, store, **kw):
              norm="pre", tie_embeddings=False, heads=[1, 2], head_dim=4, baseline_widths=[8], baseline_heads=2,
              size_heads=2, head_dims=[4], steps=3, batch_size=4, lr=0.003, warmup_steps=1, schedule="cosine",
              dropout=0.0, eval_interval=0, eval_tokens=64, num_threads=1, workers=1, device="cpu",
-             results_store=str(store), shard=None)
+             results_store=None if store is None else str(store), shard=None, init="scaled", lr_sweep=[],
+             lr_sweep_heads=[2], lr_sweep_steps=None, long_store=None)
     return {**P, **kw}
 
 
@@ -200,3 +210,59 @@ def test_run_training_without_a_store_leaves_no_temporary_folder(tiny, monkeypat
     with pytest.raises(RuntimeError, match="boom"):
         hs.run_training(_chapter_params(base_dir / "docs", None, results_store=None))
     assert list(scratch.iterdir()) == []  # removed on the error path too
+
+
+def test_choose_lr_minimises_the_largest_regret():
+    rows = [("standard", 4, 16, 0.003, 3.0), ("standard", 4, 16, 0.01, 2.9), ("standard", 4, 16, 0.02, 2.95),
+            ("fixed", 32, 16, 0.003, 3.2), ("fixed", 32, 16, 0.01, 3.05), ("fixed", 32, 16, 0.02, 3.0)]
+    df = pd.DataFrame(rows, columns=["family", "h", "d_h", "lr", "val_loss"])
+    lr, table = hs.choose_lr(df)
+    # regrets: 0.003 -> max(0.1, 0.2); 0.01 -> max(0, 0.05); 0.02 -> max(0.05, 0): a tie, the smaller rate wins
+    assert lr == 0.01 and table.chosen.sum() == 2
+    assert table.loc[(table.family == "fixed") & (table.lr == 0.01), "regret"].item() == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="no finished runs"):
+        hs.choose_lr(df.iloc[:0])
+
+
+def test_lr_sweep_then_store_read_back_with_provenance(tiny, monkeypatch):
+    _, base_dir = tiny
+    monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
+    store = base_dir / "long.jsonl"
+    P = _chapter_params(base_dir / "docs", store, lr_sweep=[0.003, 0.01], lr_sweep_steps=2)
+    sweep = hs.lr_sweep_grid(P)
+    # h = 2 at d = 8: standard d_h = 4 is the fixed d_p = 4, so one family per rate
+    assert [(c["n_heads"], c["head_dim"], c["lr"], c["steps"]) for _, c in sweep] == [
+        (2, None, 0.003, 2), (2, None, 0.01, 2)]
+    tables = hs.run_training(P)
+    assert tables["lr_table"] is not None and tables["setup"]["lr"] in (0.003, 0.01)
+    assert all(c["lr"] == tables["setup"]["lr"] for grid in hs.training_grids(P, tables["setup"]["lr"]).values()
+               for _, c in grid)
+    assert hs.manifest_path(store).is_file()
+    n = len(ResultStore(store).records())
+    long = hs.run_long(dict(P, long_store=str(store), results_store=None))["long"]
+    assert len(ResultStore(store).records()) == n  # read only: nothing trained, nothing appended
+    prov = long["setup"]["provenance"]
+    assert prov["records"] == n and prov["wall_s"] > 0 and len(prov["code_hash"]) == 1 and long["setup"]["source"] == "store"
+    assert long["setup"]["lr"] == tables["setup"]["lr"] and len(long["heads"]) == len(tables["heads"])
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        hs.run_long(dict(P, long_store=str(base_dir / "missing.jsonl")))
+
+
+def test_long_comparisons_curve_gap_and_lr_display():
+    heads, matched, sizes = _grids()
+    full = hs.headline(_tables(heads, matched, sizes))
+    t = hs.comparison_table(full, "long_")
+    assert len(t) == len(hs.COMPARISONS) and t["difference (nats)"].tolist() == hs.comparison_table(full)["difference (nats)"].tolist()
+    assert "interval" in hs.comparison_display(full, "long_").columns[2]
+    runs = pd.DataFrame([
+        {"family": f, "h": 32, "d_h": dh, "d": 64, "seed": s,
+         "train_curve": [[10, 5.0 + off + s], [20, 4.0 + off / 2 + s]], "val_curve": []}
+        for s in (0, 1) for f, dh, off in (("fixed", 8, 0.4), ("standard", 2, 0.0))])
+    g = hs.curve_gap(runs, {"family": "fixed"}, {"family": "standard"})
+    assert g["step"].tolist() == [10, 20] and g["diff"].tolist() == pytest.approx([0.4, 0.2]) and g["n"].tolist() == [2, 2]
+    assert hs.curve_gap(runs, {"family": "fixed"}, {"family": "none"}).empty
+    lr, table = hs.choose_lr(pd.DataFrame([("standard", 4, 16, 0.01, 3.0), ("standard", 4, 16, 0.02, 3.1)],
+                                          columns=["family", "h", "d_h", "lr", "val_loss"]))
+    shown = hs.lr_display(table)
+    assert list(shown.columns) == ["model (one seed)", "lr 0.01 (chosen)", "lr 0.02", "regret at the chosen rate (nats)"]
+    assert hs.lr_display(None).iloc[0, 0] == "none at this scale"

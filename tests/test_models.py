@@ -102,3 +102,61 @@ def test_head_kind_and_length_checks():
     body = Transformer(TransformerConfig(vocab_size=10, d_model=8, n_heads=2, max_len=4))
     with pytest.raises(ValueError, match="exceeds max_len=4"):
         body(torch.zeros(1, 5, dtype=torch.long))
+
+
+# --- initialisation (issue 17): "bert" unchanged, "scaled" by fan-in and depth -----------------
+
+def _weights(cfg, seed=0):
+    torch.manual_seed(seed)
+    return dict(Transformer(cfg).named_parameters())
+
+
+def test_bert_init_is_the_default_and_unchanged():
+    cfg = TransformerConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4)
+    assert cfg.init == "bert"
+    w = _weights(cfg)
+    for name, p in w.items():
+        if p.dim() == 2:  # every matrix: trunc-normal(0.02) cut at 2 std
+            assert p.abs().max() <= 0.04 + 1e-7, name
+    explicit = _weights(TransformerConfig(vocab_size=50, d_model=32, n_layers=2, n_heads=4, init="bert"))
+    assert all(torch.equal(w[k], explicit[k]) for k in w)
+
+
+@pytest.mark.parametrize("h, dp, layers", [(4, None, 1), (4, None, 3), (32, 16, 2), (8, 4, 2)])
+def test_scaled_init_output_std_follows_fan_in_and_depth(h, dp, layers):
+    from lowrank.models import residual_output_std
+
+    d = 64
+    cfg = TransformerConfig(vocab_size=50, d_model=d, n_layers=layers, n_heads=h, head_dim=dp, d_ff=256,
+                            init="scaled")
+    inner = h * (dp or d // h)
+    w = _weights(cfg)
+    # trunc-normal at 2 std has standard deviation 0.880 * std
+    ratio = 0.8796
+    for i in range(layers):
+        wo, w2 = w[f"blocks.{i}.attn.out_proj.weight"], w[f"blocks.{i}.ff.2.weight"]
+        want_o = 0.02 * (d / inner) ** 0.5 / (2 * layers) ** 0.5
+        assert residual_output_std(inner, d, layers) == pytest.approx(want_o)
+        assert wo.std().item() == pytest.approx(ratio * want_o, rel=0.1)
+        assert wo.abs().max().item() <= 2 * want_o + 1e-7
+        want_2 = 0.02 * (d / 256) ** 0.5 / (2 * layers) ** 0.5
+        assert w2.std().item() == pytest.approx(ratio * want_2, rel=0.1)
+        # everything else is as under "bert"
+        assert w[f"blocks.{i}.attn.in_proj.weight"].std().item() == pytest.approx(ratio * 0.02, rel=0.1)
+    # the residual branch writes the same variance whatever the inner width: W_O's output on unit inputs
+    x = torch.randn(4096, inner)
+    out = x @ w["blocks.0.attn.out_proj.weight"].T
+    assert out.std().item() == pytest.approx(ratio * 0.02 * d ** 0.5 / (2 * layers) ** 0.5, rel=0.1)  # no inner width
+
+
+def test_init_is_validated_and_bert_keeps_run_keys():
+    from lowrank.train import TrainConfig, run_key
+
+    with pytest.raises(ValueError, match="init must be one of"):
+        TransformerConfig(vocab_size=50, init="xavier")
+    with pytest.raises(ValueError, match="init must be one of"):
+        TrainConfig(init="xavier")
+    assert "init" not in TrainConfig().to_dict()  # run keys written before 'init' existed stay valid
+    assert TrainConfig(init="scaled").to_dict()["init"] == "scaled"
+    assert run_key(TrainConfig(init="scaled").to_dict()) != run_key(TrainConfig().to_dict())
+    assert TrainConfig.from_dict(TrainConfig(init="scaled").to_dict()).init == "scaled"

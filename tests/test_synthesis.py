@@ -242,3 +242,13 @@ def test_reading_table_has_three_columns_escapes_text_and_keeps_links():
     assert html.count("<th ") == 3 and not re.search(r'<th[^>]*class="row_heading', html)
     assert "p &lt; 0.05 &amp; more" in html and "a &lt;b&gt; claim" in html and "Reproduced &lt;always&gt;." in html
     assert '<a href="05_five.html#s">chapter 05</a>' in html and "scale: default" in html
+
+
+def test_a_claim_can_name_the_scale_of_its_own_evidence():
+    claim = Claim("z-claim", "Paper A", "05", "sec-ch05-z", "z holds", _rule_x, scale_key="ch05_z_scale")
+    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(claim,))}.get)
+    row = lambda values: S.judge_claims(col, values, {"05": "default"})[0]  # noqa: E731
+    assert row({"ch05_x": 4.0, "ch05_z_scale": "long"}).scale == "long"      # evidence from a long-scale store
+    assert row({"ch05_x": 4.0, "ch05_z_scale": "this run"}).scale == "default"  # not a scale: the notebook's
+    assert row({"ch05_x": 4.0}).scale == "default"                              # value absent: the notebook's
+    assert CLAIM_X.scale_key == ""

@@ -3,8 +3,9 @@
 #
 # jupyter-cache (execute_notebooks: cache in _config.yml) keys each notebook on the source of its
 # code cells only, so an edit in lowrank/ would otherwise leave stale outputs in the book. The
-# fingerprint covers every lowrank/**/*.py (path and content) and requirements/lock.txt (a new
-# torch or numpy changes numbers too); it is kept in <cache>/lowrank.sha256.
+# fingerprint covers every lowrank/**/*.py (path and content), requirements/lock.txt (a new
+# torch or numpy changes numbers too) and the committed results stores under data/results/ (a
+# chapter that reads a stored sweep changes with it); it is kept in <cache>/lowrank.sha256.
 #
 # Sphinx re-reads only source files that changed, and myst-nb executes a notebook only while
 # reading it, so clearing the cache alone would leave the old pages in place. The Sphinx
@@ -23,6 +24,9 @@ fingerprint=$(
   {
     find lowrank -type f -name '*.py' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
     sha256sum requirements/lock.txt
+    if [[ -d data/results ]]; then
+      find data/results -maxdepth 1 -type f \( -name '*.jsonl' -o -name '*.json' \) -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    fi
   } | sha256sum | cut -d' ' -f1
 )
 

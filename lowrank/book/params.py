@@ -353,9 +353,10 @@ register(
     seq_len=Int(4, 8192, doc="tokens per sequence n"),
     d_model=Int(4, 16384, doc="width d of the fixed-width experiments"),
     n_layers=Int(1, 96, doc="Transformer layers"),
-    d_ff=Int(1, 65536, doc="feed-forward width"),
+    d_ff=Int(1, 65536, allow_none=True, doc="feed-forward width; None: 4 d at every width (wider baselines get wider FFNs)"),
     norm=Choice("post", "pre", doc="LayerNorm placement"),
     tie_embeddings=Bool(doc="share the input embedding with the output layer"),
+    init=Choice("bert", "scaled", doc="initialisation: bert (trunc-normal 0.02) or scaled (residual outputs by fan-in and depth)"),
     heads=IntList(1, 4096, doc="head counts h of the fixed-width experiment"),
     head_dim=Int(1, 4096, doc="fixed head size d_p"),
     baseline_widths=IntList(4, 16384, doc="widths d of the standard-head baselines (parameter-matched comparison)"),
@@ -364,7 +365,10 @@ register(
     head_dims=IntList(1, 4096, doc="head sizes d_p of the head-size sweep"),
     steps=Int(1, 10_000_000, doc="optimiser steps per run"),
     batch_size=Int(1, 1_000_000, doc="sequences per step (global batch)"),
-    lr=Float(1e-6, 10.0, doc="peak learning rate"),
+    lr=Float(1e-6, 10.0, doc="peak learning rate (when lr_sweep is empty)"),
+    lr_sweep=FloatList(1e-6, 10.0, min_len=0, doc="peak learning rates swept first (one seed); []: every run at lr"),
+    lr_sweep_heads=IntList(1, 4096, doc="head counts of the swept families (standard and fixed head size)"),
+    lr_sweep_steps=Int(1, 10_000_000, allow_none=True, doc="optimiser steps of a sweep run; None: steps"),
     warmup_steps=Int(0, 10_000_000, doc="linear warm-up steps"),
     schedule=Choice("cosine", "inverse_sqrt", "constant", doc="learning-rate decay after warm-up"),
     dropout=Float(0.0, 0.9, doc="dropout rate"),
@@ -375,6 +379,7 @@ register(
     device=Choice("auto", "cpu", "cuda", doc="training device"),
     results_store=Param("str", allow_none=True, doc="JSONL sweep store to reuse and extend; None: a fresh temporary store"),
     shard=Param("str", allow_none=True, doc="'i/N': train only shard i of N of the sweep into results_store; None: all"),
+    long_store=Param("str", allow_none=True, doc="long-scale store the chapter reads (never writes); None: this run's own runs"),
 )
 
 register(
@@ -506,6 +511,9 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
             f"{short_repr(p['baseline_widths'])}")),
         Constraint(("warmup_steps", "steps"), lambda p: None if p["warmup_steps"] <= p["steps"] else (
             f"warmup_steps = {p['warmup_steps']} must not exceed steps = {p['steps']}")),
+        Constraint(("warmup_steps", "lr_sweep_steps"), lambda p: None if (
+            p["lr_sweep_steps"] is None or p["warmup_steps"] <= p["lr_sweep_steps"]) else (
+            f"warmup_steps = {p['warmup_steps']} must not exceed lr_sweep_steps = {p['lr_sweep_steps']}")),
     ),
     "05_rank_barrier": (
         Constraint(("heads", "heads_d_model"), lambda p: (
@@ -548,7 +556,7 @@ def check_constraints(chapter: str, params: Mapping[str, Any]) -> None:
 # "corpus" a corpus name or an existing local path. ``lowrank run`` resolves them against the
 # caller's working directory (values from the book's own parameter sets: the book's folder).
 PATHS: dict[str, dict[str, str]] = {
-    "04_head_size_training": {"results_store": "store", "corpus": "corpus"},
+    "04_head_size_training": {"results_store": "store", "long_store": "store", "corpus": "corpus"},
     "07_trained_attention": {"retrieval_store": "store"},
     "08_synthesis": {"chapters_dir": "input_folder"},
 }
@@ -597,10 +605,14 @@ def _est_04(p) -> Estimate:
     configs = [(d, h, p["head_dim"]) for h in p["heads"]]
     configs += [(w, p["baseline_heads"], w // p["baseline_heads"]) for w in p["baseline_widths"]]
     configs += [(d, p["size_heads"], dh) for dh in p["head_dims"]]
-    costs = [_train_cost(w, L, h, dh, n, B, p["d_ff"], p["vocab_size"], p["steps"]) for w, h, dh in configs]
+    costs = [_train_cost(w, L, h, dh, n, B, p["d_ff"] or 4 * w, p["vocab_size"], p["steps"]) for w, h, dh in configs]
+    sweep_steps = p.get("lr_sweep_steps") or p["steps"]
+    swept = [_train_cost(d, L, h, dh, n, B, p["d_ff"] or 4 * d, p["vocab_size"], sweep_steps)
+             for h in p.get("lr_sweep_heads", []) for dh in (d // h, p["head_dim"])] * len(p.get("lr_sweep", []))
     mem = max(c[0] for c in costs) * max(1, p["workers"])
-    return Estimate(mem, sum(c[1] for c in costs) * p["n_seeds"] / max(1, p["workers"]),
-                    f"{len(configs) * p['n_seeds']} training runs")
+    secs = sum(c[1] for c in costs) * p["n_seeds"] + sum(c[1] for c in swept)
+    return Estimate(mem, secs / max(1, p["workers"]),
+                    f"{len(configs) * p['n_seeds'] + len(swept)} training runs")
 
 
 def _est_07(p) -> Estimate:

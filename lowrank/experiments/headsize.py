@@ -24,6 +24,7 @@ from the chapter's parameters, plus the per-configuration table). :func:`headlin
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
@@ -35,7 +36,7 @@ import pandas as pd
 
 from ..models import bert_parameter_count
 from ..stats import Estimate, paired_difference
-from ..sweep import parse_shard, run_key, sweep
+from ..sweep import ResultStore, parse_shard, run_key, sweep
 from ..train import TrainConfig
 from .verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, REPRODUCED, Claim, Judgement, is_missing,
                        need)
@@ -45,8 +46,11 @@ __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "par
            "configuration_table", "default_runs_dir", "base_config", "training_grids",
            "run_parameter_table", "run_corpus", "run_training", "HEADLINE_KEYS",
            "PARAMETER_TOLERANCE_M", "LEVEL", "MATCH_TOLERANCE", "paired", "diff_text", "half_width",
-           "CLAIMS", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched",
+           "CLAIMS", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_head_size",
+           "LIVE_RULES", "LONG_COMMAND", "lr_sweep_grid", "choose_lr", "manifest_path", "store_provenance",
+           "run_long", "resolve_store",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
+           "curve_gap", "lr_display",
            "claims_table"]
 
 # The paper prints parameter counts as integer millions: a correct formula lands within 0.5 M.
@@ -247,6 +251,18 @@ def _better(e: Estimate, better: str, worse: str) -> str:
             f"is the smallest effect this run could detect")
 
 
+def _curve_text(heads: pd.DataFrame, h: int) -> str:
+    """How the standard-minus-fixed validation loss at ``h`` heads moved during training: a whole
+    phrase from the first to the last evaluation (mean over seeds, paired by seed)."""
+    has = "val_curve" in heads.columns and heads["val_curve"].map(lambda c: bool(c) if isinstance(c, list) else False).all()
+    g = curve_gap(heads, {"family": "standard", "h": h}, {"family": "fixed", "h": h}, split="validation") if has else None
+    if g is None or len(g) < 2:
+        return "not recorded (no validation curves)"
+    first, last = g.iloc[0], g.iloc[-1]
+    return (f"went from {first['diff']:+.3f} nats at step {int(first['step']):,} to {last['diff']:+.3f} nats at step "
+            f"{int(last['step']):,} (mean over {int(last['n'])} {'seed' if int(last['n']) == 1 else 'seeds'})")
+
+
 def _put(out: dict, prefix: str, e: Estimate) -> None:
     out[f"{prefix}_diff"], out[f"{prefix}_lo"], out[f"{prefix}_hi"] = float(e.mean), float(e.lo), float(e.hi)
     out[f"{prefix}_n"], out[f"{prefix}_text"] = int(e.n), diff_text(e)
@@ -305,6 +321,12 @@ def _training_headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.Dat
     out["match_verdict"] = _better(e, "the fixed-head model", "the standard baseline")
     widest = base.sort_values("d").iloc[-1]
     out["widest_base_d"], out["widest_base_ppl"] = int(widest["d"]), float(widest["mean"])
+    out["gap_curve_text"] = _curve_text(heads, h)
+    # The fixed-head model at the most heads against the best standard model of the heads grid.
+    out["best_std_h"] = out["std_best_h"]
+    e = paired(_runs(heads, family="standard", h=out["std_best_h"]), _runs(heads, family="fixed", h=h))
+    _put(out, "fixed_vs_best", e)
+    out["fixed_vs_best_verdict"] = _better(e, "the fixed-head model", "the best standard model")
     z = summarise(sizes, ["d_h"]).set_index("d_h")
     out["dp_first"], out["dp_last"] = int(z.index.min()), int(z.index.max())
     out["dp_ppl_first"], out["dp_ppl_last"] = float(z["mean"].iloc[0]), float(z["mean"].iloc[-1])
@@ -362,7 +384,7 @@ def base_config(P: Mapping) -> dict:
     chapter's validated parameters (validation on a quarter of ``eval_tokens``, test on all)."""
     return dict(task="lm", corpus=P["corpus"], vocab_size=P["vocab_size"], seq_len=P["seq_len"],
                 d_model=P["d_model"], n_layers=P["n_layers"], d_ff=P["d_ff"], norm=P["norm"],
-                tie_embeddings=P["tie_embeddings"], batch_size=P["batch_size"], steps=P["steps"],
+                tie_embeddings=P["tie_embeddings"], init=P["init"], batch_size=P["batch_size"], steps=P["steps"],
                 lr=P["lr"], warmup_steps=P["warmup_steps"], schedule=P["schedule"], dropout=P["dropout"],
                 eval_interval=P["eval_interval"],
                 eval_tokens=max(P["seq_len"], (P["eval_tokens"] or 65536) // 4),
@@ -370,9 +392,55 @@ def base_config(P: Mapping) -> dict:
                 num_threads=P["num_threads"], device=P["device"])
 
 
-def training_grids(P: Mapping) -> dict[str, list[tuple[dict, dict]]]:
-    """The chapter's three grids (``heads``, ``matched``, ``sizes``) from its parameters."""
+def lr_sweep_grid(P: Mapping) -> list[tuple[dict, dict]]:
+    """The learning-rate sweep of the chapter's parameters: one seed (``seed``), ``lr_sweep_steps``
+    steps (``steps`` when None), each rate of ``lr_sweep`` for every family of ``lr_sweep_heads``:
+    standard heads at each h that divides d, and the fixed head size at each h where d / h differs
+    from d_p (labels ``family``, ``h``, ``lr``). Empty when ``lr_sweep`` is empty."""
     base = base_config(P)
+    steps = P["lr_sweep_steps"] or P["steps"]
+    base.update(steps=steps, checkpoint_every=max(steps // 4, 1))
+    d, dp = P["d_model"], P["head_dim"]
+    labelled = []
+    for lr in P["lr_sweep"]:
+        for h in P["lr_sweep_heads"]:
+            if d % h == 0:
+                labelled.append(({"family": "standard", "lr": float(lr)},
+                                 _config(base, P["seed"], n_heads=h, head_dim=None, lr=float(lr))))
+            if d % h or d // h != dp:
+                labelled.append(({"family": "fixed", "lr": float(lr)},
+                                 _config(base, P["seed"], n_heads=h, head_dim=dp, lr=float(lr))))
+    return labelled
+
+
+def choose_lr(sweep_runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
+    """The one learning rate every run of the main grids uses, chosen from the sweep by a rule
+    fixed before the sweep ran: the rate whose largest *regret* over the swept families is
+    smallest, where a family's regret at a rate is its validation loss there minus its lowest
+    validation loss over all swept rates (ties: the smaller rate).
+
+    One shared rate keeps every paired comparison a comparison of architectures alone; choosing
+    it by the worst regret means no family is handicapped by more than the reported regret
+    relative to its own best swept rate. Returns (rate, table with one row per family x rate:
+    ``family``, ``h``, ``d_h``, ``lr``, ``val_loss``, ``regret``, ``chosen``).
+    """
+    if sweep_runs.empty:
+        raise ValueError("the learning-rate sweep has no finished runs")
+    t = sweep_runs.groupby(["family", "h", "d_h", "lr"], as_index=False)["val_loss"].mean()
+    t["regret"] = t["val_loss"] - t.groupby(["family", "h"])["val_loss"].transform("min")
+    worst = t.groupby("lr")["regret"].max()
+    lr = float(worst.index[worst.values == worst.min()].min())
+    t["chosen"] = t["lr"] == lr
+    return lr, t.sort_values(["family", "h", "lr"]).reset_index(drop=True)
+
+
+def training_grids(P: Mapping, lr: float | None = None) -> dict[str, list[tuple[dict, dict]]]:
+    """The chapter's three grids (``heads``, ``matched``, ``sizes``) from its parameters, every
+    run at learning rate ``lr`` (default ``P["lr"]``; the rate :func:`choose_lr` picked when the
+    parameters ask for a sweep)."""
+    base = base_config(P)
+    if lr is not None:
+        base["lr"] = float(lr)
     seeds = list(range(P["seed"], P["seed"] + P["n_seeds"]))
     return {
         "heads": heads_at_fixed_width(base, heads=P["heads"], head_dim=P["head_dim"], seeds=seeds),
@@ -382,36 +450,113 @@ def training_grids(P: Mapping) -> dict[str, list[tuple[dict, dict]]]:
     }
 
 
-def run_training(P: Mapping, *, progress: bool = False) -> dict:
-    """Train the chapter's three grids through one sweep and return ``heads``, ``matched``,
-    ``sizes`` (one row per run), ``configs`` (one row per configuration) and ``setup`` (the
-    chapter's training parameters, the number of seeds, tokens seen per run, wall time).
+def manifest_path(store: str | os.PathLike) -> Path:
+    """The parameter manifest beside a store: ``<store without .jsonl>.params.json``."""
+    p = Path(store)
+    return p.with_name(p.stem + ".params.json")
 
-    Runs go to ``P["results_store"]`` when it names a store (finished runs are reused), else to
-    a fresh temporary store, so that the page is always recomputed. ``P["shard"]`` = ``"i/N"``
-    (optional) trains only this machine's share of the sweep (:func:`lowrank.sweep.shard_of`)
-    into the named store; the chapter renders once every shard has finished, from a run with
-    no shard and the same store.
+
+def _json_params(P: Mapping) -> dict:
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in P.items()}
+
+
+def _read_runs(grids: dict[str, list[tuple[dict, dict]]], store: Path) -> dict[str, pd.DataFrame]:
+    """The grids' runs read from ``store`` without training any; a missing run is an error."""
+    if not store.is_file():
+        raise FileNotFoundError(f"results store {store} does not exist: it is committed with the book "
+                                f"(data/results/), or produce it with `lowrank run 04 --scale long`")
+    latest = {r["key"]: r for r in ResultStore(store).records()}
+    configs = {run_key(c): c for grid in grids.values() for _, c in grid}
+    missing = sorted(set(configs) - set(latest))
+    if missing:
+        raise RuntimeError(f"{len(missing)} of the {len(configs)} runs of the grid are not in {store} "
+                           f"(first: {missing[0]}); the store does not match its parameter manifest")
+    rows = [{"key": k, **latest[k]["config"], **latest[k]["metrics"], "wall_s": latest[k]["wall_s"]}
+            for k in configs]
+    results = pd.DataFrame(rows)
+    return {name: _frame(grid, results) for name, grid in grids.items()}
+
+
+def store_provenance(store: str | os.PathLike, keys: set[str] | None = None) -> dict:
+    """How a store's records (those of ``keys``, or all) were produced: git revisions, code
+    hashes, machines, CPUs (each a sorted list of the distinct values), first and last date,
+    the number of records and the sum of their wall times (s, the sweep's CPU time on one
+    worker per run)."""
+    recs = [r for r in ResultStore(store).records() if keys is None or r["key"] in keys]
+    prov = [r.get("provenance") or {} for r in recs]
+    dates = sorted(p.get("date", "") for p in prov if p.get("date"))
+
+    def distinct(field: str) -> list[str]:
+        return sorted({str(p.get(field, "unknown")) for p in prov})
+
+    return {"records": len(recs), "git_revision": distinct("git_revision"), "code_hash": distinct("code_hash"),
+            "machine": distinct("machine"), "cpu": distinct("cpu"), "torch": distinct("torch"),
+            "first_date": dates[0] if dates else "unknown", "last_date": dates[-1] if dates else "unknown",
+            "wall_s": float(sum(float(r.get("wall_s", 0.0)) for r in recs))}
+
+
+def run_training(P: Mapping, *, progress: bool = False, read_only: bool = False,
+                 store: str | os.PathLike | None = None) -> dict:
+    """Train the chapter's grids through one sweep store and return ``heads``, ``matched``,
+    ``sizes`` (one row per run), ``lr_sweep`` (one row per sweep run, empty without a sweep),
+    ``lr_table`` (:func:`choose_lr`'s table, or None), ``configs`` (one row per configuration)
+    and ``setup`` (the training parameters, the chosen rate, tokens seen per run, wall time).
+
+    When ``P["lr_sweep"]`` lists rates, their sweep (:func:`lr_sweep_grid`) runs first and the
+    main grids run at the rate :func:`choose_lr` picks from it; otherwise at ``P["lr"]``.
+
+    Runs go to ``store`` (default ``P["results_store"]``) when it names one (finished runs are
+    reused, and the parameters are written beside it, :func:`manifest_path`), else to a fresh
+    temporary store, so that the page is always recomputed. ``read_only=True`` trains nothing:
+    every run must already be in ``store``. ``P["shard"]`` = ``"i/N"`` (optional) trains only
+    this machine's share (:func:`lowrank.sweep.shard_of`) into the named store; the chapter
+    renders once every shard has finished, from a run with no shard and the same store.
     """
     t0 = time.perf_counter()
-    shard = parse_shard(P.get("shard"))
-    if shard != (0, 1) and P["results_store"] is None:
+    shard = parse_shard(None if read_only else P.get("shard"))
+    store = P["results_store"] if store is None else store
+    if shard != (0, 1) and store is None:
         raise ValueError(f"shard = {P['shard']!r} needs results_store: the store the shards share")
-    grids = training_grids(P)
-    if P["results_store"] is None:
+    if read_only and store is None:
+        raise ValueError("read_only needs a store to read")
+    sweep_grid = lr_sweep_grid(P)
+
+    def grids_at(path: Path) -> tuple[dict, float, pd.DataFrame | None]:
+        if sweep_grid:
+            if read_only:
+                swept = _read_runs({"lr": sweep_grid}, path)["lr"]
+            else:
+                swept = run_grids({"lr": sweep_grid}, store=path, runs_dir=default_runs_dir(path),
+                                  workers=P["workers"], progress=progress, shard=shard)["lr"]
+            if len(swept) < len(sweep_grid):
+                raise RuntimeError(f"shard {shard[0]}/{shard[1]} has finished its share of the learning-rate "
+                                   f"sweep; the main grids wait for every shard's sweep runs in {path}")
+            lr, table = choose_lr(swept)
+        else:
+            swept, lr, table = pd.DataFrame(), float(P["lr"]), None
+        grids = training_grids(P, lr)
+        if read_only:
+            frames = _read_runs(grids, path)
+        else:
+            frames = run_grids(grids, store=path, runs_dir=default_runs_dir(path), workers=P["workers"],
+                               progress=progress, shard=shard)
+        frames["lr_sweep"], frames["lr_table"] = swept, table
+        return frames, lr, grids
+
+    if store is None:
         # A throw-away store and its checkpoints (tens of MB), removed on every exit path.
         with tempfile.TemporaryDirectory(prefix="lowrank-ch04-") as tmp:
-            store = Path(tmp) / "runs.jsonl"
-            frames = run_grids(grids, store=store, runs_dir=default_runs_dir(store), workers=P["workers"],
-                               progress=progress, shard=shard)
+            frames, lr, grids = grids_at(Path(tmp) / "runs.jsonl")
         store_text = "a temporary store, removed after the run"
     else:
-        store = Path(P["results_store"])
-        frames = run_grids(grids, store=store, runs_dir=default_runs_dir(store), workers=P["workers"],
-                           progress=progress, shard=shard)
+        store = Path(store)
+        if not read_only:
+            store.parent.mkdir(parents=True, exist_ok=True)
+            manifest_path(store).write_text(json.dumps(_json_params(P), indent=1, sort_keys=True) + "\n")
+        frames, lr, grids = grids_at(store)
         store_text = str(store)
     expected = {run_key(c) for grid in grids.values() for _, c in grid}
-    missing = expected - {k for f in frames.values() if len(f) for k in f["key"]}
+    missing = expected - {k for name in ("heads", "matched", "sizes") for k in frames[name].get("key", [])}
     if missing:
         raise RuntimeError(
             f"shard {shard[0]}/{shard[1]} has finished its runs; {len(missing)} of the {len(expected)} runs "
@@ -420,12 +565,47 @@ def run_training(P: Mapping, *, progress: bool = False) -> dict:
     frames["configs"] = configuration_table(frames["heads"], frames["matched"], frames["sizes"])
     frames["setup"] = {
         "d": P["d_model"], "n": P["seq_len"], "dp": P["head_dim"], "n_layers": P["n_layers"],
-        "steps": P["steps"], "lr": P["lr"], "n_seeds": P["n_seeds"], "base_heads": P["baseline_heads"],
+        "steps": P["steps"], "lr": lr, "n_seeds": P["n_seeds"], "base_heads": P["baseline_heads"],
         "base_widths": list(P["baseline_widths"]), "size_heads": P["size_heads"],
         "tokens_seen": P["steps"] * P["batch_size"] * P["seq_len"], "store": store_text,
         "val_eval_tokens": base_config(P)["eval_tokens"], "batch_size": P["batch_size"],
+        "init": P["init"], "d_ff": P["d_ff"], "lr_sweep": list(P["lr_sweep"]),
+        "lr_sweep_steps": P["lr_sweep_steps"] or P["steps"],
         "wall_s": time.perf_counter() - t0}
+    if store is not None and read_only:
+        keys = expected | {run_key(c) for _, c in sweep_grid}
+        frames["setup"]["provenance"] = store_provenance(store, keys)
     return frames
+
+
+def resolve_store(path: str | os.PathLike) -> Path:
+    """A store path as given when it is absolute or exists from the working folder, else
+    relative to the book's root (the folder holding ``lowrank/`` and ``data/``), so the default
+    ``data/results/...`` is found wherever the notebook runs."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists():
+        return p
+    return Path(__file__).resolve().parents[2] / p
+
+
+def run_long(P: Mapping, live: Mapping | None = None) -> dict:
+    """``{"long": tables}``: the long-scale grids read from the committed store ``P["long_store"]``
+    (read-only, with the parameters of its manifest, :func:`manifest_path`), or, when
+    ``long_store`` is None, this execution's own tables ``live`` (a run at the long scale itself)."""
+    if P["long_store"] is None:
+        if live is None:
+            raise ValueError("long_store is None: pass this run's tables as live")
+        return {"long": {**{k: live[k] for k in ("heads", "matched", "sizes", "lr_sweep", "lr_table", "configs")},
+                         "setup": dict(live["setup"], source="this run")}}
+    store = resolve_store(P["long_store"])
+    man = manifest_path(store)
+    if not man.is_file():
+        raise FileNotFoundError(f"{man} (the parameters of the long-scale store) does not exist; it is "
+                                f"committed with {store.name}")
+    L = json.loads(man.read_text())
+    tables = run_training(L, read_only=True, store=store)
+    tables["setup"]["source"] = "store"
+    return {"long": tables}
 
 
 _PAIRED = ("diff", "lo", "hi", "n", "text")
@@ -443,7 +623,81 @@ HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
     "match_base_params_k", "match_base_ppl", "match_param_gap", *(f"match_{x}" for x in _PAIRED), "match_verdict",
     "widest_base_d", "widest_base_ppl", "dp_first", "dp_last", "dp_ppl_first", "dp_ppl_last",
     *(f"dp_change_{x}" for x in _PAIRED), "dp_trend",
-    "tokens_seen", "epochs", "n_configs", "n_runs", "train_s", "wall_s", "size_ppl_spearman"))
+    "best_std_h", *(f"fixed_vs_best_{x}" for x in _PAIRED), "fixed_vs_best_verdict", "gap_curve_text",
+    "tokens_seen", "epochs", "n_configs", "n_runs", "train_s", "wall_s", "size_ppl_spearman",
+    "init", "lr_text", "lr_regret"))
+
+# The training comparisons again, on the long-scale tables (the committed store, or this run at
+# the long scale itself): every key of _training_headline, prefixed "long_".
+_TRAINING_KEYS = (
+    "std_h_first", "std_h_last", "fixed_h_first", "fixed_h_last", "std_ppl_first", "std_ppl_last",
+    "fixed_ppl_first", "fixed_ppl_last", "std_best_h", "fixed_best_h",
+    *(f"std_change_{x}" for x in _PAIRED), "std_trend", *(f"fixed_change_{x}" for x in _PAIRED), "fixed_trend",
+    "gap_h", "gap_std_dh", "gap_dp", "gap_std_ppl", "gap_fixed_ppl", "gap_ppl", *(f"gap_{x}" for x in _PAIRED),
+    "gap_verdict", "match_fixed_h", "match_fixed_d", "match_fixed_params_k", "match_fixed_ppl", "match_base_d",
+    "match_base_params_k", "match_base_ppl", "match_param_gap", *(f"match_{x}" for x in _PAIRED), "match_verdict",
+    "widest_base_d", "widest_base_ppl", "dp_first", "dp_last", "dp_ppl_first", "dp_ppl_last",
+    *(f"dp_change_{x}" for x in _PAIRED), "dp_trend",
+    "best_std_h", *(f"fixed_vs_best_{x}" for x in _PAIRED), "fixed_vs_best_verdict", "gap_curve_text")
+_LONG_SETUP_KEYS = (
+    "d", "n", "dp", "n_layers", "steps", "batch_size", "n_seeds", "tokens_seen", "epochs", "lr", "init",
+    "size_heads", "base_heads", "base_widths", "lr_text", "lr_regret", "lr_sweep_steps", "n_configs", "n_runs",
+    "source", "scale", "prov_text", "prov_records", "cpu_s", "command")
+HEADLINE_KEYS = HEADLINE_KEYS + tuple(f"ch04_long_{k}" for k in _LONG_SETUP_KEYS + _TRAINING_KEYS)
+
+# The command that reproduces the long-scale store (into the user's own store, never the committed one).
+LONG_COMMAND = "lowrank run 04 --scale long"
+
+
+def _lr_headline(setup: Mapping, lr_table: pd.DataFrame | None) -> dict:
+    """``lr_text`` (how the rate was chosen, a whole phrase) and ``lr_regret`` (the chosen
+    rate's largest regret over the swept families, nats; NaN without a sweep)."""
+    if lr_table is None or len(lr_table) == 0:
+        return {"lr_text": f"one rate, {setup['lr']:g}, for every run (no learning-rate sweep at this scale)",
+                "lr_regret": float("nan")}
+    chosen = lr_table[lr_table.chosen]
+    worst = chosen.sort_values("regret").iloc[-1]
+    rates = ", ".join(f"{x:g}" for x in sorted(lr_table.lr.unique()))
+    fam = f"{worst.family} h = {int(worst.h)}"
+    return {"lr_text": (f"{setup['lr']:g}, chosen from {rates} by a one-seed sweep of {setup['lr_sweep_steps']:,} "
+                        f"steps as the rate whose largest regret over the swept families is smallest "
+                        f"(largest regret {worst.regret:.3f} nats, {fam})"),
+            "lr_regret": float(worst.regret)}
+
+
+def _provenance_text(prov: Mapping | None) -> str:
+    if not prov:
+        return "this execution's own runs (not read from a stored sweep)"
+    one = lambda xs: xs[0] if len(xs) == 1 else f"{len(xs)} different values ({', '.join(xs)})"  # noqa: E731
+    return (f"{prov['records']} runs trained from {prov['first_date']} to {prov['last_date']} on {one(prov['machine'])} "
+            f"({one(prov['cpu'])}), git revision {one(prov['git_revision'])}, code hash {one(prov['code_hash'])}, "
+            f"torch {one(prov['torch'])}")
+
+
+def _long_headline(long: Mapping, train_tokens: int) -> dict:
+    """The long-scale keys (without the ``long_`` prefix) from :func:`run_long`'s tables."""
+    st = long["setup"]
+    out = {k: st[k] for k in ("d", "n", "dp", "n_layers", "steps", "batch_size", "n_seeds", "tokens_seen", "lr",
+                              "init", "size_heads", "base_heads", "lr_sweep_steps")}
+    out["base_widths"] = ", ".join(map(str, st["base_widths"]))
+    out["epochs"] = st["tokens_seen"] / train_tokens
+    out.update(_lr_headline(st, long.get("lr_table")))
+    configs = long["configs"]
+    out["n_configs"], out["n_runs"] = len(configs), int(configs.seeds.sum())
+    from_store = st.get("source") == "store"
+    out["source"] = "store" if from_store else "this run"
+    out["scale"] = "long" if from_store else "this run"
+    prov = st.get("provenance") if from_store else None
+    out["prov_text"] = _provenance_text(prov)
+    out["prov_records"] = int(prov["records"]) if prov else 0
+    swept = long.get("lr_sweep")
+    cpu = float((configs.train_s * configs.seeds).sum())
+    if swept is not None and len(swept):
+        cpu += float(swept["train_wall_s"].sum())
+    out["cpu_s"] = float(prov["wall_s"]) if prov else cpu
+    out["command"] = LONG_COMMAND
+    out.update(_training_headline(long["heads"], long["matched"], long["sizes"]))
+    return out
 
 
 def headline(tables: Mapping) -> dict:
@@ -477,6 +731,9 @@ def headline(tables: Mapping) -> dict:
     out["train_s"] = float((configs.train_s * configs.seeds).sum())
     out["wall_s"] = float(st["wall_s"])
     out["size_ppl_spearman"] = float(configs[["params", "val_ppl"]].corr(method="spearman").iloc[0, 1])
+    out["init"] = st["init"]
+    out.update(_lr_headline(st, tables.get("lr_table")))
+    out.update({f"long_{k}": v for k, v in _long_headline(tables["long"], c["train_tokens"]).items()})
     out = {f"ch04_{k}": v for k, v in out.items()}
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
@@ -514,25 +771,27 @@ COMPARISONS = (  # (headline prefix, what is compared, positive means)
     ("std_change", "standard heads: most minus fewest heads", "more heads are worse"),
     ("fixed_change", "fixed head size: most minus fewest heads", "more heads are worse"),
     ("gap", "most heads: standard minus fixed head size", "the fixed head size is better"),
-    ("match", "parameter-matched: standard baseline minus fixed head size", "the fixed head size is better"),
+    ("fixed_vs_best", "best standard minus fixed head size, most heads", "the fixed head size is better"),
+    ("match", "parameter-matched: standard minus fixed head size", "the fixed head size is better"),
     ("dp_change", "fixed heads: largest minus smallest head size", "larger heads are worse"),
 )
 
 
-def comparison_table(H: Mapping) -> pd.DataFrame:
-    """One row per paired comparison of :func:`headline`'s dict ``H``: validation-loss
-    difference (nats / token), its 95 % interval and the number of seeds."""
+def comparison_table(H: Mapping, scale: str = "") -> pd.DataFrame:
+    """One row per paired comparison of :func:`headline`'s dict ``H`` (``scale="long_"``: the
+    long-scale sweep's): validation-loss difference (nats / token), its 95 % interval and the
+    number of seeds."""
     rows = []
     for prefix, what, positive in COMPARISONS:
-        g = lambda x: H[f"ch04_{prefix}_{x}"]  # noqa: E731
+        g = lambda x: H[f"ch04_{scale}{prefix}_{x}"]  # noqa: E731
         rows.append({"comparison": what, "difference (nats)": g("diff"), "lo": g("lo"), "hi": g("hi"),
                      "seeds": g("n"), "positive means": positive})
     return pd.DataFrame(rows)
 
 
-def comparison_display(H: Mapping) -> pd.DataFrame:
+def comparison_display(H: Mapping, scale: str = "") -> pd.DataFrame:
     """:func:`comparison_table` for reading: the interval as text ('no interval' for one seed)."""
-    t = comparison_table(H)
+    t = comparison_table(H, scale)
     return pd.DataFrame({
         "comparison (validation loss, paired by seed)": t["comparison"],
         "difference (nats)": [f"{d:+.3f}" for d in t["difference (nats)"]],
@@ -541,12 +800,47 @@ def comparison_display(H: Mapping) -> pd.DataFrame:
         "seeds": t["seeds"], "a positive difference means": t["positive means"]})
 
 
+def curve_gap(df: pd.DataFrame, a: Mapping, b: Mapping, split: str = "train") -> pd.DataFrame:
+    """Loss of the runs matching ``a`` minus those matching ``b`` (dicts of column values) at
+    every logged step, paired by seed then averaged: columns ``step``, ``diff``, ``n`` (seeds)."""
+    c = curves(df, ["family", "h", "d_h", "d"])
+    c = c[c.split == split]
+    pick = lambda w: c[pd.concat([c[k] == v for k, v in w.items()], axis=1).all(axis=1)]  # noqa: E731
+    j = pick(a).merge(pick(b), on=["seed", "step"], suffixes=("_a", "_b"))
+    if j.empty:
+        return pd.DataFrame(columns=["step", "diff", "n"])
+    j["diff"] = j["loss_a"] - j["loss_b"]
+    return j.groupby("step", as_index=False).agg(diff=("diff", "mean"), n=("seed", "count"))
+
+
+def lr_display(lr_table: pd.DataFrame | None) -> pd.DataFrame:
+    """The learning-rate sweep for reading: one row per family, one column per rate (final
+    validation loss, nats; the chosen rate marked), and each family's regret at the chosen rate."""
+    if lr_table is None or len(lr_table) == 0:
+        return pd.DataFrame({"learning-rate sweep": ["none at this scale"]})
+    t = lr_table.assign(model=[f"{f}, h = {h}, head size {dh}" for f, h, dh in
+                               zip(lr_table.family, lr_table.h, lr_table.d_h)])
+    wide = t.pivot(index="model", columns="lr", values="val_loss")
+    chosen = float(t.loc[t.chosen, "lr"].iloc[0])
+    wide.columns = [f"lr {x:g}" + (" (chosen)" if x == chosen else "") for x in wide.columns]
+    regret = t[t.chosen].set_index("model")["regret"]
+    out = wide.reset_index().rename(columns={"model": "model (one seed)"})
+    out["regret at the chosen rate (nats)"] = [regret[m] for m in wide.index]
+    return out
+
+
 def claims_table(H: Mapping) -> pd.DataFrame:
-    """Chapter 04's claims judged on ``H``: claim, rule, verdict (with its qualifier), evidence."""
+    """Chapter 04's claims judged on ``H``: claim, rule, verdict (with its qualifier) and
+    evidence, the verdict as chapter 08 records it (long scale for the training claims) and,
+    for the training claims, the same rule applied to this execution's own runs."""
     rows = []
     for c in CLAIMS:
         j = c.judge(H)
-        rows.append({"claim": c.statement, "verdict": j.label, "evidence": j.evidence, "rule": c.rule_sentence})
+        live = LIVE_RULES.get(c.key)
+        lj = live(H) if live else None
+        rows.append({"claim": c.statement, "verdict": j.label, "evidence": j.evidence,
+                     "same rule on this page's live run": lj.label if lj else "(not a training claim)",
+                     "rule": c.rule_sentence})
     return pd.DataFrame(rows)
 
 
@@ -571,12 +865,13 @@ def rule_parameter_counts(H: Mapping) -> Judgement:
     return Judgement(CONTRADICTED, ev)
 
 
-def _paired_judgement(H: Mapping, prefix: str, what: str) -> Judgement:
-    """Shared rule: the claim says ``prefix``'s paired difference (baseline minus fixed head
-    size, validation loss) is positive."""
+def _paired_judgement(H: Mapping, prefix: str, what: str, scale: str = "") -> Judgement:
+    """Shared rule: the claim says ``prefix``'s paired difference (validation loss, the claim's
+    worse model minus its better one) is positive. ``scale`` is "long_" for the long-scale keys."""
     diff, lo, hi, n = (need(H, f"ch04_{prefix}_{x}") for x in ("diff", "lo", "hi", "n"))
-    tokens = need(H, "ch04_tokens_seen")
-    ev = f"{what}: {need(H, f'ch04_{prefix}_text')}, after {tokens:,} training tokens per run"
+    tokens = need(H, f"ch04_{scale}tokens_seen")
+    where = " (the stored long-scale sweep)" if scale and need(H, "ch04_long_source") == "store" else ""
+    ev = f"{what}: {need(H, f'ch04_{prefix}_text')}, after {tokens:,} training tokens per run{where}"
     if n < 2 or is_missing(lo) or is_missing(hi):
         return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
     if lo > 0:
@@ -587,30 +882,69 @@ def _paired_judgement(H: Mapping, prefix: str, what: str) -> Judgement:
                                        f"(half-width of the {LEVEL:.0%} interval over {n} seeds)")
 
 
-def rule_fixed_heads(H: Mapping) -> Judgement:
-    """Reproduced when, at the largest head count where the two families differ, the standard model's validation loss minus the fixed-head model's, paired by seed, has a 95 % t interval above 0; contradicted when the interval lies below 0; inconclusive otherwise (with one seed always).
-
-    The smallest effect the run could detect is the interval's half-width.
-    """
-    what = (f"at h = {need(H, 'ch04_gap_h')}, standard (d_h = {need(H, 'ch04_gap_std_dh')}) minus fixed "
-            f"(d_p = {need(H, 'ch04_gap_dp')}) validation loss")
-    return _paired_judgement(H, "gap", what)
+def _fixed_heads(H: Mapping, scale: str) -> Judgement:
+    p = f"ch04_{scale}"
+    what = (f"at h = {need(H, p + 'gap_h')}, standard (d_h = {need(H, p + 'gap_std_dh')}) minus fixed "
+            f"(d_p = {need(H, p + 'gap_dp')}) validation loss")
+    return _paired_judgement(H, f"{scale}gap", what, scale)
 
 
-def rule_parameter_matched(H: Mapping) -> Judgement:
-    """Reproduced when the standard baseline nearest in parameters (within 10 %) minus the largest fixed-head model, in validation loss paired by seed, has a 95 % t interval above 0; contradicted when it lies below 0; inconclusive otherwise, with one seed, or when no baseline is within 10 %.
-
-    The smallest effect the run could detect is the interval's half-width.
-    """
-    gap = need(H, "ch04_match_param_gap")
-    what = (f"standard d = {need(H, 'ch04_match_base_d')} ({need(H, 'ch04_match_base_params_k'):.0f} k parameters) "
-            f"minus fixed h = {need(H, 'ch04_match_fixed_h')} at d = {need(H, 'ch04_match_fixed_d')} "
-            f"({need(H, 'ch04_match_fixed_params_k'):.0f} k) validation loss")
+def _parameter_matched(H: Mapping, scale: str) -> Judgement:
+    p = f"ch04_{scale}"
+    gap = need(H, p + "match_param_gap")
+    what = (f"standard d = {need(H, p + 'match_base_d')} ({need(H, p + 'match_base_params_k'):.0f} k parameters) "
+            f"minus fixed h = {need(H, p + 'match_fixed_h')} at d = {need(H, p + 'match_fixed_d')} "
+            f"({need(H, p + 'match_fixed_params_k'):.0f} k) validation loss")
     if is_missing(gap) or gap > MATCH_TOLERANCE:
         return Judgement(INCONCLUSIVE, f"{what}; parameter counts differ by {gap:.0%}",
                          f"not parameter-matched: no baseline within {MATCH_TOLERANCE:.0%} of the fixed-head "
                          f"model's parameters, so no effect can be attributed to the head size")
-    return _paired_judgement(H, "match", what)
+    return _paired_judgement(H, f"{scale}match", what, scale)
+
+
+def _head_size(H: Mapping, scale: str) -> Judgement:
+    p = f"ch04_{scale}"
+    # The claim: larger heads are better, i.e. smallest-d_p loss minus largest-d_p loss is positive.
+    flipped = {f"ch04_{scale}dp_gain_{x}": v for x, v in (
+        ("diff", -need(H, p + "dp_change_diff")), ("lo", -need(H, p + "dp_change_hi")),
+        ("hi", -need(H, p + "dp_change_lo")), ("n", need(H, p + "dp_change_n")))}
+    e = Estimate(flipped[f"ch04_{scale}dp_gain_diff"], float("nan"), flipped[f"ch04_{scale}dp_gain_lo"],
+                 flipped[f"ch04_{scale}dp_gain_hi"], int(flipped[f"ch04_{scale}dp_gain_n"]))
+    flipped[f"ch04_{scale}dp_gain_text"] = diff_text(e)
+    what = (f"at h = {need(H, p + 'size_heads')}, d_p = {need(H, p + 'dp_first')} minus d_p = "
+            f"{need(H, p + 'dp_last')} validation loss")
+    return _paired_judgement({**H, **flipped}, f"{scale}dp_gain", what, scale)
+
+
+def rule_fixed_heads(H: Mapping) -> Judgement:
+    """Reproduced when, on the long-scale sweep at the largest head count where the two families differ, the standard model's validation loss minus the fixed-head model's, paired by seed, has a 95 % t interval above 0; contradicted when the interval lies below 0; inconclusive otherwise (with one seed always).
+
+    The smallest effect the run could detect is the interval's half-width.
+    """
+    return _fixed_heads(H, "long_")
+
+
+def rule_parameter_matched(H: Mapping) -> Judgement:
+    """Reproduced when, on the long-scale sweep, the standard baseline nearest in parameters (within 10 %) minus the largest fixed-head model, in validation loss paired by seed, has a 95 % t interval above 0; contradicted when it lies below 0; inconclusive otherwise, with one seed, or when no baseline is within 10 %.
+
+    The smallest effect the run could detect is the interval's half-width.
+    """
+    return _parameter_matched(H, "long_")
+
+
+def rule_head_size(H: Mapping) -> Judgement:
+    """Reproduced when, on the long-scale sweep at a fixed number of heads, the smallest head size's validation loss minus the largest's, paired by seed, has a 95 % t interval above 0; contradicted when it lies below 0; inconclusive otherwise (with one seed always).
+
+    The larger head also has more parameters, as in the paper's Table 2(B).
+    """
+    return _head_size(H, "long_")
+
+
+# The same rules on this execution's own (live) runs, for the chapter's table; chapter 08 judges
+# the claims on the long-scale keys only.
+LIVE_RULES = {"bhojanapalli-fixed-heads-training": lambda H: _fixed_heads(H, ""),
+              "bhojanapalli-parameter-matched": lambda H: _parameter_matched(H, ""),
+              "bhojanapalli-head-size-capacity": lambda H: _head_size(H, "")}
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -619,9 +953,13 @@ CLAIMS: tuple[Claim, ...] = (
           rule_parameter_counts),
     Claim("bhojanapalli-fixed-heads-training", BHOJANAPALLI, "04", "sec-ch04-heads",
           "Training: at many heads, a fixed head size gives lower perplexity than the standard d/h",
-          rule_fixed_heads),
+          rule_fixed_heads, scale_key="ch04_long_scale"),
     Claim("bhojanapalli-parameter-matched", BHOJANAPALLI, "04", "sec-ch04-matched",
           "Training, parameter-matched: a fixed head size at a smaller width beats a standard model of "
           "about the same number of parameters",
-          rule_parameter_matched),
+          rule_parameter_matched, scale_key="ch04_long_scale"),
+    Claim("bhojanapalli-head-size-capacity", BHOJANAPALLI, "04", "sec-ch04-sizes",
+          "Training: at a fixed number of heads, a larger head size gives lower perplexity "
+          "(head size controls capacity)",
+          rule_head_size, scale_key="ch04_long_scale"),
 )

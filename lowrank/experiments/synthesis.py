@@ -24,7 +24,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .verdicts import VERDICT_MEANING, VERDICTS, Claim, Judgement, MissingEvidence
+from .verdicts import SCALES, VERDICT_MEANING, VERDICTS, Claim, Judgement, MissingEvidence
 
 __all__ = ["ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
            "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
@@ -182,7 +182,8 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
 
     A chapter with no value at all gives its claims the evidence "chapter NN not executed"; a
     claim whose rule needs a value the chapter lacks names that value. Both are NOT_JUDGED.
-    ``scales`` maps chapter numbers to the scale they were run at (default: "default").
+    ``scales`` maps chapter numbers to the scale they were run at (default: "default"); a claim
+    with a ``scale_key`` whose value is one of SCALES is judged at that scale instead.
     """
     by_chapter = split_by_chapter(values)
     scales = dict(scales or {})
@@ -191,6 +192,10 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
         src = collection.source(c.chapter)
         stem = src.stem if src else c.chapter
         scale = scales.get(c.chapter, "default")
+        if c.scale_key:  # the claim names the scale of its evidence itself (one of SCALES, else ignored)
+            own = by_chapter.get(c.chapter, {}).get(c.scale_key)
+            if own in SCALES:
+                scale = own
         common = dict(chapter=c.chapter, stem=stem, section=c.section, paper=c.paper,
                       statement=c.statement, rule=c.rule_sentence, key=c.key)
         if c.chapter not in by_chapter:

@@ -87,6 +87,10 @@ class Claim:
     section: str
     statement: str
     rule: Callable[[Mapping[str, Any]], Judgement]
+    # A headline key whose value names the scale the claim's evidence comes from, when that is
+    # not the scale the chapter's notebook ran at (chapter 04 judges its training claims on a
+    # stored long-scale sweep). "" (default): the notebook's scale.
+    scale_key: str = ""
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.key):

@@ -24,9 +24,24 @@ def _paired(prefix, diff, lo, hi, n):
 _LONG = {"ch04_long_tokens_seen": 102400, "ch04_long_source": "store", "ch04_long_scale": "long"}
 
 
+_NO_REC = "not measured at this scale (no budget-doubling runs)"
+
+
 def _gap(diff, lo, hi, n=3):
+    """The fixed-heads evidence at the main budget, without budget-doubling runs (default, smoke)."""
     return {"ch04_long_gap_h": 32, "ch04_long_gap_std_dh": 2, "ch04_long_gap_dp": 8, **_LONG,
-            **_paired("long_gap", diff, lo, hi, n)}
+            **_paired("long_gap", diff, lo, hi, n),
+            **{k: v for x in ("rec_gap", "rec_change") for k, v in
+               _paired(f"long_{x}", NAN, NAN, NAN, 0).items()},
+            "ch04_long_rec_gap_text": _NO_REC, "ch04_long_rec_change_text": _NO_REC, "ch04_long_rec_trend": _NO_REC,
+            "ch04_long_rec_tokens": NAN}
+
+
+def _rec(gap2, change, n=3, gap1=(-0.11, -0.15, -0.08)):
+    """The same with the budget-doubling runs: ``gap2`` and ``change`` are (diff, lo, hi) at
+    twice the budget (4,096,000 tokens per run) and of the gap from one budget to the next."""
+    return {**_gap(*gap1), **_paired("long_rec_gap", *gap2, n), **_paired("long_rec_change", *change, n),
+            "ch04_long_rec_trend": "(trend)", "ch04_long_rec_tokens": 4096000.0}
 
 
 def _match(diff, lo, hi, n=3, param_gap=0.04):
@@ -105,3 +120,41 @@ def test_missing_evidence_is_named():
     with pytest.raises(MissingEvidence, match="ch04_long_gap_lo"):
         hs.rule_fixed_heads({k: v for k, v in _gap(0.1, 0.0, 0.2).items() if k != "ch04_long_gap_lo"})
     assert math.isnan(_gap(0.1, NAN, NAN)["ch04_long_gap_lo"])
+
+
+def test_fixed_heads_rule_is_judged_at_the_largest_budget_and_asks_whether_the_gap_still_closes():
+    rule = hs.rule_fixed_heads
+    closing = (0.05, 0.02, 0.08)      # the gap shrank by 0.05 nats over the doubling (interval above 0)
+    flat = (0.01, -0.01, 0.03)        # no detectable change
+    widening = (-0.02, -0.04, -0.01)
+    # below 0 at 2,000 steps and no longer closing: contradicted, whatever the 1,000-step gap said
+    j = rule(_rec((-0.06, -0.09, -0.03), flat))
+    assert j.verdict == CONTRADICTED and "4,096,000 training tokens" in j.evidence and "102,400" in j.evidence
+    assert "-0.060 nats" in j.evidence and "+0.010 nats" in j.evidence and "stored long-scale sweep" in j.evidence
+    assert rule(_rec((-0.06, -0.09, -0.03), widening)).verdict == CONTRADICTED
+    assert rule(_rec((-0.06, -0.09, -0.03), (0.01, hs.CLOSING_THRESHOLD, 0.03))).verdict == CONTRADICTED  # touches 0
+    # below 0 but still closing significantly: inconclusive, and the qualifier says by how much
+    j = rule(_rec((-0.06, -0.09, -0.03), closing))
+    assert j.verdict == INCONCLUSIVE
+    assert "still closing the gap at 4.1 M tokens per run" in j.qualifier
+    assert "+0.050 nats per doubling" in j.qualifier and "+0.020 to +0.080" in j.qualifier and "3 seeds" in j.qualifier
+    assert rule(_rec((-0.06, -0.09, -0.03), (0.05, 1e-6, 0.1))).verdict == INCONCLUSIVE  # just above 0
+    # above 0 at the larger budget: reproduced, even though the 1,000-step gap was below 0
+    assert rule(_rec((0.03, 0.01, 0.05), closing)).verdict == REPRODUCED
+    assert rule(_rec((0.03, 1e-6, 0.05), flat)).verdict == REPRODUCED
+    # the interval contains 0: inconclusive, with the smallest detectable effect
+    j = rule(_rec((-0.01, -0.04, 0.02), closing))
+    assert j.verdict == INCONCLUSIVE and "0.030 nats" in j.qualifier
+    # one seed at the larger budget: never an effect
+    assert "one seed" in rule(_rec((-0.06, NAN, NAN), (0.05, NAN, NAN), n=1)).qualifier
+    # a gap below 0 whose change has no interval cannot be called settled
+    h = {**_rec((-0.06, -0.09, -0.03), closing), **_paired("long_rec_change", 0.05, NAN, NAN, 1)}
+    j = rule(h)
+    assert j.verdict == INCONCLUSIVE and "no interval" in j.qualifier
+
+
+def test_fixed_heads_rule_without_recovery_runs_judges_the_main_budget():
+    j = hs.rule_fixed_heads(_gap(-0.05, -0.09, -0.01))
+    assert j.verdict == CONTRADICTED and "no budget-doubling runs" in j.evidence
+    with pytest.raises(MissingEvidence, match="ch04_long_rec_gap_n"):
+        hs.rule_fixed_heads({k: v for k, v in _gap(-0.05, -0.09, -0.01).items() if k != "ch04_long_rec_gap_n"})

@@ -266,3 +266,51 @@ def test_long_comparisons_curve_gap_and_lr_display():
     shown = hs.lr_display(table)
     assert list(shown.columns) == ["model (one seed)", "lr 0.01 (chosen)", "lr 0.02", "regret at the chosen rate (nats)"]
     assert hs.lr_display(None).iloc[0, 0] == "none at this scale"
+
+
+def test_headline_budget_check_pairs_the_gap_and_its_change_by_seed():
+    heads, matched, sizes = _grids()
+    plain = hs.headline(_tables(heads, matched, sizes))
+    for p in ("ch04_", "ch04_long_"):  # no budget-doubling runs: whole phrases, NaN numbers
+        assert plain[p + "rec_gap_n"] == 0 and np.isnan(plain[p + "rec_gap_lo"]) and np.isnan(plain[p + "rec_tokens"])
+        assert plain[p + "rec_gap_text"] == plain[p + "rec_budget_text"] == plain[p + "rec_trend"] == (
+            "not measured at this scale (no budget-doubling runs)")
+    # twice the budget: the fixed-head model gains a further 0.2 ppl-units on seed s over the standard one
+    recovery = _frame([("standard", 64, 32, 2, s, 100, 58 + NOISE[s] + 0.1 * s) for s in (0, 1, 2)]
+                      + [("fixed", 64, 32, 8, s, 200, 37 + NOISE[s] - 0.2 * s) for s in (0, 1, 2)])
+    t = _tables(heads, matched, sizes)
+    t["setup"]["recovery_steps"] = 20
+    t["long"]["recovery"] = recovery
+    t["long"]["setup"]["recovery_steps"] = 20
+    full = hs.headline(t)
+    assert set(full) == set(hs.HEADLINE_KEYS)
+    L = {k[10:]: v for k, v in full.items() if k.startswith("ch04_long_")}
+    want = [np.log(58 + NOISE[s] + 0.1 * s) - np.log(37 + NOISE[s] - 0.2 * s) for s in (0, 1, 2)]
+    base = [np.log(60 + NOISE[s] + 0.1 * s) - np.log(40 + NOISE[s] + 0.1 * s) for s in (0, 1, 2)]
+    assert L["rec_h"] == 32 and L["rec_steps"] == 20 and L["rec_tokens"] == 20 * 4 * 16 and L["rec_gap_n"] == 3
+    assert L["rec_gap_diff"] == pytest.approx(np.mean(want))
+    assert L["rec_change_diff"] == pytest.approx(np.mean(want) - np.mean(base)) and L["rec_change_n"] == 3
+    assert L["rec_budget_text"] == "20 steps (1,280 training tokens per run, twice 10 steps)"
+    assert "3 seeds" in L["rec_gap_text"] and L["rec_trend"].startswith(("was still closing", "widened", "no longer"))
+    j = hs.rule_fixed_heads(full)
+    assert "1,280 training tokens" in j.evidence and "500 tokens" in j.evidence
+    assert full["ch04_rec_gap_n"] == 0  # the live page has no recovery runs
+
+
+def test_run_training_trains_the_budget_check_and_reads_it_back(tiny, monkeypatch):
+    _, base_dir = tiny
+    monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
+    store = base_dir / "recovery.jsonl"
+    P = _chapter_params(base_dir / "docs", store, recovery_steps=6)
+    grid = hs.recovery_grid(P)
+    # the pair at the most heads where d / h != d_p: h = 1 (standard d_h = 8, fixed d_p = 4); two seeds
+    assert [(lab["family"], c["n_heads"], c["head_dim"], c["steps"], c["checkpoint_every"], c["seed"])
+            for lab, c in grid] == [("standard", 1, None, 6, 1, 0), ("fixed", 1, 4, 6, 1, 0),
+                                    ("standard", 1, None, 6, 1, 1), ("fixed", 1, 4, 6, 1, 1)]
+    assert hs.recovery_grid(dict(P, recovery_steps=None)) == []
+    tables = hs.run_training(P)
+    assert len(tables["recovery"]) == 4 and len(ResultStore(store).records()) == 10
+    assert tables["configs"].seeds.tolist() == [2, 2, 2]  # the budget check is not a configuration of the grids
+    long = hs.run_long(dict(P, long_store=str(store), results_store=None))["long"]
+    assert len(long["recovery"]) == 4 and long["setup"]["provenance"]["records"] == 10
+    assert len(ResultStore(store).records()) == 10

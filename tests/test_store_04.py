@@ -63,3 +63,21 @@ def test_the_cheapest_stored_run_is_reproduced_by_todays_code(tmp_path):
         f"{got['val_loss']:.6f}, stored {want:.6f}; the training code no longer reproduces the store "
         f"{STORE.name}: re-run `lowrank run 04 --scale long` and commit the new store")
     assert got["n_params"] == cheapest["metrics"]["n_params"]
+
+
+def test_the_long_parameter_set_generates_the_budget_doubling_runs():
+    """`lowrank run 04 --scale long` trains the budget check exactly as it was stored: each
+    h = 32, 1,000-step configuration of d = 64 in the store, at 2,000 steps with a checkpoint
+    every 500 (issue 17), and nothing at the default or smoke scales."""
+    from lowrank.book import runner
+
+    ch = runner.resolve_chapter(str(ROOT / "chapters" / "04_head_size_training.ipynb"), ROOT)
+    P = runner.plan_run(ch, scale="long", cwd=ROOT).parameters
+    grid = hs.recovery_grid(P, P["lr"])
+    want = {run_key(dict(r["config"], steps=2000, checkpoint_every=500)) for r in _records()
+            if r["config"]["steps"] == 1000 and r["config"]["d_model"] == 64 and r["config"]["n_heads"] == 32}
+    assert len(want) == 6 and {run_key(c) for _, c in grid} == want
+    assert want <= {run_key(c) for g in hs.training_grids(P, P["lr"]).values() for _, c in g}
+    for scale in ("default", "smoke"):
+        Q = runner.plan_run(ch, scale=scale, cwd=ROOT).parameters
+        assert Q["recovery_steps"] is None and "recovery" not in hs.training_grids(Q)

@@ -369,6 +369,7 @@ register(
     lr_sweep=FloatList(1e-6, 10.0, min_len=0, doc="peak learning rates swept first (one seed); []: every run at lr"),
     lr_sweep_heads=IntList(1, 4096, doc="head counts of the swept families (standard and fixed head size)"),
     lr_sweep_steps=Int(1, 10_000_000, allow_none=True, doc="optimiser steps of a sweep run; None: steps"),
+    recovery_steps=Int(1, 10_000_000, allow_none=True, doc="budget check: optimiser steps of the standard and fixed-head pair at the largest head count where they differ, every seed (None: no such runs)"),
     warmup_steps=Int(0, 10_000_000, doc="linear warm-up steps"),
     schedule=Choice("cosine", "inverse_sqrt", "constant", doc="learning-rate decay after warm-up"),
     dropout=Float(0.0, 0.9, doc="dropout rate"),
@@ -514,6 +515,9 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
         Constraint(("warmup_steps", "lr_sweep_steps"), lambda p: None if (
             p["lr_sweep_steps"] is None or p["warmup_steps"] <= p["lr_sweep_steps"]) else (
             f"warmup_steps = {p['warmup_steps']} must not exceed lr_sweep_steps = {p['lr_sweep_steps']}")),
+        Constraint(("recovery_steps", "steps"), lambda p: None if (
+            p["recovery_steps"] is None or p["recovery_steps"] > p["steps"]) else (
+            f"recovery_steps = {p['recovery_steps']} must exceed steps = {p['steps']} (it is a larger budget)")),
     ),
     "05_rank_barrier": (
         Constraint(("heads", "heads_d_model"), lambda p: (
@@ -609,6 +613,10 @@ def _est_04(p) -> Estimate:
     sweep_steps = p.get("lr_sweep_steps") or p["steps"]
     swept = [_train_cost(d, L, h, dh, n, B, p["d_ff"] or 4 * d, p["vocab_size"], sweep_steps)
              for h in p.get("lr_sweep_heads", []) for dh in (d // h, p["head_dim"])] * len(p.get("lr_sweep", []))
+    rec = p.get("recovery_steps")
+    pair = [h for h in p["heads"] if d % h == 0 and d // h != p["head_dim"]] if rec else []
+    swept += [_train_cost(d, L, max(pair), dh, n, B, p["d_ff"] or 4 * d, p["vocab_size"], rec)
+              for dh in (d // max(pair), p["head_dim"])] * p["n_seeds"] if pair else []
     mem = max(c[0] for c in costs) * max(1, p["workers"])
     secs = sum(c[1] for c in costs) * p["n_seeds"] + sum(c[1] for c in swept)
     return Estimate(mem, secs / max(1, p["workers"]),

@@ -47,6 +47,7 @@ __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "par
            "run_parameter_table", "run_corpus", "run_training", "HEADLINE_KEYS",
            "PARAMETER_TOLERANCE_M", "LEVEL", "MATCH_TOLERANCE", "paired", "diff_text", "half_width",
            "CLAIMS", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_head_size",
+           "recovery_grid", "CLOSING_THRESHOLD",
            "LIVE_RULES", "LONG_COMMAND", "lr_sweep_grid", "choose_lr", "manifest_path", "store_provenance",
            "run_long", "resolve_store",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
@@ -336,6 +337,55 @@ def _training_headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.Dat
     return out
 
 
+_NO_RECOVERY = "not measured at this scale (no budget-doubling runs)"
+
+
+def _recovery_headline(heads: pd.DataFrame, recovery: pd.DataFrame | None, setup: Mapping) -> dict:
+    """The budget check (keys ``rec_*``): at the recovery pair's h, the standard-minus-fixed
+    validation loss after ``recovery_steps`` steps (``rec_gap``, paired by seed) and the change
+    of that gap from the main grid's budget to the larger one (``rec_change``: per seed, the gap
+    at the larger budget minus the gap at ``steps``; positive means the fixed-head model closed
+    in). Without recovery runs every number is NaN and every text a whole phrase."""
+    nan = float("nan")
+    none = Estimate(nan, nan, nan, nan, 0)
+    out: dict = {}
+    have = recovery is not None and len(recovery) > 0
+    if have:
+        h = int(recovery.h.iloc[0])
+        steps = int(setup["recovery_steps"])
+        gap2 = paired(_runs(recovery, family="standard"), _runs(recovery, family="fixed"))
+        per_seed = []
+        for tab in (recovery, heads):
+            j = (_runs(tab, family="standard", h=h)[["seed", "val_loss"]]
+                 .merge(_runs(tab, family="fixed", h=h)[["seed", "val_loss"]], on="seed", suffixes=("_s", "_f")))
+            per_seed.append(j.assign(val_loss=j.val_loss_s - j.val_loss_f)[["seed", "val_loss"]])
+        change = paired(*per_seed)
+        out["rec_h"], out["rec_steps"] = h, steps
+        out["rec_tokens"] = float(steps * setup["batch_size"] * setup["n"])
+        out["rec_budget_text"] = (f"{steps:,} steps ({steps * setup['batch_size'] * setup['n']:,} training tokens "
+                                  f"per run, twice {setup['steps']:,} steps)" if steps == 2 * setup["steps"] else
+                                  f"{steps:,} steps ({steps * setup['batch_size'] * setup['n']:,} training tokens per run)")
+    else:
+        gap2 = change = none
+        out["rec_h"] = out["rec_steps"] = out["rec_tokens"] = nan
+        out["rec_budget_text"] = _NO_RECOVERY
+    _put(out, "rec_gap", gap2)
+    _put(out, "rec_change", change)
+    if not have:
+        out["rec_gap_text"] = out["rec_change_text"] = _NO_RECOVERY
+        out["rec_trend"] = _NO_RECOVERY
+    elif change.n < 2 or math.isnan(change.lo):
+        out["rec_trend"] = "cannot be said to move: no interval for its change (fewer than two seeds)"
+    elif change.lo > 0:
+        out["rec_trend"] = "was still closing (the interval of its change lies above 0)"
+    elif change.hi < 0:
+        out["rec_trend"] = "widened (the interval of its change lies below 0)"
+    else:
+        out["rec_trend"] = (f"no longer closed detectably (the interval of its change contains 0; its half-width, "
+                            f"{half_width(change):.3f} nats, is the smallest change this run could detect)")
+    return out
+
+
 def configuration_table(*frames: pd.DataFrame) -> pd.DataFrame:
     """One row per distinct configuration over all experiments: width, heads, head size,
     parameters, validation and test perplexity (mean and standard deviation over seeds)."""
@@ -392,14 +442,38 @@ def base_config(P: Mapping) -> dict:
                 num_threads=P["num_threads"], device=P["device"])
 
 
+def _with_steps(base: dict, steps: int) -> dict:
+    """``base`` with another step budget (and its four checkpoints, as :func:`base_config` sets them)."""
+    return dict(base, steps=int(steps), checkpoint_every=max(int(steps) // 4, 1))
+
+
+def recovery_grid(P: Mapping, lr: float | None = None) -> list[tuple[dict, dict]]:
+    """The budget check (issue 17): the standard and the fixed-head model at the largest head
+    count of ``heads`` where they differ (h divides d and d / h != d_p), every seed, trained for
+    ``recovery_steps`` steps instead of ``steps`` (labels ``family``; same rate ``lr`` as the main
+    grids, default ``P["lr"]``). Empty when ``recovery_steps`` is None or absent."""
+    steps = P.get("recovery_steps")
+    if steps is None:
+        return []
+    d, dp = P["d_model"], P["head_dim"]
+    distinct = [h for h in P["heads"] if d % h == 0 and d // h != dp]
+    if not distinct:
+        raise ValueError(f"recovery_steps needs a head count in {P['heads']} where d / h != d_p = {dp}")
+    h = max(distinct)
+    base = _with_steps(base_config(P), steps)
+    if lr is not None:
+        base["lr"] = float(lr)
+    seeds = range(P["seed"], P["seed"] + P["n_seeds"])
+    return [(lab, _config(base, seed, n_heads=h, head_dim=hd)) for seed in seeds
+            for lab, hd in (({"family": "standard"}, None), ({"family": "fixed"}, dp))]
+
+
 def lr_sweep_grid(P: Mapping) -> list[tuple[dict, dict]]:
     """The learning-rate sweep of the chapter's parameters: one seed (``seed``), ``lr_sweep_steps``
     steps (``steps`` when None), each rate of ``lr_sweep`` for every family of ``lr_sweep_heads``:
     standard heads at each h that divides d, and the fixed head size at each h where d / h differs
     from d_p (labels ``family``, ``h``, ``lr``). Empty when ``lr_sweep`` is empty."""
-    base = base_config(P)
-    steps = P["lr_sweep_steps"] or P["steps"]
-    base.update(steps=steps, checkpoint_every=max(steps // 4, 1))
+    base = _with_steps(base_config(P), P["lr_sweep_steps"] or P["steps"])
     d, dp = P["d_model"], P["head_dim"]
     labelled = []
     for lr in P["lr_sweep"]:
@@ -437,7 +511,8 @@ def choose_lr(sweep_runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
 def training_grids(P: Mapping, lr: float | None = None) -> dict[str, list[tuple[dict, dict]]]:
     """The chapter's three grids (``heads``, ``matched``, ``sizes``) from its parameters, every
     run at learning rate ``lr`` (default ``P["lr"]``; the rate :func:`choose_lr` picked when the
-    parameters ask for a sweep)."""
+    parameters ask for a sweep), plus ``recovery`` (:func:`recovery_grid`) when the parameters
+    set ``recovery_steps``."""
     base = base_config(P)
     if lr is not None:
         base["lr"] = float(lr)
@@ -447,6 +522,7 @@ def training_grids(P: Mapping, lr: float | None = None) -> dict[str, list[tuple[
         "matched": parameter_matched(base, heads=P["heads"], head_dim=P["head_dim"], seeds=seeds,
                                      baseline_widths=P["baseline_widths"], baseline_heads=P["baseline_heads"]),
         "sizes": head_size_at_fixed_heads(base, n_heads=P["size_heads"], head_dims=P["head_dims"], seeds=seeds),
+        **({"recovery": recovery_grid(P, lr)} if P.get("recovery_steps") is not None else {}),
     }
 
 
@@ -541,6 +617,7 @@ def run_training(P: Mapping, *, progress: bool = False, read_only: bool = False,
             frames = run_grids(grids, store=path, runs_dir=default_runs_dir(path), workers=P["workers"],
                                progress=progress, shard=shard)
         frames["lr_sweep"], frames["lr_table"] = swept, table
+        frames.setdefault("recovery", _frame([], pd.DataFrame()))
         return frames, lr, grids
 
     if store is None:
@@ -556,7 +633,7 @@ def run_training(P: Mapping, *, progress: bool = False, read_only: bool = False,
         frames, lr, grids = grids_at(store)
         store_text = str(store)
     expected = {run_key(c) for grid in grids.values() for _, c in grid}
-    missing = expected - {k for name in ("heads", "matched", "sizes") for k in frames[name].get("key", [])}
+    missing = expected - {k for name in grids for k in frames[name].get("key", [])}
     if missing:
         raise RuntimeError(
             f"shard {shard[0]}/{shard[1]} has finished its runs; {len(missing)} of the {len(expected)} runs "
@@ -571,6 +648,7 @@ def run_training(P: Mapping, *, progress: bool = False, read_only: bool = False,
         "val_eval_tokens": base_config(P)["eval_tokens"], "batch_size": P["batch_size"],
         "init": P["init"], "d_ff": P["d_ff"], "lr_sweep": list(P["lr_sweep"]),
         "lr_sweep_steps": P["lr_sweep_steps"] or P["steps"],
+        "recovery_steps": P.get("recovery_steps"),
         "wall_s": time.perf_counter() - t0}
     if store is not None and read_only:
         keys = expected | {run_key(c) for _, c in sweep_grid}
@@ -595,7 +673,8 @@ def run_long(P: Mapping, live: Mapping | None = None) -> dict:
     if P["long_store"] is None:
         if live is None:
             raise ValueError("long_store is None: pass this run's tables as live")
-        return {"long": {**{k: live[k] for k in ("heads", "matched", "sizes", "lr_sweep", "lr_table", "configs")},
+        return {"long": {**{k: live[k] for k in ("heads", "matched", "sizes", "recovery", "lr_sweep", "lr_table",
+                                                 "configs")},
                          "setup": dict(live["setup"], source="this run")}}
     store = resolve_store(P["long_store"])
     man = manifest_path(store)
@@ -627,6 +706,11 @@ HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
     "tokens_seen", "epochs", "n_configs", "n_runs", "train_s", "wall_s", "size_ppl_spearman",
     "init", "lr_text", "lr_regret"))
 
+# The budget check (issue 17): the gap at the recovery budget and its change (see _recovery_headline).
+_RECOVERY_KEYS = ("rec_h", "rec_steps", "rec_tokens", "rec_budget_text", *(f"rec_gap_{x}" for x in _PAIRED),
+                  *(f"rec_change_{x}" for x in _PAIRED), "rec_trend")
+HEADLINE_KEYS = HEADLINE_KEYS + tuple(f"ch04_{k}" for k in _RECOVERY_KEYS)
+
 # The training comparisons again, on the long-scale tables (the committed store, or this run at
 # the long scale itself): every key of _training_headline, prefixed "long_".
 _TRAINING_KEYS = (
@@ -643,7 +727,7 @@ _LONG_SETUP_KEYS = (
     "d", "n", "dp", "n_layers", "steps", "batch_size", "n_seeds", "tokens_seen", "epochs", "lr", "init",
     "size_heads", "base_heads", "base_widths", "lr_text", "lr_regret", "lr_sweep_steps", "n_configs", "n_runs",
     "source", "scale", "prov_text", "prov_records", "cpu_s", "command")
-HEADLINE_KEYS = HEADLINE_KEYS + tuple(f"ch04_long_{k}" for k in _LONG_SETUP_KEYS + _TRAINING_KEYS)
+HEADLINE_KEYS = HEADLINE_KEYS + tuple(f"ch04_long_{k}" for k in _LONG_SETUP_KEYS + _TRAINING_KEYS + _RECOVERY_KEYS)
 
 # The command that reproduces the long-scale store (into the user's own store, never the committed one).
 LONG_COMMAND = "lowrank run 04 --scale long"
@@ -697,6 +781,7 @@ def _long_headline(long: Mapping, train_tokens: int) -> dict:
     out["cpu_s"] = float(prov["wall_s"]) if prov else cpu
     out["command"] = LONG_COMMAND
     out.update(_training_headline(long["heads"], long["matched"], long["sizes"]))
+    out.update(_recovery_headline(long["heads"], long.get("recovery"), st))
     return out
 
 
@@ -723,6 +808,7 @@ def headline(tables: Mapping) -> dict:
         out[k] = st[k]
     out["base_widths"] = ", ".join(map(str, st["base_widths"]))
     out.update(_training_headline(tables["heads"], tables["matched"], tables["sizes"]))
+    out.update(_recovery_headline(tables["heads"], tables.get("recovery"), st))
     out["tokens_seen"] = st["tokens_seen"]
     out["epochs"] = st["tokens_seen"] / c["train_tokens"]
     configs = tables["configs"]
@@ -847,6 +933,10 @@ def claims_table(H: Mapping) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------------------
 # Claims of Bhojanapalli et al. (2020) that chapter 04 tests, with their rules (issue 14).
 
+# The gap "was still closing" when the 95 % interval of its change over the last doubling of the
+# budget lies above 0: the same 95 % interval as every comparison here, no margin (pre-stated).
+CLOSING_THRESHOLD = 0.0
+
 # Below this the difference between our count and the paper's is float round-off in millions.
 _ROUNDOFF_M = 1e-9
 
@@ -883,10 +973,37 @@ def _paired_judgement(H: Mapping, prefix: str, what: str, scale: str = "") -> Ju
 
 
 def _fixed_heads(H: Mapping, scale: str) -> Judgement:
+    """The fixed-heads rule on the keys of ``scale``: judged at the largest budget measured, the
+    recovery budget (``rec_gap``) when its runs exist, else the main grid's (``gap``)."""
     p = f"ch04_{scale}"
     what = (f"at h = {need(H, p + 'gap_h')}, standard (d_h = {need(H, p + 'gap_std_dh')}) minus fixed "
             f"(d_p = {need(H, p + 'gap_dp')}) validation loss")
-    return _paired_judgement(H, f"{scale}gap", what, scale)
+    if need(H, p + "rec_gap_n") == 0:  # no budget-doubling runs: the main grid's budget is the largest
+        j = _paired_judgement(H, f"{scale}gap", what, scale)
+        return Judgement(j.verdict, f"{j.evidence}; no budget-doubling runs at this scale", j.qualifier)
+    diff, lo, hi, n = (need(H, f"{p}rec_gap_{x}") for x in ("diff", "lo", "hi", "n"))
+    cdiff, clo, chi, cn = (need(H, f"{p}rec_change_{x}") for x in ("diff", "lo", "hi", "n"))
+    tokens, tokens1 = need(H, p + "rec_tokens"), need(H, f"ch04_{scale}tokens_seen")
+    where = " (the stored long-scale sweep)" if scale and need(H, "ch04_long_source") == "store" else ""
+    ev = (f"{what} after {tokens:,.0f} training tokens per run: {need(H, p + 'rec_gap_text')}{where}; after "
+          f"{tokens1:,} tokens: {need(H, p + 'gap_text')}; change of the gap over that doubling of the budget: "
+          f"{need(H, p + 'rec_change_text')}, so the gap {need(H, p + 'rec_trend')}")
+    if n < 2 or is_missing(lo) or is_missing(hi):
+        return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
+    if lo > 0:
+        return Judgement(REPRODUCED, ev)
+    if hi < 0:
+        if cn < 2 or is_missing(clo) or is_missing(chi):
+            return Judgement(INCONCLUSIVE, ev, "the change of the gap with the budget has no interval, so whether "
+                                               "the fixed-head model was still catching up cannot be said")
+        if clo > CLOSING_THRESHOLD:
+            return Judgement(INCONCLUSIVE, ev, (
+                f"the fixed-head model was still closing the gap at {tokens / 1e6:.1f} M tokens per run "
+                f"(by {cdiff:+.3f} nats per doubling of the budget, {LEVEL:.0%} interval {clo:+.3f} to {chi:+.3f}, "
+                f"{_seeds(int(cn))}), so a larger budget could change the verdict"))
+        return Judgement(CONTRADICTED, ev)
+    return Judgement(INCONCLUSIVE, ev, f"the smallest effect this run could detect is {(hi - lo) / 2:.3f} nats "
+                                       f"(half-width of the {LEVEL:.0%} interval over {n} seeds)")
 
 
 def _parameter_matched(H: Mapping, scale: str) -> Judgement:
@@ -917,8 +1034,11 @@ def _head_size(H: Mapping, scale: str) -> Judgement:
 
 
 def rule_fixed_heads(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep at the largest head count where the two families differ, the standard model's validation loss minus the fixed-head model's, paired by seed, has a 95 % t interval above 0; contradicted when the interval lies below 0; inconclusive otherwise (with one seed always).
+    """Reproduced when, on the long-scale sweep at its largest training budget (the budget-doubling runs when the store holds them) and at the largest head count where the two families differ, the standard model's validation loss minus the fixed-head model's, paired by seed, has a 95 % t interval above 0; contradicted when the interval lies below 0 and the gap is no longer closing (the paired change of the gap over the last doubling of the budget has an interval that does not lie above 0); inconclusive when the gap lies below 0 but was still closing, when the interval contains 0, and with one seed.
 
+    The claim is about capacity, not about how fast a model starts, so it is judged at the largest
+    budget measured, fixed before the budget-doubling runs were read (issue 17). Without those runs
+    (default and smoke scales) the main grid's budget is the largest and the change is not asked.
     The smallest effect the run could detect is the interval's half-width.
     """
     return _fixed_heads(H, "long_")

@@ -33,7 +33,7 @@ def _gap(diff, lo, hi, n=3):
             **_paired("long_gap", diff, lo, hi, n),
             **{k: v for x in ("rec_gap", "rec_change") for k, v in
                _paired(f"long_{x}", NAN, NAN, NAN, 0).items()},
-            "ch04_long_rec_gap_text": _NO_REC, "ch04_long_rec_change_text": _NO_REC, "ch04_long_rec_trend": _NO_REC,
+            "ch04_long_rec_gap_text": _NO_REC, "ch04_long_rec_change_text": _NO_REC, "ch04_long_rec_trend": "was " + _NO_REC,
             "ch04_long_rec_tokens": NAN}
 
 

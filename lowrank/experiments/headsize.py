@@ -373,7 +373,7 @@ def _recovery_headline(heads: pd.DataFrame, recovery: pd.DataFrame | None, setup
     _put(out, "rec_change", change)
     if not have:
         out["rec_gap_text"] = out["rec_change_text"] = _NO_RECOVERY
-        out["rec_trend"] = _NO_RECOVERY
+        out["rec_trend"] = "was " + _NO_RECOVERY  # follows "the gap"
     elif change.n < 2 or math.isnan(change.lo):
         out["rec_trend"] = "cannot be said to move: no interval for its change (fewer than two seeds)"
     elif change.lo > 0:

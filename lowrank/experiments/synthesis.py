@@ -24,7 +24,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .verdicts import SCALES, VERDICT_MEANING, VERDICTS, Claim, Judgement, MissingEvidence
+from .verdicts import (CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NOT_TESTED, REPRODUCED, SCALES,
+                       VERDICT_MEANING, VERDICTS, WEAKER, Claim, Judgement, MissingEvidence)
 
 __all__ = ["ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
            "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
@@ -317,11 +318,13 @@ def verdict_counts(rows: Iterable[Row]) -> dict[str, int]:
 
 # Each verdict as a predicate, singular and plural, so that "1 claim is ..." and "3 are ..." parse.
 _PREDICATE = {
-    VERDICTS[0]: ("is reproduced", "are reproduced"),
-    VERDICTS[1]: ("is reproduced in a weaker form", "are reproduced in a weaker form"),
-    VERDICTS[2]: ("holds only under stated conditions", "hold only under stated conditions"),
-    VERDICTS[3]: ("is inconclusive", "are inconclusive"),
-    VERDICTS[4]: ("is contradicted", "are contradicted"),
+    REPRODUCED: ("is reproduced", "are reproduced"),
+    CORRECTED: ("is reproduced with a correction", "are reproduced with a correction"),
+    WEAKER: ("is reproduced in a weaker form", "are reproduced in a weaker form"),
+    CONDITIONAL: ("holds only under stated conditions", "hold only under stated conditions"),
+    INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
+    CONTRADICTED: ("is contradicted", "are contradicted"),
+    NOT_TESTED: ("is not tested", "are not tested"),
     NOT_JUDGED: ("is not judged yet, its evidence missing", "are not judged yet, their evidence missing"),
 }
 
@@ -339,7 +342,8 @@ def totals_sentence(rows: Iterable[Row]) -> str:
     total = sum(counts.values())
     if total == 0:
         return "No claim was collected from the chapters, so none was judged."
-    clauses = [_clause(counts[v], v) for v in VERDICTS]
+    # the two verdicts a table may lack altogether are named only when some claim has them
+    clauses = [_clause(counts[v], v) for v in VERDICTS if counts[v] or v not in (CORRECTED, NOT_TESTED)]
     if counts[NOT_JUDGED]:
         clauses.append(_clause(counts[NOT_JUDGED], NOT_JUDGED))
     head = "Of the one claim collected, " if total == 1 else f"Of the {total} claims collected, "
@@ -404,10 +408,10 @@ def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
         ax.set(xticks=[], yticks=[])
         return
     # light to dark from contradicted to reproduced, with hatches so the bars stay apart in grey scale
-    shades = {VERDICTS[0]: "#5aae61", VERDICTS[1]: "#a6dba0", VERDICTS[2]: "#fee08b", VERDICTS[3]: "#d9d9d9",
-              VERDICTS[4]: "#c2a5cf", NOT_JUDGED: "#ffffff"}
-    hatches = {VERDICTS[0]: "", VERDICTS[1]: "//", VERDICTS[2]: "..", VERDICTS[3]: "", VERDICTS[4]: "xx",
-               NOT_JUDGED: "--"}
+    shades = {REPRODUCED: "#5aae61", CORRECTED: "#1b7837", WEAKER: "#a6dba0", CONDITIONAL: "#fee08b",
+              INCONCLUSIVE: "#d9d9d9", CONTRADICTED: "#c2a5cf", NOT_TESTED: "#ffffff", NOT_JUDGED: "#ffffff"}
+    hatches = {REPRODUCED: "", CORRECTED: "", WEAKER: "//", CONDITIONAL: "..", INCONCLUSIVE: "", CONTRADICTED: "xx",
+               NOT_TESTED: "\\\\", NOT_JUDGED: "--"}
     left = np.zeros(len(papers))
     for v in (*VERDICTS, NOT_JUDGED):
         counts = np.array([sum(r.verdict == v for r in rows if r.paper == p) for p in papers], float)

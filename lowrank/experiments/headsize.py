@@ -38,7 +38,7 @@ from ..models import bert_parameter_count
 from ..stats import Estimate, paired_difference
 from ..sweep import ResultStore, parse_shard, run_key, sweep
 from ..train import TrainConfig
-from .verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, REPRODUCED, Claim, Judgement, is_missing,
+from .verdicts import (PROOF_CHECK, TRAINING, BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, REPRODUCED, Claim, Judgement, is_missing,
                        need)
 
 __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "parameter_matched",
@@ -1070,16 +1070,17 @@ LIVE_RULES = {"bhojanapalli-fixed-heads-training": lambda H: _fixed_heads(H, "")
 CLAIMS: tuple[Claim, ...] = (
     Claim("bhojanapalli-parameter-counts", BHOJANAPALLI, "04", "sec-ch04-parameter-table",
           "Parameter counts of Tables 1-3 (BERT-style models with standard and fixed head sizes)",
-          rule_parameter_counts),
+          rule_parameter_counts, kind=PROOF_CHECK, where="Tables 1-3"),
     Claim("bhojanapalli-fixed-heads-training", BHOJANAPALLI, "04", "sec-ch04-heads",
           "Training: at many heads, a fixed head size gives lower perplexity than the standard d/h",
-          rule_fixed_heads, scale_key="ch04_long_scale"),
+          rule_fixed_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a"),
     Claim("bhojanapalli-parameter-matched", BHOJANAPALLI, "04", "sec-ch04-matched",
           "Training, parameter-matched: a fixed head size at a smaller width beats a standard model of "
           "about the same number of parameters",
-          rule_parameter_matched, scale_key="ch04_long_scale"),
+          rule_parameter_matched, scale_key="ch04_long_scale", kind=TRAINING,
+          where="Sec. 4, Fig. 1"),
     Claim("bhojanapalli-head-size-capacity", BHOJANAPALLI, "04", "sec-ch04-sizes",
           "Training: at a fixed number of heads, a larger head size gives lower perplexity "
           "(head size controls capacity)",
-          rule_head_size, scale_key="ch04_long_scale"),
+          rule_head_size, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)"),
 )

@@ -553,13 +553,16 @@ def rule_causal_threshold(h):
 CLAIMS = (
     _v.Claim("theorem1-sufficiency", _v.BHOJANAPALLI, "02", "ch02-theorem1",
              "Theorem 1: with d_k = d >= n, one head represents every positive row-stochastic P on inputs of "
-             "full row rank.", rule_theorem1),
+             "full row rank.", rule_theorem1,
+             kind=_v.PROOF_CHECK, where="Theorem 1"),
     _v.Claim("head-size-threshold", _v.BHOJANAPALLI, "02", "ch02-threshold",
              "A head needs size n to represent an arbitrary dense P on n tokens; below it there is a low-rank "
-             "bottleneck.", rule_head_size_threshold),
+             "bottleneck.", rule_head_size_threshold,
+             kind=_v.SIMULATION, where="Sec. 1 and the reading of Theorem 1"),
     _v.Claim("causal-threshold", _v.BOOK, "02", "ch02-causal",
              "One causal head represents every lower-triangular positive P exactly from head size floor(n/2), "
-             "and no smaller head does.", rule_causal_threshold),
+             "and no smaller head does.", rule_causal_threshold,
+             kind=_v.SIMULATION),
 )
 
 

@@ -16,7 +16,7 @@ from ..progress import tqdm
 from ..stats import MIN_BOOTSTRAP
 from ..theory.barrier import expected_distinct_columns, saturation_head_dim
 from .barrier import attention_rank_table, mean_band
-from .verdicts import (CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
+from .verdicts import (SIMULATION, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
                        is_missing, need)
 
 __all__ = ["head_dim_grid", "saturation_points", "saturation_bootstrap", "fit_saturation",
@@ -697,5 +697,6 @@ def rule_saturation(h: Mapping[str, Any]) -> Judgement:
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("saturation", MIN_LI, "06", "sec-ch06-law",
-          "Saturation: the rank stops growing at a critical head size d_h of order log n", rule_saturation),
+          "Saturation: the rank stops growing at a critical head size d_h of order log n", rule_saturation,
+          kind=SIMULATION, where="abstract; Table 2"),
 )

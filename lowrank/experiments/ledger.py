@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["LEDGER_PATH", "Event", "fingerprint", "thresholds", "read_ledger", "latest", "append_event",
-           "check", "Mismatch", "event_commit", "ledger_note", "committed_after", "main"]
+           "check", "Mismatch", "event_commit", "ledger_note", "notes", "committed_after", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 LEDGER_PATH = ROOT / "data" / "rules_ledger.jsonl"
@@ -252,6 +252,12 @@ def ledger_note(claim: str, events: Iterable[Event] | None = None, path: str | P
                     f"verdict before: {e.verdict_before}; after: {e.verdict_after}")
         parts.append(text)
     return ". ".join(parts) + "."
+
+
+def notes(path: str | Path = LEDGER_PATH) -> Callable[[str], str]:
+    """claim key -> its ledger note, reading the ledger once (for the verdict table)."""
+    events = read_ledger(path)
+    return lambda key: ledger_note(key, events, path)
 
 
 # --- command line ------------------------------------------------------------------------------

@@ -34,12 +34,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..models import bert_parameter_count
-from ..stats import Estimate, paired_difference
-from ..sweep import ResultStore, parse_shard, run_key, sweep
-from ..train import TrainConfig
-from .verdicts import (PROOF_CHECK, TRAINING, BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, REPRODUCED, Claim, Judgement, is_missing,
-                       need)
+from ...models import bert_parameter_count
+from ...stats import Estimate, paired_difference
+from ...sweep import ResultStore, parse_shard, run_key, sweep
+from ...train import TrainConfig
+from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_more_heads_fixed,
+                    rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched)
 
 __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "parameter_matched",
            "head_size_at_fixed_heads", "run_grids", "summarise", "curves", "mean_curves", "headline",
@@ -47,7 +47,7 @@ __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "par
            "run_parameter_table", "run_corpus", "run_training", "HEADLINE_KEYS",
            "PARAMETER_TOLERANCE_M", "LEVEL", "MATCH_TOLERANCE", "paired", "diff_text", "half_width",
            "CLAIMS", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_head_size",
-           "recovery_grid", "CLOSING_THRESHOLD",
+           "recovery_grid", "rule_more_heads_standard", "rule_more_heads_fixed",
            "LIVE_RULES", "LONG_COMMAND", "lr_sweep_grid", "choose_lr", "manifest_path", "store_provenance",
            "run_long", "resolve_store",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
@@ -195,9 +195,6 @@ def default_runs_dir(store: str | os.PathLike) -> Path:
 
 # Every interval in this chapter is a two-sided 95 % Student-t interval over seeds.
 LEVEL = 0.95
-# Fig. 1 compares models on a common parameter axis: a baseline whose parameter count differs
-# from the fixed-head model's by more than 10 % is not a parameter-matched comparison (pre-stated).
-MATCH_TOLERANCE = 0.10
 
 
 def paired(a: pd.DataFrame, b: pd.DataFrame, value: str = "val_loss") -> Estimate:
@@ -417,7 +414,7 @@ def run_parameter_table() -> dict:
 def run_corpus(corpus: str, *, vocab_size: int) -> dict:
     """``{"corpus": {...}}``: documents, words, the validation and test plays, and the token
     count of each split under the chapter's BPE tokenizer."""
-    from ..data import load_corpus, prepare_lm, split_documents
+    from ...data import load_corpus, prepare_lm, split_documents
 
     docs = load_corpus(corpus)
     parts = split_documents(docs)
@@ -663,7 +660,7 @@ def resolve_store(path: str | os.PathLike) -> Path:
     p = Path(path).expanduser()
     if p.is_absolute() or p.exists():
         return p
-    return Path(__file__).resolve().parents[2] / p
+    return Path(__file__).resolve().parents[3] / p
 
 
 def run_long(P: Mapping, live: Mapping | None = None) -> dict:
@@ -928,159 +925,3 @@ def claims_table(H: Mapping) -> pd.DataFrame:
                      "same rule on this page's live run": lj.label if lj else "(not a training claim)",
                      "rule": c.rule_sentence})
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------------------
-# Claims of Bhojanapalli et al. (2020) that chapter 04 tests, with their rules (issue 14).
-
-# The gap "was still closing" when the 95 % interval of its change over the last doubling of the
-# budget lies above 0: the same 95 % interval as every comparison here, no margin (pre-stated).
-CLOSING_THRESHOLD = 0.0
-
-# Below this the difference between our count and the paper's is float round-off in millions.
-_ROUNDOFF_M = 1e-9
-
-
-def rule_parameter_counts(H: Mapping) -> Judgement:
-    """Reproduced when every row of Tables 1-3 is within 0.5 M of our BERT-style count (the paper prints integer millions); contradicted otherwise.
-
-    The feed-forward widths are inferred (the paper does not state them), which the evidence says.
-    """
-    rows, within = need(H, "ch04_table_rows"), need(H, "ch04_table_within")
-    worst, tol = need(H, "ch04_table_max_diff"), need(H, "ch04_table_tolerance")
-    ev = (f"{within} of {rows} rows within {tol:g} M of the reported counts (largest difference {worst:.2f} M), "
-          f"with d_ff = 4096 (d = 512, 1024) and 3072 (d = 768) inferred")
-    if within == rows and worst <= tol + _ROUNDOFF_M:
-        return Judgement(REPRODUCED, ev)
-    return Judgement(CONTRADICTED, ev)
-
-
-def _paired_judgement(H: Mapping, prefix: str, what: str, scale: str = "") -> Judgement:
-    """Shared rule: the claim says ``prefix``'s paired difference (validation loss, the claim's
-    worse model minus its better one) is positive. ``scale`` is "long_" for the long-scale keys."""
-    diff, lo, hi, n = (need(H, f"ch04_{prefix}_{x}") for x in ("diff", "lo", "hi", "n"))
-    tokens = need(H, f"ch04_{scale}tokens_seen")
-    where = " (the stored long-scale sweep)" if scale and need(H, "ch04_long_source") == "store" else ""
-    ev = f"{what}: {need(H, f'ch04_{prefix}_text')}, after {tokens:,} training tokens per run{where}"
-    if n < 2 or is_missing(lo) or is_missing(hi):
-        return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
-    if lo > 0:
-        return Judgement(REPRODUCED, ev)
-    if hi < 0:
-        return Judgement(CONTRADICTED, ev)
-    return Judgement(INCONCLUSIVE, ev, f"the smallest effect this run could detect is {(hi - lo) / 2:.3f} nats "
-                                       f"(half-width of the {LEVEL:.0%} interval over {n} seeds)")
-
-
-def _fixed_heads(H: Mapping, scale: str) -> Judgement:
-    """The fixed-heads rule on the keys of ``scale``: judged at the largest budget measured, the
-    recovery budget (``rec_gap``) when its runs exist, else the main grid's (``gap``)."""
-    p = f"ch04_{scale}"
-    what = (f"at h = {need(H, p + 'gap_h')}, standard (d_h = {need(H, p + 'gap_std_dh')}) minus fixed "
-            f"(d_p = {need(H, p + 'gap_dp')}) validation loss")
-    if need(H, p + "rec_gap_n") == 0:  # no budget-doubling runs: the main grid's budget is the largest
-        j = _paired_judgement(H, f"{scale}gap", what, scale)
-        return Judgement(j.verdict, f"{j.evidence}; no budget-doubling runs at this scale", j.qualifier)
-    diff, lo, hi, n = (need(H, f"{p}rec_gap_{x}") for x in ("diff", "lo", "hi", "n"))
-    cdiff, clo, chi, cn = (need(H, f"{p}rec_change_{x}") for x in ("diff", "lo", "hi", "n"))
-    tokens, tokens1 = need(H, p + "rec_tokens"), need(H, f"ch04_{scale}tokens_seen")
-    where = " (the stored long-scale sweep)" if scale and need(H, "ch04_long_source") == "store" else ""
-    ev = (f"{what} after {tokens:,.0f} training tokens per run: {need(H, p + 'rec_gap_text')}{where}; after "
-          f"{tokens1:,} tokens: {need(H, p + 'gap_text')}; change of the gap over that doubling of the budget: "
-          f"{need(H, p + 'rec_change_text')}, so the gap {need(H, p + 'rec_trend')}")
-    if n < 2 or is_missing(lo) or is_missing(hi):
-        return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
-    if lo > 0:
-        return Judgement(REPRODUCED, ev)
-    if hi < 0:
-        if cn < 2 or is_missing(clo) or is_missing(chi):
-            return Judgement(INCONCLUSIVE, ev, "the change of the gap with the budget has no interval, so whether "
-                                               "the fixed-head model was still catching up cannot be said")
-        if clo > CLOSING_THRESHOLD:
-            return Judgement(INCONCLUSIVE, ev, (
-                f"the fixed-head model was still closing the gap at {tokens / 1e6:.1f} M tokens per run "
-                f"(by {cdiff:+.3f} nats per doubling of the budget, {LEVEL:.0%} interval {clo:+.3f} to {chi:+.3f}, "
-                f"{_seeds(int(cn))}), so a larger budget could change the verdict"))
-        return Judgement(CONTRADICTED, ev)
-    return Judgement(INCONCLUSIVE, ev, f"the smallest effect this run could detect is {(hi - lo) / 2:.3f} nats "
-                                       f"(half-width of the {LEVEL:.0%} interval over {n} seeds)")
-
-
-def _parameter_matched(H: Mapping, scale: str) -> Judgement:
-    p = f"ch04_{scale}"
-    gap = need(H, p + "match_param_gap")
-    what = (f"standard d = {need(H, p + 'match_base_d')} ({need(H, p + 'match_base_params_k'):.0f} k parameters) "
-            f"minus fixed h = {need(H, p + 'match_fixed_h')} at d = {need(H, p + 'match_fixed_d')} "
-            f"({need(H, p + 'match_fixed_params_k'):.0f} k) validation loss")
-    if is_missing(gap) or gap > MATCH_TOLERANCE:
-        return Judgement(INCONCLUSIVE, f"{what}; parameter counts differ by {gap:.0%}",
-                         f"not parameter-matched: no baseline within {MATCH_TOLERANCE:.0%} of the fixed-head "
-                         f"model's parameters, so no effect can be attributed to the head size")
-    return _paired_judgement(H, f"{scale}match", what, scale)
-
-
-def _head_size(H: Mapping, scale: str) -> Judgement:
-    p = f"ch04_{scale}"
-    # The claim: larger heads are better, i.e. smallest-d_p loss minus largest-d_p loss is positive.
-    flipped = {f"ch04_{scale}dp_gain_{x}": v for x, v in (
-        ("diff", -need(H, p + "dp_change_diff")), ("lo", -need(H, p + "dp_change_hi")),
-        ("hi", -need(H, p + "dp_change_lo")), ("n", need(H, p + "dp_change_n")))}
-    e = Estimate(flipped[f"ch04_{scale}dp_gain_diff"], float("nan"), flipped[f"ch04_{scale}dp_gain_lo"],
-                 flipped[f"ch04_{scale}dp_gain_hi"], int(flipped[f"ch04_{scale}dp_gain_n"]))
-    flipped[f"ch04_{scale}dp_gain_text"] = diff_text(e)
-    what = (f"at h = {need(H, p + 'size_heads')}, d_p = {need(H, p + 'dp_first')} minus d_p = "
-            f"{need(H, p + 'dp_last')} validation loss")
-    return _paired_judgement({**H, **flipped}, f"{scale}dp_gain", what, scale)
-
-
-def rule_fixed_heads(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep at its largest training budget (the budget-doubling runs when the store holds them) and at the largest head count where the two families differ, the standard model's validation loss minus the fixed-head model's, paired by seed, has a 95 % t interval above 0; contradicted when the interval lies below 0 and the gap is no longer closing (the paired change of the gap over the last doubling of the budget has an interval that does not lie above 0); inconclusive when the gap lies below 0 but was still closing, when the interval contains 0, and with one seed.
-
-    The claim is about capacity, not about how fast a model starts, so it is judged at the largest
-    budget measured, fixed before the budget-doubling runs were read (issue 17). Without those runs
-    (default and smoke scales) the main grid's budget is the largest and the change is not asked.
-    The smallest effect the run could detect is the interval's half-width.
-    """
-    return _fixed_heads(H, "long_")
-
-
-def rule_parameter_matched(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep, the standard baseline nearest in parameters (within 10 %) minus the largest fixed-head model, in validation loss paired by seed, has a 95 % t interval above 0; contradicted when it lies below 0; inconclusive otherwise, with one seed, or when no baseline is within 10 %.
-
-    The smallest effect the run could detect is the interval's half-width.
-    """
-    return _parameter_matched(H, "long_")
-
-
-def rule_head_size(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep at a fixed number of heads, the smallest head size's validation loss minus the largest's, paired by seed, has a 95 % t interval above 0; contradicted when it lies below 0; inconclusive otherwise (with one seed always).
-
-    The larger head also has more parameters, as in the paper's Table 2(B).
-    """
-    return _head_size(H, "long_")
-
-
-# The same rules on this execution's own (live) runs, for the chapter's table; chapter 08 judges
-# the claims on the long-scale keys only.
-LIVE_RULES = {"bhojanapalli-fixed-heads-training": lambda H: _fixed_heads(H, ""),
-              "bhojanapalli-parameter-matched": lambda H: _parameter_matched(H, ""),
-              "bhojanapalli-head-size-capacity": lambda H: _head_size(H, "")}
-
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("bhojanapalli-parameter-counts", BHOJANAPALLI, "04", "sec-ch04-parameter-table",
-          "Parameter counts of Tables 1-3 (BERT-style models with standard and fixed head sizes)",
-          rule_parameter_counts, kind=PROOF_CHECK, where="Tables 1-3"),
-    Claim("bhojanapalli-fixed-heads-training", BHOJANAPALLI, "04", "sec-ch04-heads",
-          "Training: at many heads, a fixed head size gives lower perplexity than the standard d/h",
-          rule_fixed_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a"),
-    Claim("bhojanapalli-parameter-matched", BHOJANAPALLI, "04", "sec-ch04-matched",
-          "Training, parameter-matched: a fixed head size at a smaller width beats a standard model of "
-          "about the same number of parameters",
-          rule_parameter_matched, scale_key="ch04_long_scale", kind=TRAINING,
-          where="Sec. 4, Fig. 1"),
-    Claim("bhojanapalli-head-size-capacity", BHOJANAPALLI, "04", "sec-ch04-sizes",
-          "Training: at a fixed number of heads, a larger head size gives lower perplexity "
-          "(head size controls capacity)",
-          rule_head_size, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)"),
-)

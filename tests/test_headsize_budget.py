@@ -88,3 +88,32 @@ def test_bad_command_line_exits_2(tmp_path, capsys):
     assert B.main(["--store", str(tmp_path / "x.txt")]) == 2
     assert B.main(["--store", str(tmp_path / "x.jsonl"), "--shard", "3/2"]) == 2
     assert "shard" in capsys.readouterr().err
+
+
+def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from lowrank.experiments.headsize import figures as F
+
+    empty = B.read(tmp_path / "none.jsonl")
+    store = tmp_path / "budget.jsonl"
+    B.run(store)
+    full = B.read(store)
+    for got in (empty, full):
+        comps, eff = B.comparisons(got["budget"]), B.factorial_effects(got["factorial"])
+        fig, axes = plt.subplots(1, 4)
+        F.plot_budget_gaps(axes, comps)
+        fig2, (a, b) = plt.subplots(1, 2)
+        F.plot_lr_check(a, got["lr_check"])
+        F.plot_factorial(b, eff)
+        plt.close("all")
+        t = F.budget_display(comps)
+        assert len(t) == 12 and list(t["steps"][:3]) == ["1,000", "2,000", "4,000"]
+        assert len(F.factorial_display(eff)) == 7
+    assert F.budget_display(B.comparisons(empty["budget"]))["validation (nats, 95 % interval)"].eq("not stored yet").all()
+    assert F.budget_display(B.comparisons(full["budget"]))["runs stored"].eq("6 of 6").all()
+    lr = F.lr_check_display(full["lr_check"], full["lr_table"])
+    assert lr["chosen"].eq("yes").sum() == 2 and lr["regret (nats)"].min() == 0
+    assert F.lr_check_display(empty["lr_check"], None).shape == (1, 1)

@@ -39,7 +39,7 @@ from ...train import TrainConfig, run_key
 __all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", "LR_CHECK_STEPS",
            "FACTORIAL_STEPS", "FACTORIAL_LR", "TOKENIZERS", "INITS", "EXPERIMENT", "RESUME_COMMAND",
            "design", "lr_check_grid", "budget_grid", "factorial_grid", "choose_rate", "run", "read",
-           "comparisons", "factorial_effects", "manifest_path", "main"]
+           "comparisons", "factorial_effects", "manifest_path", "main", "STEP_COST_S", "estimate_s"]
 
 EXPERIMENT = "04_head_size_budget"
 
@@ -80,8 +80,26 @@ FACTORIAL_LR = 0.01
 TOKENIZERS = (("characters", 256 + len(SPECIAL_TOKENS)), ("BPE 512", 512))
 INITS = ("bert", "scaled")
 
+# Seconds an optimiser step of each model takes on one uncontended core of the build machine (AMD EPYC,
+# one torch thread), measured for the long-scale sweep (its parameter set); the character-level runs
+# are charged the BPE cost (a 40-step pilot put them at or below it). Used for the estimate only.
+STEP_COST_S = {"standard h = 4": 0.063, "standard h = 16": 0.104, "standard h = 32": 0.138, "fixed h = 16": 0.118,
+               "fixed h = 32": 0.198, "standard d = 112": 0.112}
+
 RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.headsize.budget "
                   "--store /work/stores/04_head_size_budget.jsonl > /work/stores/04_head_size_budget.log 2>&1 &")
+
+
+def estimate_s() -> float:
+    """CPU seconds of the three grids at :data:`STEP_COST_S` (shared runs counted once)."""
+    seen, total = set(), 0.0
+    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid()):
+        for lab, cfg in labelled:
+            k = run_key(cfg)
+            if k not in seen:
+                seen.add(k)
+                total += cfg["steps"] * STEP_COST_S[lab["model"]]
+    return total
 
 
 def _model(name: str) -> tuple:

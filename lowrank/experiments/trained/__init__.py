@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...rank import DEFAULT_TOL
+from ...rank import DEFAULT_TOL, FLOAT32_TOL
 from .minilm import (argmax_patterns, as_rtols, barrier_fraction, coarse_tolerance, per_head_fractions,
                      pretrained_headline, pretrained_ranks, run_pretrained, tolerance_names, with_float32)
 from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, equivalent_from, grid_configs, grid_intervals,
-                        law_table, plateau_table, read_retrieval_store, resolve_store, retrieval_configs,
+                        law_bands, law_table, plateau_table, read_retrieval_store, resolve_store, retrieval_configs,
                         retrieval_headline, retrieval_run, retrieval_table, run_retrieval)
 from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS, COSINE_LEVEL, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
                     MIN_PAIR_NS, MIN_SEEDS, NEIGHBOUR_MARGIN, NEIGHBOURS, PLATEAU_TOL, REDUCTION_MARGIN,
@@ -28,9 +28,9 @@ from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbou
                          probe_documents, redundant_ranks, run_truncation, similarity_correlation, stratified_folds,
                          truncation_configs, truncation_headline, truncation_run, truncation_table)
 
-__all__ = ["DEFAULT_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
+__all__ = ["DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
            "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
-           "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "equivalent_from", "grid_configs", "grid_intervals", "law_table",
+           "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
            "plateau_table", "read_retrieval_store", "resolve_store", "retrieval_configs", "retrieval_run",
            "retrieval_table", "run_retrieval", "BARRIER_MARGIN", "CEILING_SHARE", "CLAIMS", "COSINE_LEVEL", "LAWS",
            "LEVEL", "LOG_FACTOR", "MIN_LAW_NS", "MIN_PAIR_NS", "MIN_SEEDS", "NEIGHBOUR_MARGIN", "NEIGHBOURS",

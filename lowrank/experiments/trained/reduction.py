@@ -33,7 +33,7 @@ from .rules import (LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, forma
 
 __all__ = ["RETRIEVAL_EXPERIMENT", "LONG_STORE", "TASK_NAMES", "retrieval_configs", "grid_configs", "retrieval_run",
            "retrieval_table", "resolve_store", "read_retrieval_store", "run_retrieval", "equivalent_from",
-           "grid_intervals", "plateau_table", "law_table", "retrieval_headline"]
+           "grid_intervals", "plateau_table", "law_table", "law_bands", "retrieval_headline"]
 
 RETRIEVAL_EXPERIMENT = "ch07_retrieval"
 LONG_STORE = "data/results/07_trained_attention_long.jsonl"
@@ -251,6 +251,19 @@ def law_table(points: pd.DataFrame, predict: int | None = None, *, fit_below: bo
     return pd.DataFrame(rows)
 
 
+def law_bands(points: pd.DataFrame, ns: Sequence[float]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """For each law that fits every grid interval of d*_acc, the lowest and highest d*(n) over its
+    fitting parameter values at each n of ``ns`` (the band the chapter draws); laws that do not fit are left out."""
+    out = {}
+    args = (points.n.tolist(), points.a_lo.tolist(), points.a_hi.tolist())
+    for law in LAWS:
+        if not law_fit(*args, law)["fits"]:
+            continue
+        fits = [law_fit(*args, law, predict=float(n)) for n in ns]
+        out[law] = (np.array([f["pred_lo"] for f in fits]), np.array([f["pred_hi"] for f in fits]))
+    return out
+
+
 def _interval_text(lo: float, hi: float) -> str:
     return f"({lo:g}, {hi:g}]" if math.isfinite(hi) else f"above {lo:g}"
 
@@ -262,9 +275,10 @@ def retrieval_headline(t: Mapping[str, Any], join) -> dict[str, Any]:
     pair = grid[grid.task == "pair"]
     ns = sorted(int(v) for v in single.n.unique())
     dims = sorted(int(v) for v in single.head_dim.unique())
-    out: dict[str, Any] = {"ch07_ret_ns": join(ns), "ch07_ret_dh": f"{dims[0]} to {dims[-1]}" if len(dims) > 3
-                           else join(dims), "ch07_ret_pair_ns": join(sorted(int(v) for v in pair.n.unique()))
-                           if len(pair) else "none"}
+    run = next((i for i in range(1, len(dims)) if dims[i] != dims[i - 1] + 1), len(dims))  # 1, 2, ... without gaps
+    dh_text = join([f"{dims[0]} to {dims[run - 1]}", *dims[run:]]) if run > 3 else join(dims)
+    out: dict[str, Any] = {"ch07_ret_ns": join(ns), "ch07_ret_dh": dh_text,
+                           "ch07_ret_pair_ns": join(sorted(int(v) for v in pair.n.unique())) if len(pair) else "none"}
     out["ch07_ret_seeds"] = int(single.seed.nunique())
     out["ch07_ret_pair_seeds"] = int(pair.seed.nunique()) if len(pair) else 0
     out["ch07_ret_cap"] = int(grid.max_steps.max())

@@ -400,11 +400,14 @@ register(
     energy=Float(0.5, 1.0, doc="fraction of sum sigma^2 for the energy rank"),
     retrieval_ns=IntList(2, 4096, doc="sequence lengths n of the retrieval task (context pairs = queries)"),
     retrieval_head_dims=IntList(1, 4096, doc="query/key sizes d_h of the retrieval head, ascending"),
-    retrieval_seeds=Int(1, 1000, doc="seeds per (n, d_h) of the retrieval task"),
-    retrieval_steps=Int(1, 10_000_000, doc="optimiser steps per retrieval run"),
+    retrieval_seeds=Int(1, 1000, doc="seeds per (n, d_h) of the one-key retrieval task"),
+    retrieval_pair_ns=IntList(2, 4096, doc="sequence lengths n of the two-key retrieval task"),
+    retrieval_pair_seeds=Int(0, 1000, doc="seeds per (n, d_h) of the two-key retrieval task (0: not run)"),
+    retrieval_max_steps=Int(1, 10_000_000, doc="step cap of a retrieval run (it stops earlier at its loss plateau)"),
+    retrieval_min_steps=Int(1, 10_000_000, doc="steps before a retrieval run's first plateau check"),
     retrieval_d_model=Int(1, 65536, doc="width of the retrieval model"),
     retrieval_values=Int(2, 65536, doc="number of distinct values (classes) in the retrieval task"),
-    retrieval_lr=Float(1e-6, 1.0, doc="peak learning rate of the retrieval runs (Adam, warm-up then cosine)"),
+    retrieval_lr=Float(1e-6, 1.0, doc="learning rate of the retrieval runs (Adam: warm-up, constant to the plateau, linear decay)"),
     retrieval_tokens=Int(1, 10_000_000, doc="queries per optimiser step (batch = this // n sequences)"),
     retrieval_test_sequences=Int(1, 10_000_000, doc="fresh test sequences per retrieval run"),
     retrieval_rank_sequences=Int(1, 100_000, doc="held-out sequences whose attention is ranked per run"),
@@ -419,6 +422,8 @@ register(
     truncation_per_class=Int(2, 10_000, doc="BBC News documents per topic for the probe"),
     truncation_folds=Int(2, 100, doc="cross-validation folds of the linear probe (stratified)"),
     truncation_l2=Float(0.0, 100.0, doc="L2 penalty of the probe's logistic regression"),
+    truncation_layer_n=Int(3, 512, doc="the length n at which MiniLM is cut one layer at a time (one of truncation_ns)"),
+    truncation_layer_ranks=IntList(1, 32, doc="logit ranks r of the one-layer-at-a-time cut"),
 )
 
 
@@ -535,6 +540,11 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
         Constraint(("truncation_ranks",), _ascending("truncation_ranks")),
         Constraint(("retrieval_head_dims",), _ascending("retrieval_head_dims")),
         Constraint(("retrieval_ns",), _ascending("retrieval_ns")),
+        Constraint(("retrieval_min_steps", "retrieval_max_steps"), lambda p: None if p["retrieval_min_steps"] <= p[
+            "retrieval_max_steps"] else f"retrieval_min_steps = {p['retrieval_min_steps']} exceeds retrieval_max_steps = "
+                                        f"{p['retrieval_max_steps']}"),
+        Constraint(("truncation_layer_n", "truncation_ns"), lambda p: None if p["truncation_layer_n"] in p[
+            "truncation_ns"] else f"truncation_layer_n = {p['truncation_layer_n']} must be one of truncation_ns"),
     ),
 }
 
@@ -625,14 +635,24 @@ def _est_04(p) -> Estimate:
 
 def _est_07(p) -> Estimate:
     mini = 4.0 * p["minilm_batch"] * 12 * max(p["minilm_seq_lens"]) ** 2 * 4 + 4e8  # MiniLM weights + a layer
-    # retrieval: measured on one core, about 10 ms per step of 2048 queries plus 2 s of testing per run
-    runs = len(p["retrieval_ns"]) * len(p["retrieval_head_dims"]) * p["retrieval_seeds"]
-    secs = runs * (p["retrieval_steps"] * 0.01 * p["retrieval_tokens"] / 2048 + 2.0) if p["retrieval_run"] else 0.0
+    # retrieval, measured on one core: about 6 ms per step of 2048 queries at n <= 128, growing with n
+    # (13 ms at n = 512), a run stopping at its plateau after about a third of its cap on average,
+    # and testing 10,000 sequences in about n / 10 seconds
+    runs = steps = 0.0
+    for ns, seeds in ((p["retrieval_ns"], p["retrieval_seeds"]), (p["retrieval_pair_ns"], p["retrieval_pair_seeds"])):
+        for n in ns:
+            k = len(p["retrieval_head_dims"]) * seeds
+            runs += k
+            per_step = 0.006 * max(1.0, n / 128) ** 0.6 * p["retrieval_tokens"] / 2048
+            steps += k * (max(p["retrieval_min_steps"], p["retrieval_max_steps"] / 3) * 1.2 * per_step
+                          + n / 10 * p["retrieval_test_sequences"] / 10_000)
+    secs = steps if p["retrieval_run"] else 0.0
     # truncation: about 25 MFLOP per token per model at ~30 GFLOP/s, (ranks + 1) models per n
     if p["truncation_run"]:
         toks = 5 * p["truncation_per_class"] * sum(p["truncation_ns"]) * (len(p["truncation_ranks"]) + 1)
+        toks += 5 * p["truncation_per_class"] * p["truncation_layer_n"] * 6 * len(p["truncation_layer_ranks"])
         secs += toks * 25e6 / 30e9
-    return Estimate(mini, secs, f"{runs if p['retrieval_run'] else 0} retrieval trainings and MiniLM forward passes")
+    return Estimate(mini, secs, f"{int(runs) if p['retrieval_run'] else 0} retrieval trainings and MiniLM forward passes")
 
 
 ESTIMATES: dict[str, Callable[[Mapping[str, Any]], Estimate]] = {

@@ -84,7 +84,8 @@ from .params import (CORPUS_NAMES, PATHS, SCHEMAS, ParameterError, check_constra
                      short_repr, validate)
 
 __all__ = ["RunError", "UsageError", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
-           "RUN_DIR_ENV", "MAX_PARAMETER_FILE", "load_yaml", "check_outdir", "execute_in_place", "find_root", "list_chapters", "resolve_chapter", "parse_value",
+           "RUN_DIR_ENV", "MAX_PARAMETER_FILE", "load_yaml", "check_outdir", "execute_in_place",
+           "kernel_manager_with_env", "find_root", "list_chapters", "resolve_chapter", "parse_value",
            "load_parameter_file", "parameter_file_header", "notebook_parameters", "plan_run",
            "default_outdir", "execute", "build_book", "results_dir"]
 
@@ -660,6 +661,27 @@ def _take_lock(outdir: Path) -> Path:
     raise UsageError(f"cannot lock output folder {outdir} ({lock} keeps reappearing)")
 
 
+def kernel_manager_with_env(env: dict[str, str]) -> type:
+    """A kernel manager class whose kernels get ``env`` on top of this process's environment.
+
+    The variables go to the kernel only: this process's own environment, and so the temporary
+    folder ``tempfile`` caches on first use, stays as it was. Setting ``TMPDIR`` here instead
+    would make every later kernel of the same process (the next chapter of ``lowrank book``)
+    look for its files in a folder the previous run deleted.
+    """
+    from jupyter_client import AsyncKernelManager
+
+    extra = dict(env)
+
+    class _KernelWithEnv(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            merged = dict(kw.pop("env", None) or os.environ)
+            merged.update(extra)
+            return await super().start_kernel(env=merged, **kw)
+
+    return _KernelWithEnv
+
+
 def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_output: bool = False,
             command: str | None = None, timeout: int | None = None) -> Path:
     """Run a checked plan into ``outdir`` (see the module docstring for the layout); return it.
@@ -721,15 +743,14 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     t0 = time.perf_counter()
     failure, status, trace = None, 1, ""
     env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch)}
-    previous = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits the environment of this process
     streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if log_output else {}
     try:
         with _quiet_papermill():
             pm.execute_notebook(str(plan.chapter.path), str(notebook), parameters=plan.injected,
                                 kernel_name=plan.kernel, cwd=str(plan.chapter.path.parent),
                                 execution_timeout=timeout, progress_bar=progress_bar,
-                                request_save_on_cell_execute=True, **streams)
+                                request_save_on_cell_execute=True,
+                                kernel_manager_class=kernel_manager_with_env(env), **streams)
     except pm.PapermillExecutionError as e:
         failure = _describe_cell_failure(e, plan)
         trace = _ANSI.sub("", "\n".join(e.traceback or []))
@@ -737,12 +758,6 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
         failure, status = "interrupted", 130
     except Exception as e:  # kernel died, timed out or could not start: still a failed run
         failure = f"the kernel failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     record.update(finished=_now(), wall_s=round(time.perf_counter() - t0, 3))
     shutil.rmtree(scratch, ignore_errors=True)
 
@@ -816,13 +831,12 @@ def execute_in_place(path: Path, *, kernel: str = "python3", timeout: int | None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".ipynb")
     os.close(fd)
     scratch = tempfile.mkdtemp(prefix=f"lowrank-{path.stem}-")  # the kernel's TMPDIR, removed below
-    previous = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = scratch
     try:
         try:
             with _quiet_papermill():
                 pm.execute_notebook(str(path), tmp, kernel_name=kernel, cwd=str(path.parent),
-                                    execution_timeout=timeout, progress_bar=False)
+                                    execution_timeout=timeout, progress_bar=False,
+                                    kernel_manager_class=kernel_manager_with_env({"TMPDIR": scratch}))
         except pm.PapermillExecutionError as e:
             first = next((line for line in (e.source or "").splitlines() if line.strip()), "")
             raise ExecutionFailed(f"cell {e.cell_index + 1} of {path.name} (starting {first.strip()!r}) raised "
@@ -845,10 +859,6 @@ def execute_in_place(path: Path, *, kernel: str = "python3", timeout: int | None
         os.replace(tmp, path)
         return duration
     finally:
-        if previous is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = previous
         shutil.rmtree(scratch, ignore_errors=True)
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["ParameterError", "Param", "short_repr", "MAX_LIST", "INT_CEILING", "Constraint", "Estimate",
-           "CONSTRAINTS", "ESTIMATES", "PATHS", "check_constraints", "estimate", "Int", "Float", "Bool", "Choice", "Str", "IntList",
+           "CONSTRAINTS", "ESTIMATES", "PATHS", "MANIFESTS", "check_constraints", "estimate", "Int", "Float", "Bool", "Choice", "Str", "IntList",
            "FloatList", "ChoiceList", "SCHEMAS", "register", "schema", "validate", "chapter_name"]
 
 
@@ -555,15 +555,19 @@ def check_constraints(chapter: str, params: Mapping[str, Any]) -> None:
                 raise err
 
 
-# Parameters that name files or folders: "store" a JSONL results file (created or appended),
+# Parameters that name files or folders: "store" a JSONL results file (created or appended; never
+# a committed one, lowrank.book.guards), "read_store" an existing results file only read,
 # "folder" a folder the run keeps results in (created), "input_folder" an existing folder read,
 # "corpus" a corpus name or an existing local path. ``lowrank run`` resolves them against the
 # caller's working directory (values from the book's own parameter sets: the book's folder).
 PATHS: dict[str, dict[str, str]] = {
-    "04_head_size_training": {"results_store": "store", "long_store": "store", "corpus": "corpus"},
-    "07_trained_attention": {"retrieval_store": "store"},
+    "04_head_size_training": {"results_store": "store", "long_store": "read_store", "corpus": "corpus"},
+    "07_trained_attention": {"retrieval_store": "store", "retrieval_long_store": "read_store"},
     "08_synthesis": {"chapters_dir": "input_folder"},
 }
+# Store parameters whose chapter writes a parameter manifest beside the store
+# (lowrank.sweep.write_manifest): a run with other parameters is refused before it starts.
+MANIFESTS: dict[str, tuple[str, ...]] = {"04_head_size_training": ("results_store",)}
 CORPUS_NAMES = ("shakespeare", "bbcnews")
 
 

@@ -80,7 +80,8 @@ import yaml
 
 from .. import __version__
 from .glued import read_glue
-from .params import (CORPUS_NAMES, PATHS, SCHEMAS, ParameterError, check_constraints, estimate,
+from .guards import committed_store, inside_sources, sidecars
+from .params import (CORPUS_NAMES, MANIFESTS, PATHS, SCHEMAS, ParameterError, check_constraints, estimate,
                      short_repr, validate)
 
 __all__ = ["RunError", "UsageError", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
@@ -452,7 +453,7 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
             raise UsageError(f"{e} [set {sources[name]}]") from None
     for name, kind in PATHS.get(chapter.name, {}).items():
         if injected.get(name) is not None:
-            injected[name] = _check_path(name, injected[name], kind, bases[name], sources[name])
+            injected[name] = _check_path(name, injected[name], kind, bases[name], sources[name], book)
 
     merged = {**{k: v["default"] for k, v in known.items()}, **injected}
     try:
@@ -461,6 +462,7 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
         names = getattr(e, "names", ())
         where = "; ".join(f"{n} set {sources[n]}" for n in names if n in sources) or "the notebook's defaults"
         raise UsageError(f"{e} [{where}]") from None
+    _check_manifests(chapter, merged, injected, sources)
     device = merged.get("device")
     if device == "cuda" and not _cuda_available():
         raise UsageError(f"parameter 'device' = 'cuda' (set {sources.get('device', 'in the notebook')}) but no "
@@ -506,28 +508,27 @@ def _physical_memory() -> float | None:
         return None
 
 
-def _check_path(name: str, value: str, kind: str, base: Path, source: str) -> str:
+def _check_path(name: str, value: str, kind: str, base: Path, source: str, root: Path) -> str:
     """A path parameter resolved against ``base`` (the caller's folder) and checked for its kind."""
     if kind == "corpus" and value in CORPUS_NAMES:
         return value
     path = (base / Path(value).expanduser()).resolve()
     bad = None
-    if kind == "store":
+    if kind in ("store", "read_store"):
+        from ..sweep import foreign_store
+
         if path.suffix != ".jsonl":
             bad = "a results store must be a .jsonl file"
         elif path.is_dir():
             bad = "it is a folder; a results store is a .jsonl file"
-        elif path.exists() and path.stat().st_size:
-            with open(path, "rb") as f:
-                first = f.readline(1 << 16)
-            try:
-                ok = isinstance(json.loads(first.decode("utf8")), dict)
-            except (UnicodeDecodeError, ValueError):
-                ok = False
-            if not ok:
-                bad = "it exists and is not a results store (its first line is not a JSON record); nothing is appended to it"
+        elif kind == "read_store" and not path.is_file():
+            bad = "no such results store (it is read, never written)"
+        elif path.exists() and foreign_store(path):
+            bad = f"it exists and is not a results store ({foreign_store(path)}); nothing is appended to it"
         elif any(p.exists() and not p.is_dir() for p in path.parents):
             bad = "a file stands where its folder should be"
+        elif kind == "store":
+            bad = committed_store(path, root)
     elif kind == "folder":
         if path.exists() and not path.is_dir():
             bad = "it is a file; a folder is expected"
@@ -540,6 +541,19 @@ def _check_path(name: str, value: str, kind: str, base: Path, source: str) -> st
     if bad:
         raise UsageError(f"parameter {name!r} = {short_repr(value)} (set {source}) resolves to {path}: {bad}")
     return str(path)
+
+
+def _check_manifests(chapter: Chapter, merged: dict, injected: dict, sources: dict) -> None:
+    """A store written with a parameter manifest beside it takes only runs of the same parameters."""
+    for name, kind in PATHS.get(chapter.name, {}).items():
+        if kind != "store" or injected.get(name) is None or name not in MANIFESTS.get(chapter.name, ()):
+            continue
+        from ..sweep import manifest_conflict
+
+        store = Path(injected[name])
+        why = manifest_conflict(sidecars(store)[0], merged)
+        if why:
+            raise UsageError(f"parameter {name!r} = {short_repr(str(store))} (set {sources[name]}): {why}")
 
 
 def _yaml_text(value: Any) -> str:
@@ -596,18 +610,24 @@ def default_outdir(plan: RunPlan, root: Path | None) -> Path:
     return out
 
 
-def check_outdir(outdir: Path) -> Path:
+def check_outdir(outdir: Path, root: Path | None = None) -> Path:
     """Refuse (UsageError) a run folder this run could not create and own; return it resolved.
 
-    Refused: OUTDIR exists and is a file or a non-empty folder; OUTDIR.failed exists and is not a
-    folder an earlier failed run left (a file, a symlink, a folder without ``FAILED``); a
-    parent that is a file or cannot be written; another live run holding OUTDIR's lock."""
+    Refused: OUTDIR inside the sources of the book at ``root`` (``chapters/``, ...) or holding it;
+    OUTDIR exists and is a file or a non-empty folder; OUTDIR.failed exists and is not a folder
+    an earlier failed run left (:func:`_our_failed_run`); a parent that is a file or cannot be
+    written; another live run holding OUTDIR's lock."""
     outdir = Path(outdir).expanduser().absolute()
+    if root is not None:
+        why = inside_sources(outdir.resolve(), Path(root).resolve())
+        if why:
+            raise UsageError(f"output folder {outdir}: {why}; choose a folder outside it, e.g. "
+                             f"{Path(root) / 'runs' / outdir.name}")
     if outdir.is_symlink() or (outdir.exists() and (not outdir.is_dir() or any(outdir.iterdir()))):
         raise UsageError(f"output folder {outdir} already exists and is not empty; "
                          "choose another -o or remove it")
     failed = _failed(outdir)
-    if failed.is_symlink() or (failed.exists() and not (failed.is_dir() and (failed / "FAILED").is_file())):
+    if failed.is_symlink() or (failed.exists() and not _our_failed_run(failed)):
         raise UsageError(f"{failed} exists and is not a failed run's folder (a failed run would replace it); "
                          "move it away or choose another -o")
     parent = next((p for p in outdir.parents if p.exists()), None)
@@ -620,6 +640,20 @@ def check_outdir(outdir: Path) -> Path:
         raise UsageError(f"output folder {outdir} is being written by another run (pid {holder}); "
                          "choose another -o")
     return outdir.resolve()
+
+
+def _our_failed_run(folder: Path) -> bool:
+    """Whether ``folder`` is what a failed run of this module left: a real folder holding ``FAILED``
+    and the ``params.json`` record we wrote, status ``failed``. Only such a folder is ever replaced;
+    a folder that merely holds a file named ``FAILED`` is someone else's."""
+    if folder.is_symlink() or not folder.is_dir() or not (folder / "FAILED").is_file():
+        return False
+    try:
+        record = json.loads((folder / "params.json").read_bytes()[: 1 << 20])
+    except (OSError, ValueError):
+        return False
+    return (isinstance(record, dict) and record.get("status") == "failed" and isinstance(record.get("chapter"), str)
+            and "lowrank_version" in record and "started" in record)
 
 
 def _lock(outdir: Path) -> Path:
@@ -690,7 +724,7 @@ def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_outpu
     ExecutionFailed if the run fails. The kernel's temporary files (``TMPDIR``) go to a folder
     inside the hidden run folder, removed with it on every exit path.
     """
-    outdir = check_outdir(outdir)
+    outdir = check_outdir(outdir, plan.chapter.path.parent.parent)
     try:
         outdir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -767,7 +801,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
         _write_json(tmp / "params.json", record)
         (tmp / "FAILED").write_text(failure + "\n\n" + trace + "\n", encoding="utf8")
         failed = _failed(outdir)
-        if failed.is_dir() and not failed.is_symlink() and (failed / "FAILED").is_file():
+        if _our_failed_run(failed):
             shutil.rmtree(failed)  # an older failed run of this folder (checked in check_outdir)
         os.replace(tmp, failed)
         kept = failed / notebook.name
@@ -804,7 +838,7 @@ def _stamp_scale(notebook: Path, scale: str) -> None:
 
 def _keep_as_failed(tmp: Path, outdir: Path) -> None:
     failed = _failed(outdir)
-    if failed.is_dir() and (failed / "FAILED").is_file():
+    if _our_failed_run(failed):
         shutil.rmtree(failed)
     (tmp / "FAILED").write_text(f"finished, but {outdir} was not empty when the run ended\n", encoding="utf8")
     os.replace(tmp, failed)

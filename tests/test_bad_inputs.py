@@ -154,14 +154,14 @@ def _laughs(name: str, top_level: bool) -> str:
     return f"{name}: [{', '.join(levels)}]\n"  # inside a known name: Param.check's message
 
 
-@pytest.mark.parametrize("name, top_level", [("a", True), ("head_dims", False)])
+@pytest.mark.parametrize("name, top_level", [("z", True), ("head_dims", False)])
 def test_billion_laughs_yaml_is_refused_with_a_bounded_message(capsys, tmp_path, unchanged, name, top_level):
     f = tmp_path / "laughs.yaml"
     f.write_text(_laughs(name, top_level))
     t0 = time.perf_counter()
     rc, err = lowrank(capsys, "run", "01", "-f", str(f), "--dry-run")
     assert time.perf_counter() - t0 < 30
-    refused(rc, err, repr(name), "...")
+    refused(rc, err, repr("a" if top_level else name), "...")  # the first unknown name, cut short
     unchanged.check()
 
 

@@ -68,6 +68,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -136,6 +137,54 @@ _Loader.add_implicit_resolver(
     list("-+0123456789."),
 )
 
+# YAML 1.1 reads a leading-zero int as octal (010 -> 8, 0777 -> 511) and a colon-separated one as
+# base 60 (1:10 -> 70); nobody typing a parameter means either, so such a value is refused.
+_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    text = str(node.value)
+    if _OCTAL.match(text) or ":" in text:
+        kind = "octal" if _OCTAL.match(text) else "base 60 (sexagesimal)"
+        value = yaml.SafeLoader.construct_yaml_int(loader, node)
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{short_repr(text, 30)} would be read by YAML 1.1 as the {kind} number {value}; write "
+            f"{value} if you mean that, or quote it (\"{text[:30]}\") for a string", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> float:
+    if ":" in str(node.value):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{short_repr(str(node.value), 30)} would be read by YAML 1.1 as a base 60 (sexagesimal) "
+            "number; write the number itself, or quote it for a string", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
+    """A mapping whose keys are all different: with a key given twice YAML keeps the last one,
+    so one of the two values a user wrote would be dropped without a word."""
+    loader.flatten_mapping(node)
+    seen: dict = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:  # an unhashable key: the base constructor names it
+            duplicate = False
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping", node.start_mark,
+                f"found the key {short_repr(key, 40)} twice (first at line {seen[key].line + 1}); "
+                "each name may be set once", key_node.start_mark)
+        seen[key] = key_node.start_mark
+    return loader.construct_mapping(node, deep=True)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+
 
 def load_yaml(text: str) -> Any:
     """The one YAML reading of parameters (``lowrank run``, ``lowrank book``, the smoke tests):
@@ -147,7 +196,7 @@ def _yaml_problem(e: yaml.YAMLError) -> str:
     mark = getattr(e, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     what = getattr(e, "problem", None) or type(e).__name__
-    return f"{' '.join(str(what).split())[:120]}{where}"
+    return f"{' '.join(str(what).split())[:240]}{where}"
 
 
 def parse_value(text: str) -> Any:
@@ -189,10 +238,14 @@ def _read_parameter_file(path: Path) -> str:
     if not path.exists():
         raise UsageError(f"parameter file {path} does not exist")
     try:
-        size = path.stat().st_size
-        if size > MAX_PARAMETER_FILE:
-            raise UsageError(f"parameter file {path} is {size} bytes; at most {MAX_PARAMETER_FILE} allowed")
-        raw = path.read_bytes()
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
+            raise UsageError(f"parameter file {path} is not a regular file (a device, FIFO or socket); "
+                             "expected a YAML file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PARAMETER_FILE + 1)  # bounded, whatever st_size says
+        if len(raw) > MAX_PARAMETER_FILE:
+            raise UsageError(f"parameter file {path} is larger than {MAX_PARAMETER_FILE} bytes; "
+                             "a parameter file is a few lines")
     except OSError as e:
         raise UsageError(f"parameter file {path} cannot be read ({e.strerror or type(e).__name__})") from None
     try:
@@ -538,6 +591,8 @@ def _check_path(name: str, value: str, kind: str, base: Path, source: str, root:
     elif kind == "corpus":
         if not path.exists():
             bad = f"no such file or folder, and not a corpus name ({', '.join(CORPUS_NAMES)})"
+        elif path.is_dir() and next((f for f in path.rglob("*.txt") if f.is_file()), None) is None:
+            bad = "a corpus folder must hold .txt files (one document each), and this one holds none"
     if bad:
         raise UsageError(f"parameter {name!r} = {short_repr(value)} (set {source}) resolves to {path}: {bad}")
     return str(path)

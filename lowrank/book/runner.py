@@ -750,13 +750,15 @@ def _take_lock(outdir: Path) -> Path:
     raise UsageError(f"cannot lock output folder {outdir} ({lock} keeps reappearing)")
 
 
-def kernel_manager_with_env(env: dict[str, str]) -> type:
+def kernel_manager_with_env(env: dict[str, str], log: Path | None = None) -> type:
     """A kernel manager class whose kernels get ``env`` on top of this process's environment.
 
     The variables go to the kernel only: this process's own environment, and so the temporary
     folder ``tempfile`` caches on first use, stays as it was. Setting ``TMPDIR`` here instead
     would make every later kernel of the same process (the next chapter of ``lowrank book``)
-    look for its files in a folder the previous run deleted.
+    look for its files in a folder the previous run deleted. With ``log``, the kernel process's
+    own stderr (its start-up notices, and the socket errors it prints when a run is interrupted
+    mid-cell) goes to that file instead of the user's terminal; what cells print is not there.
     """
     from jupyter_client import AsyncKernelManager
 
@@ -766,6 +768,9 @@ def kernel_manager_with_env(env: dict[str, str]) -> type:
         async def start_kernel(self, **kw):
             merged = dict(kw.pop("env", None) or os.environ)
             merged.update(extra)
+            if log is not None:
+                with open(log, "ab") as f:  # the kernel keeps its own copy of the descriptor
+                    return await super().start_kernel(env=merged, stderr=f, **kw)
             return await super().start_kernel(env=merged, **kw)
 
     return _KernelWithEnv
@@ -832,6 +837,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     t0 = time.perf_counter()
     failure, status, trace = None, 1, ""
     env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch)}
+    kernel_log = tmp / "kernel.log"
     streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if log_output else {}
     try:
         with _quiet_papermill():
@@ -839,7 +845,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
                                 kernel_name=plan.kernel, cwd=str(plan.chapter.path.parent),
                                 execution_timeout=timeout, progress_bar=progress_bar,
                                 request_save_on_cell_execute=True,
-                                kernel_manager_class=kernel_manager_with_env(env), **streams)
+                                kernel_manager_class=kernel_manager_with_env(env, kernel_log), **streams)
     except pm.PapermillExecutionError as e:
         failure = _describe_cell_failure(e, plan)
         trace = _ANSI.sub("", "\n".join(e.traceback or []))
@@ -850,6 +856,8 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     record.update(finished=_now(), wall_s=round(time.perf_counter() - t0, 3))
     shutil.rmtree(scratch, ignore_errors=True)
 
+    if kernel_log.exists() and (failure is None or not kernel_log.stat().st_size):
+        kernel_log.unlink()
     if failure is not None:
         shutil.rmtree(files, ignore_errors=True)
         record.update(status="failed", error=failure)
@@ -861,7 +869,10 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
         os.replace(tmp, failed)
         kept = failed / notebook.name
         where = f"partial notebook kept: {kept}" if kept.exists() else f"no notebook was written; see {failed}"
-        raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}\n{where}",
+        if (failed / "kernel.log").exists() and status != 130:
+            where += f" (the kernel's own messages: {failed / 'kernel.log'})"
+        # an interruption is one line: the user knows why it stopped
+        raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}{'; ' if status == 130 else chr(10)}{where}",
                               status=status, partial=failed, traceback=trace)
 
     _stamp_scale(notebook, plan.scale)

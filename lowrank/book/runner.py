@@ -856,7 +856,9 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     record.update(finished=_now(), wall_s=round(time.perf_counter() - t0, 3))
     shutil.rmtree(scratch, ignore_errors=True)
 
-    if kernel_log.exists() and (failure is None or not kernel_log.stat().st_size):
+    # kept only when the kernel itself failed: then its own messages say why; otherwise they are
+    # start-up notices and the noise of a shutdown mid-cell
+    if kernel_log.exists() and not (failure or "").startswith("the kernel failed"):
         kernel_log.unlink()
     if failure is not None:
         shutil.rmtree(files, ignore_errors=True)
@@ -869,7 +871,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
         os.replace(tmp, failed)
         kept = failed / notebook.name
         where = f"partial notebook kept: {kept}" if kept.exists() else f"no notebook was written; see {failed}"
-        if (failed / "kernel.log").exists() and status != 130:
+        if (failed / "kernel.log").exists():
             where += f" (the kernel's own messages: {failed / 'kernel.log'})"
         # an interruption is one line: the user knows why it stopped
         raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}{'; ' if status == 130 else chr(10)}{where}",

@@ -85,7 +85,7 @@ from .guards import committed_store, inside_sources, sidecars
 from .params import (CORPUS_NAMES, MANIFESTS, PATHS, SCHEMAS, ParameterError, check_constraints, estimate,
                      short_repr, validate)
 
-__all__ = ["RunError", "UsageError", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
+__all__ = ["RunError", "UsageError", "OutdirLocked", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
            "RUN_DIR_ENV", "MAX_PARAMETER_FILE", "load_yaml", "check_outdir", "execute_in_place",
            "kernel_manager_with_env", "find_root", "list_chapters", "resolve_chapter", "parse_value",
            "load_parameter_file", "parameter_file_header", "notebook_parameters", "plan_run",
@@ -112,6 +112,10 @@ class UsageError(RunError):
     """Refused before any kernel started: nothing was executed or written."""
 
     status = 2
+
+
+class OutdirLocked(UsageError):
+    """Another live run holds the output folder's lock."""
 
 
 class ExecutionFailed(RunError):
@@ -660,7 +664,7 @@ def default_outdir(plan: RunPlan, root: Path | None) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out = base / f"{stamp}-{plan.params_hash}"
     k = 2
-    while out.exists() or _failed(out).exists():
+    while out.exists() or _failed(out).exists() or _lock_holder(out):
         out, k = base / f"{stamp}-{plan.params_hash}-{k}", k + 1
     return out
 
@@ -692,7 +696,7 @@ def check_outdir(outdir: Path, root: Path | None = None) -> Path:
         raise UsageError(f"output folder {outdir}: cannot write in {parent} (permission denied)")
     holder = _lock_holder(outdir)
     if holder:
-        raise UsageError(f"output folder {outdir} is being written by another run (pid {holder}); "
+        raise OutdirLocked(f"output folder {outdir} is being written by another run (pid {holder}); "
                          "choose another -o")
     return outdir.resolve()
 
@@ -740,7 +744,7 @@ def _take_lock(outdir: Path) -> Path:
         except FileExistsError:
             holder = _lock_holder(outdir)
             if holder:
-                raise UsageError(f"output folder {outdir} is being written by another run (pid {holder}); "
+                raise OutdirLocked(f"output folder {outdir} is being written by another run (pid {holder}); "
                                  "choose another -o") from None
             lock.unlink(missing_ok=True)  # stale: its process is gone
             continue
@@ -838,7 +842,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     failure, status, trace = None, 1, ""
     env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch)}
     kernel_log = tmp / "kernel.log"
-    streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if log_output else {}
+    streams = {"stdout_file": _Copy(sys.stdout), "stderr_file": _Copy(sys.stderr)} if log_output else {}
     try:
         with _quiet_papermill():
             pm.execute_notebook(str(plan.chapter.path), str(notebook), parameters=plan.injected,
@@ -893,6 +897,29 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
                                   partial=_failed(outdir)) from None
     os.replace(tmp, outdir)
     return outdir
+
+
+class _Copy:
+    """A terminal stream the cells' output is copied to (``--log-output``); once its reader has
+    gone (``| less`` quit, a closed terminal) copying stops and the run goes on."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        if self.stream is not None:
+            try:
+                self.stream.write(text)
+            except (BrokenPipeError, OSError, ValueError):
+                self.stream = None
+        return len(text)
+
+    def flush(self):
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self.stream = None
 
 
 def _stamp_scale(notebook: Path, scale: str) -> None:

@@ -225,3 +225,19 @@ def test_training_configs_out_of_range_are_refused(tmp_path, config, words):
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert all(w in done.stderr for w in words), done.stderr
     assert not (tmp_path / "run").exists()
+
+
+def test_a_store_in_a_folder_that_cannot_be_written_is_an_input_error(capsys, tmp_path, monkeypatch):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    real_access = os.access
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write anywhere: check what a user would see
+        monkeypatch.setattr(runner.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+    try:
+        rc, err = lowrank(capsys, "run", "04", "--scale", "smoke", "-p", "results_store", str(ro / "s.jsonl"),
+                          "--dry-run")
+    finally:
+        ro.chmod(0o755)
+    refused(rc, err, "'results_store'", "cannot write in", "permission denied")
+    assert list(ro.iterdir()) == []

@@ -585,10 +585,12 @@ def _check_path(name: str, value: str, kind: str, base: Path, source: str, root:
         elif any(p.exists() and not p.is_dir() for p in path.parents):
             bad = "a file stands where its folder should be"
         elif kind == "store":
-            bad = committed_store(path, root)
+            bad = committed_store(path, root) or _unwritable(path)
     elif kind == "folder":
         if path.exists() and not path.is_dir():
             bad = "it is a file; a folder is expected"
+        else:
+            bad = _unwritable(path)
     elif kind == "input_folder":
         if not path.is_dir():
             bad = "no such folder"
@@ -613,6 +615,17 @@ def _check_manifests(chapter: Chapter, merged: dict, injected: dict, sources: di
         why = manifest_conflict(sidecars(store)[0], merged)
         if why:
             raise UsageError(f"parameter {name!r} = {short_repr(str(store))} (set {sources[name]}): {why}")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a run could not create or append to ``path``, or None: checked here, it is an input
+    error (status 2) instead of an OSError from a cell minutes later."""
+    target = path if path.exists() else next((p for p in path.parents if p.exists()), None)
+    if target is None:
+        return None
+    if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+        return f"cannot write {'in ' if target.is_dir() else ''}{target} (permission denied)"
+    return None
 
 
 def _yaml_text(value: Any) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["ParameterError", "Param", "short_repr", "MAX_LIST", "INT_CEILING", "Constraint", "Estimate",
-           "CONSTRAINTS", "ESTIMATES", "PATHS", "check_constraints", "estimate", "Int", "Float", "Bool", "Choice", "Str", "IntList",
+           "CONSTRAINTS", "ESTIMATES", "PATHS", "MANIFESTS", "check_constraints", "estimate", "Int", "Float", "Bool", "Choice", "Str", "IntList",
            "FloatList", "ChoiceList", "SCHEMAS", "register", "schema", "validate", "chapter_name"]
 
 
@@ -49,6 +49,7 @@ class Param:
     min_len: int = 1
     allow_none: bool = False
     max_len: int = MAX_LIST
+    distinct: bool = True  # lists: a value given twice would be run, and counted, twice
 
     def allowed(self) -> str:
         if self.kind in ("choice", "choice_list"):
@@ -60,7 +61,7 @@ class Param:
             rng = _range_text(self.lo, self._hi())
             what = f"{base}{' ' + rng if rng else ''}"
         if self.kind.endswith("_list"):
-            what = f"{what} ({self.min_len} to {self.max_len} items)"
+            what = f"{what} ({self.min_len} to {self.max_len} items{', no value twice' if self.distinct else ''})"
         return what + (" or None" if self.allow_none else "")
 
     def _hi(self):
@@ -88,6 +89,12 @@ class Param:
         if not good:
             raise ParameterError(f"parameter {name!r} = {short_repr(value)} is not allowed: expected {self.allowed()}"
                                  + (f" ({self.doc})" if self.doc else ""))
+        if self.kind.endswith("_list") and self.distinct:
+            seen: set = set()
+            twice = next((x for x in value if x in seen or seen.add(x)), None)
+            if len(seen) < len(value):
+                raise ParameterError(f"parameter {name!r} = {short_repr(value)} is not allowed: {short_repr(twice)} "
+                                     f"is given more than once; expected {self.allowed()}")
         if self.kind == "float":
             return float(value)
         if self.kind == "float_list":
@@ -151,8 +158,8 @@ def Choice(*choices, doc="") -> Param:
     return Param("choice", choices=tuple(choices), doc=doc)
 
 
-def IntList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST) -> Param:
-    return Param("int_list", lo, hi, doc=doc, min_len=min_len, max_len=max_len)
+def IntList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST, distinct=True) -> Param:
+    return Param("int_list", lo, hi, doc=doc, min_len=min_len, max_len=max_len, distinct=distinct)
 
 
 def FloatList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST) -> Param:
@@ -394,7 +401,8 @@ register(
     threads=Int(0, 1024, doc="torch CPU threads; 0 leaves torch's default"),
     minilm_corpora=ChoiceList("shakespeare", "bbcnews", doc="real text fed to MiniLM"),
     minilm_seq_lens=IntList(3, 512, doc="sequence lengths n for MiniLM, [CLS] and [SEP] included (512 positions)"),
-    minilm_counts=IntList(1, 1_000_000, doc="windows per corpus at each n, one entry per minilm_seq_lens entry"),
+    minilm_counts=IntList(1, 1_000_000, distinct=False,
+                          doc="windows per corpus at each n, one entry per minilm_seq_lens entry"),
     minilm_batch=Int(1, 4096, doc="windows per forward pass (memory: one layer of one batch)"),
     rtols=FloatList(0.0, 0.5, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
     energy=Float(0.5, 1.0, doc="fraction of sum sigma^2 for the energy rank"),
@@ -461,6 +469,18 @@ def _divides(names_h: str, name_d: str):
     return rule
 
 
+def _shard_problem(value) -> str | None:
+    """What is wrong with a ``shard`` value ('i/N', 0 <= i < N), or None (also for None: no shard)."""
+    if value is None:
+        return None
+    parts = str(value).strip().split("/")
+    if len(parts) == 2 and all(x.strip().isdigit() for x in parts):
+        i, n = (int(x) for x in parts)
+        if 0 <= i < n <= 1_000_000:
+            return None
+    return f"shard = {short_repr(value)} must look like 'i/N' with integers 0 <= i < N, e.g. '0/2'"
+
+
 def _as_list(v) -> list:
     return list(v) if isinstance(v, (list, tuple)) else [v]
 
@@ -523,6 +543,18 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
         Constraint(("recovery_steps", "steps"), lambda p: None if (
             p["recovery_steps"] is None or p["recovery_steps"] > p["steps"]) else (
             f"recovery_steps = {p['recovery_steps']} must exceed steps = {p['steps']} (it is a larger budget)")),
+        Constraint(("heads", "d_model"), lambda p: None if any(p["d_model"] % h == 0 for h in p["heads"]) else (
+            f"heads {short_repr(p['heads'])}: at least one must divide d_model = {p['d_model']} (the standard "
+            "family, d_h = d_model / h, would be empty)")),
+        Constraint(("recovery_steps", "heads", "d_model", "head_dim"), lambda p: None if (
+            p["recovery_steps"] is None or any(p["d_model"] % h == 0 and p["d_model"] // h != p["head_dim"]
+                                               for h in p["heads"])) else (
+            f"recovery_steps needs a head count in heads {short_repr(p['heads'])} that divides d_model = "
+            f"{p['d_model']} with d_model / h != head_dim = {p['head_dim']} (the pair it trains longer)")),
+        Constraint(("shard",), lambda p: _shard_problem(p["shard"])),
+        Constraint(("shard", "results_store"), lambda p: None if (
+            p["shard"] is None or p["results_store"] is not None) else (
+            f"shard = {short_repr(p['shard'])} needs results_store: the store every shard appends to")),
     ),
     "05_rank_barrier": (
         Constraint(("heads", "heads_d_model"), lambda p: (
@@ -531,9 +563,14 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
             f"{p['heads_d_model']}: each head needs d_h = heads_d_model // h >= 1")),
         Constraint(("rtols",), _contains("rtols", 0.0, "the default tolerance the tables compare against")),
         Constraint(("scales",), _contains("scales", 1.0, "the standard temperature")),
+        *(Constraint((name,), _contains(name, 1, "the chapter's sentences compare every head size with d_h = 1"))
+          for name in ("head_dims", "setting_head_dims", "key_head_dims")),
     ),
     "06_rank_saturation": (
         Constraint(("ns",), _distinct_at_least("ns", 3, "the saturation law is fitted across three or more n")),
+        Constraint(("max_head_dim",), lambda p: None if p["max_head_dim"] >= 4 else (
+            f"max_head_dim = {p['max_head_dim']} must be at least 4: the saturation criteria need head sizes "
+            "over two octaves or more, or no n has a saturation point to plot")),
     ),
     "07_trained_attention": (
         Constraint(("minilm_seq_lens", "minilm_counts"), _same_length("minilm_seq_lens", "minilm_counts")),
@@ -545,6 +582,10 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
                                         f"{p['retrieval_max_steps']}"),
         Constraint(("truncation_layer_n", "truncation_ns"), lambda p: None if p["truncation_layer_n"] in p[
             "truncation_ns"] else f"truncation_layer_n = {p['truncation_layer_n']} must be one of truncation_ns"),
+        Constraint(("truncation_folds", "truncation_per_class"), lambda p: None if (
+            p["truncation_folds"] <= p["truncation_per_class"]) else (
+            f"truncation_folds = {p['truncation_folds']} must not exceed truncation_per_class = "
+            f"{p['truncation_per_class']} (every fold of the stratified probe needs a document of each topic)")),
     ),
 }
 
@@ -565,15 +606,19 @@ def check_constraints(chapter: str, params: Mapping[str, Any]) -> None:
                 raise err
 
 
-# Parameters that name files or folders: "store" a JSONL results file (created or appended),
+# Parameters that name files or folders: "store" a JSONL results file (created or appended; never
+# a committed one, lowrank.book.guards), "read_store" an existing results file only read,
 # "folder" a folder the run keeps results in (created), "input_folder" an existing folder read,
 # "corpus" a corpus name or an existing local path. ``lowrank run`` resolves them against the
 # caller's working directory (values from the book's own parameter sets: the book's folder).
 PATHS: dict[str, dict[str, str]] = {
-    "04_head_size_training": {"results_store": "store", "long_store": "store", "corpus": "corpus"},
-    "07_trained_attention": {"retrieval_store": "store"},
+    "04_head_size_training": {"results_store": "store", "long_store": "read_store", "corpus": "corpus"},
+    "07_trained_attention": {"retrieval_store": "store", "retrieval_long_store": "read_store"},
     "08_synthesis": {"chapters_dir": "input_folder"},
 }
+# Store parameters whose chapter writes a parameter manifest beside the store
+# (lowrank.sweep.write_manifest): a run with other parameters is refused before it starts.
+MANIFESTS: dict[str, tuple[str, ...]] = {"04_head_size_training": ("results_store",)}
 CORPUS_NAMES = ("shakespeare", "bbcnews")
 
 

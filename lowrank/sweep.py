@@ -248,7 +248,13 @@ class ResultStore:
         if not (isinstance(record["key"], str) and isinstance(record.get("config"), dict)
                 and isinstance(record.get("metrics"), dict)):
             raise ValueError("a result record needs a string 'key' and dict 'config' and 'metrics'")
-        line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode()
+        try:
+            line = (json.dumps(record, sort_keys=True, allow_nan=False) + "\n").encode()
+        except ValueError:  # json's own words ("Out of range float values...") name nothing
+            bad = sorted(k for k, v in record["metrics"].items() if not _finite(v))
+            raise ValueError(f"run {record['key'][:20]} finished with non-finite metrics "
+                             f"({', '.join(bad[:5]) or 'in its config or record'}: NaN or infinity); "
+                             f"it is not stored in {self.path}") from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:

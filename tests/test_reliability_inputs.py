@@ -108,14 +108,15 @@ def test_values_that_broke_a_cell_are_refused_before_the_kernel(capsys, tmp_path
     for name, value in zip(params[::2], params[1::2]):
         argv += ["-p", name, subs.get(value, value)]
     for dry in (["--dry-run"], []):  # the real run stops at the same check, before any kernel
-        rc, err = lowrank(capsys, "run", chapter, "--scale", "smoke", *argv, *dry, "-o", str(tmp_path / "run"))
+        rc, err = lowrank(capsys, "run", chapter, *argv, *dry, "-o", str(tmp_path / "run"))
         refused(rc, err, *words)
     assert not (tmp_path / "run").exists() and not (tmp_path / "s.jsonl").exists()
 
 
 def test_lists_that_may_repeat_values_still_do(capsys):
     # one window count per sequence length: equal counts are the normal case
-    rc, err = lowrank(capsys, "run", "07", "--scale", "smoke", "-p", "minilm_counts", "[1, 1]", "--dry-run")
+    rc, err = lowrank(capsys, "run", "07", "-p", "minilm_seq_lens", "[16, 32]", "-p", "minilm_counts", "[1, 1]",
+                      "--dry-run")
     assert rc == 0, err
 
 

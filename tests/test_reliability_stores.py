@@ -64,7 +64,7 @@ def _record(name, **metrics) -> dict:
 def test_a_committed_store_is_refused_for_writing(capsys, chapter, name, store):
     before = _files(store, *guards.sidecars(store))
     for dry in (["--dry-run"], []):  # a real run is refused before its kernel, like the dry run
-        rc, err = lowrank(capsys, "run", chapter, "--scale", "smoke", "-p", name, str(store), *dry)
+        rc, err = lowrank(capsys, "run", chapter, "-p", name, str(store), *dry)
         refused(rc, err, repr(name), "committed")
     assert _files(store, *guards.sidecars(store)) == before
 
@@ -241,3 +241,11 @@ def test_a_store_in_a_folder_that_cannot_be_written_is_an_input_error(capsys, tm
         ro.chmod(0o755)
     refused(rc, err, "'results_store'", "cannot write in", "permission denied")
     assert list(ro.iterdir()) == []
+
+
+def test_a_run_with_nan_metrics_is_named_and_not_stored(tmp_path):
+    store = tmp_path / "s.jsonl"
+    with pytest.raises(ValueError, match=r"non-finite metrics \(acc: NaN or infinity\); it is not stored"):
+        sweep([{"k": 1}], experiment="t", store=store, run_fn=lambda c, run_dir: {"acc": float("nan"), "n": 3},
+              progress=False, runs_dir=tmp_path / "runs")
+    assert not store.exists() or store.read_text() == ""

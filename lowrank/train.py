@@ -440,8 +440,12 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
         torch.set_num_threads(cfg.num_threads)
     ckpt_path, metrics_path, result_path = out / "checkpoint.pt", out / "metrics.jsonl", out / "result.json"
     if resume and result_path.is_file():
-        done = json.loads(result_path.read_text())
-        if done.get("config") == cfg.to_dict():
+        try:
+            done = json.loads(result_path.read_bytes()[: 1 << 24])
+        except (OSError, ValueError) as e:
+            raise CheckpointError(f"result {result_path} cannot be read ({type(e).__name__}: {_clip(e, 120)}); "
+                                  "delete it to finish the run again from its checkpoint") from e
+        if isinstance(done, dict) and done.get("config") == cfg.to_dict():
             return done
     task = _Task(cfg, root)
     torch.manual_seed(_seed(cfg.seed, 0, 0))

@@ -249,3 +249,18 @@ def test_a_run_with_nan_metrics_is_named_and_not_stored(tmp_path):
         sweep([{"k": 1}], experiment="t", store=store, run_fn=lambda c, run_dir: {"acc": float("nan"), "n": 3},
               progress=False, runs_dir=tmp_path / "runs")
     assert not store.exists() or store.read_text() == ""
+
+
+def test_a_damaged_result_is_named_when_a_sweep_resumes(tmp_path):
+    from lowrank.train import CheckpointError, train
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "result.json").write_text('{"config": ')
+    docs = tmp_path / "docs.txt"
+    docs.write_text("".join(f"document {i} has a few words in it.\n" for i in range(40)))
+    cfg = dict(corpus=str(docs), vocab_size=280, seq_len=8, d_model=8, n_layers=1, n_heads=2, batch_size=4, steps=2,
+               warmup_steps=1, eval_interval=0)
+    with pytest.raises(CheckpointError, match=r"result .*result.json cannot be read .*delete it"):
+        train(cfg, out_dir=run, resume=True, progress=False, data_root=str(tmp_path / "data"))
+    assert (run / "result.json").read_text() == '{"config": '

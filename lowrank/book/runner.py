@@ -44,15 +44,18 @@ folder behind; it is never mistaken for a run, and may be deleted.
 
 **Exit statuses** (``RunError.status``): 0 finished; 1 a cell failed, the kernel died, or the
 book did not render (the cell or step is named); 2 refused before a kernel started (unknown
-chapter, parameter, parameter set or kernel; bad value; a broken cross-parameter constraint
-(``params.CONSTRAINTS``); a memory estimate beyond the machine (``params.ESTIMATES``); a path
-parameter of the wrong kind (``params.PATHS``); GPU required; OUTDIR not empty, under a file,
-not writable or locked by another run; an ``OUTDIR.failed`` that is not a failed run's folder);
-130 interrupted (Ctrl-C, SIGTERM, SIGHUP).
+chapter, parameter, parameter set or kernel; bad value; YAML with a name set twice or a YAML 1.1
+octal or base-60 number; a broken cross-parameter constraint (``params.CONSTRAINTS``); a memory
+estimate beyond the machine (``params.ESTIMATES``); a path parameter of the wrong kind
+(``params.PATHS``), a store that is committed, someone else's file or at odds with its manifest
+(:mod:`lowrank.book.guards`); GPU required; OUTDIR inside the book's sources, not empty, under a
+file, not writable or locked by another run; an ``OUTDIR.failed`` that is not a failed run's
+folder); 130 interrupted (Ctrl-C, SIGTERM, SIGHUP).
 
-**Temporary files.** The kernel's ``TMPDIR`` is a ``scratch/`` folder inside the hidden run
-folder, removed when the run ends however it ends, so a chapter's ``tempfile`` folders never
-outlive the run. A lock file ``.OUTDIR.lock`` (the pid of the run) keeps a second run off the
+**Temporary files.** The kernel's ``TMPDIR`` (given to the kernel only, never set in this
+process: ``lowrank book`` runs every chapter in one process) is a ``scratch/`` folder inside
+the hidden run folder, removed when the run ends however it ends, so a chapter's ``tempfile``
+folders never outlive the run. A lock file ``.OUTDIR.lock`` (the pid of the run) keeps a second run off the
 same OUTDIR; one left by a killed process is ignored once that process is gone.
 """
 from __future__ import annotations

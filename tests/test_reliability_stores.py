@@ -264,3 +264,20 @@ def test_a_damaged_result_is_named_when_a_sweep_resumes(tmp_path):
     with pytest.raises(CheckpointError, match=r"result .*result.json cannot be read .*delete it"):
         train(cfg, out_dir=run, resume=True, progress=False, data_root=str(tmp_path / "data"))
     assert (run / "result.json").read_text() == '{"config": '
+
+
+def test_a_run_whose_outdir_was_filled_meanwhile_is_kept_as_our_failed_run(capsys, tmp_path, monkeypatch):
+    import papermill
+
+    out = tmp_path / "run"
+
+    def meanwhile(input_path, output_path, **kw):
+        Path(output_path).write_text(Path(input_path).read_text())
+        out.mkdir()
+        (out / "theirs.txt").write_text("someone else's")
+
+    monkeypatch.setattr(papermill, "execute_notebook", meanwhile)
+    rc, err = lowrank(capsys, "run", "01", "--scale", "smoke", "--no-progress", "-o", str(out))
+    assert rc == 1 and "filled by someone else" in err, err
+    assert (out / "theirs.txt").read_text() == "someone else's"
+    assert runner._our_failed_run(tmp_path / "run.failed")  # a later run may replace it, and only it

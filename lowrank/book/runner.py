@@ -951,7 +951,14 @@ def _keep_as_failed(tmp: Path, outdir: Path) -> None:
     failed = _failed(outdir)
     if _our_failed_run(failed):
         shutil.rmtree(failed)
-    (tmp / "FAILED").write_text(f"finished, but {outdir} was not empty when the run ended\n", encoding="utf8")
+    why = f"finished, but {outdir} was not empty when the run ended"
+    (tmp / "FAILED").write_text(why + "\n", encoding="utf8")
+    try:  # recorded as failed, so that a later run of this OUTDIR knows the folder for its own
+        record = json.loads((tmp / "params.json").read_bytes())
+        record.update(status="failed", error=why)
+        _write_json(tmp / "params.json", record)
+    except (OSError, ValueError):
+        pass
     os.replace(tmp, failed)
 
 

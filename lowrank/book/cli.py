@@ -178,7 +178,8 @@ def _run(args, root, command: str) -> int:
                            kernel=args.kernel, allow_cpu=args.allow_cpu)
     for note in plan.notes:
         print(f"lowrank: warning: {note}", file=sys.stderr)
-    outdir = runner.check_outdir(args.out, chapter.path.parent.parent) if args.out else runner.default_outdir(plan, root)
+    book = chapter.path.parent.parent
+    outdir = runner.check_outdir(args.out, book) if args.out else runner.default_outdir(plan, root)
     if args.dry_run:
         print(f"chapter:    {chapter.name} ({chapter.path})")
         print(f"scale:      {plan.scale}" + "".join(f"\nfile:       {f}" for f in plan.files))

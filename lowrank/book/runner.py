@@ -894,7 +894,8 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
         if (failed / "kernel.log").exists():
             where += f" (the kernel's own messages: {failed / 'kernel.log'})"
         # an interruption is one line: the user knows why it stopped
-        raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}{'; ' if status == 130 else chr(10)}{where}",
+        sep = "; " if status == 130 else "\n"
+        raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}{sep}{where}",
                               status=status, partial=failed, traceback=trace)
 
     _stamp_scale(notebook, plan.scale)

@@ -44,7 +44,7 @@ from .attention import MultiHeadAttention, hardmax, row_softmax
 from .rank import rank_report
 
 __all__ = ["MEASURES", "ProbeMismatchError", "AttentionSite", "LayerAttention", "attention_sites",
-           "layer_count", "for_each_layer", "capture", "rank_table", "valid_blocks"]
+           "layer_count", "for_each_layer", "capture", "layer_ranks", "rank_table", "text_ranks", "valid_blocks"]
 
 MEASURES = ("numerical_rank", "effective_rank", "stable_rank", "energy_rank", "hardmax_rank")
 
@@ -278,8 +278,35 @@ def valid_blocks(A: torch.Tensor, valid: torch.Tensor):
         yield seqs.cpu(), sub.gather(3, cols)
 
 
+def _check_measures(measures: Sequence[str]) -> None:
+    unknown = sorted(set(measures) - set(MEASURES))
+    if unknown or not measures:
+        raise ValueError(f"unknown measures {unknown or list(measures)}; allowed: {', '.join(MEASURES)}")
+
+
+def layer_ranks(la: LayerAttention, *, measures: Sequence[str] = MEASURES,
+                rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3),
+                energies: Sequence[float] = (0.99,)) -> pd.DataFrame:
+    """Rank of every head's logits and probs in one layer, in the columns of :func:`rank_table`."""
+    _check_measures(measures)
+    frames: list[pd.DataFrame] = []
+    for matrix, A in (("logits", la.logits), ("probs", la.probs)):
+        for seqs, blocks in valid_blocks(A, la.valid):
+            G, h, L, _ = blocks.shape
+            rep = rank_report(blocks.reshape(G * h, L, L), rtols=rtols,
+                              energies=energies if "energy_rank" in measures else (),
+                              hardmax="hardmax_rank" in measures, long=True)
+            rep = rep[rep["measure"].isin(measures)]
+            idx = rep["index"].to_numpy()
+            frames.append(pd.DataFrame({
+                "layer": la.layer, "head": idx % h, "seq": seqs.numpy()[idx // h], "n": L,
+                "matrix": matrix, "measure": rep["measure"].to_numpy(),
+                "tolerance": rep["tolerance"].to_numpy(), "value": rep["value"].to_numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
 def rank_table(model: nn.Module, batch, *, measures: Sequence[str] = MEASURES,
-               rtols: Sequence[float | None] = (None, 1e-6, 1e-3), energies: Sequence[float] = (0.99,),
+               rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3), energies: Sequence[float] = (0.99,),
                layers: Sequence[int] | None = None, atol: float | None = None) -> pd.DataFrame:
     """Rank of every head's logits and probs, one layer at a time, as a tidy table.
 
@@ -289,24 +316,46 @@ def rank_table(model: nn.Module, batch, *, measures: Sequence[str] = MEASURES,
     max(m, n) eps; energy rank at each of ``energies``). One batched float64 SVD per layer,
     matrix and valid length, on the model's device.
     """
-    unknown = sorted(set(measures) - set(MEASURES))
-    if unknown or not measures:
-        raise ValueError(f"unknown measures {unknown or list(measures)}; allowed: {', '.join(MEASURES)}")
+    _check_measures(measures)
     frames: list[pd.DataFrame] = []
+    for_each_layer(model, batch, lambda la: frames.append(
+        layer_ranks(la, measures=measures, rtols=rtols, energies=energies)), layers=layers, atol=atol)
+    return pd.concat(frames, ignore_index=True)
 
-    def rank_layer(la: LayerAttention) -> None:
-        for matrix, A in (("logits", la.logits), ("probs", la.probs)):
-            for seqs, blocks in valid_blocks(A, la.valid):
-                G, h, L, _ = blocks.shape
-                rep = rank_report(blocks.reshape(G * h, L, L), rtols=rtols,
-                                  energies=energies if "energy_rank" in measures else (),
-                                  hardmax="hardmax_rank" in measures, long=True)
-                rep = rep[rep["measure"].isin(measures)]
-                idx = rep["index"].to_numpy()
-                frames.append(pd.DataFrame({
-                    "layer": la.layer, "head": idx % h, "seq": seqs.numpy()[idx // h], "n": L,
-                    "matrix": matrix, "measure": rep["measure"].to_numpy(),
-                    "tolerance": rep["tolerance"].to_numpy(), "value": rep["value"].to_numpy()}))
 
-    for_each_layer(model, batch, rank_layer, layers=layers, atol=atol)
+def text_ranks(model: nn.Module, tokenizer, texts: Sequence[str], *, lengths: Sequence[int],
+               windows: int | Sequence[int], batch_size: int = 4, seed: int = 0,
+               measures: Sequence[str] = MEASURES, rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3),
+               energies: Sequence[float] = (0.99,), layers: Sequence[int] | None = None,
+               atol: float | None = None, cross_checks: list | None = None) -> pd.DataFrame:
+    """Rank of every head of a Hugging Face text model on unpadded windows of ``texts``.
+
+    For each length n in ``lengths``, ``windows`` windows (one count, or one per length) of
+    exactly n tokens (:func:`lowrank.probe_hf.text_windows`, seeded with ``seed + n``) run through
+    the model ``batch_size`` at a time, so memory holds one layer of one batch. Returns the
+    columns of :func:`rank_table`; ``seq`` numbers the windows of one n. When ``cross_checks`` is
+    a list, one ``(n, layer, max_diff)`` per layer and batch is appended to it: the largest
+    difference between the recomputed probabilities and the model's own. This is the code path of
+    chapter 07 and of ``lowrank probe``.
+    """
+    from .progress import progress
+
+    counts = [windows] * len(lengths) if isinstance(windows, int) else list(windows)
+    if len(counts) != len(lengths):
+        raise ValueError(f"windows must be one count or one per length, got {len(counts)} for {len(lengths)} lengths")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    _check_measures(measures)
+    device = next(model.parameters()).device
+    frames: list[pd.DataFrame] = []
+    for n, count in progress(list(zip(lengths, counts)), desc="probe lengths"):
+        ids = probe_hf.text_windows(tokenizer, texts, n=n, count=count, seed=seed + n)
+        for start in range(0, count, batch_size):
+            def rank_layer(la: LayerAttention, start=start) -> None:
+                t = layer_ranks(la, measures=measures, rtols=rtols, energies=energies)
+                t["seq"] += start
+                frames.append(t)
+                if cross_checks is not None:
+                    cross_checks.append((n, la.layer, la.max_diff))
+            for_each_layer(model, ids[start:start + batch_size].to(device), rank_layer, layers=layers, atol=atol)
     return pd.concat(frames, ignore_index=True)

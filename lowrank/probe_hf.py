@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "supports_interface", "reading", "cross_check_atol"]
+__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "supports_interface", "reading", "cross_check_atol",
+           "special_tokens", "text_windows"]
 
 IMPLEMENTATION = "lowrank_probe"
 
@@ -126,3 +127,53 @@ def reading(model, on_call: Callable[[HFCall], None]) -> Iterator[None]:
         yield
     finally:
         model.set_attn_implementation(before)
+
+
+def special_tokens(tokenizer) -> tuple[list[int], list[int]]:
+    """The ids a tokenizer puts before and after a text ([CLS] / [SEP] for BERT, BOS for Llama, none for GPT-2)."""
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a", add_special_tokens=True)["input_ids"]
+    for i in range(len(full) - len(bare) + 1):
+        if full[i:i + len(bare)] == bare:
+            return list(full[:i]), list(full[i + len(bare):])
+    raise ValueError(f"{type(tokenizer).__name__}: cannot tell its special tokens from a text's tokens")
+
+
+def text_windows(tokenizer, texts, *, n: int, count: int, seed: int = 0) -> torch.Tensor:
+    """``count`` unpadded windows of exactly ``n`` tokens, (count, n) int64, each with the tokenizer's
+    own special tokens around ``n`` minus their number of text tokens.
+
+    Documents are taken in a seeded random order, from a random offset into the first, and their
+    tokens concatenated into one running stream cut into consecutive windows (a window may cross a
+    document boundary). For a BERT tokenizer this is [CLS] + n - 2 word pieces + [SEP], the windows
+    of :func:`lowrank.pretrained.encode_windows`.
+    """
+    import random
+
+    before, after = special_tokens(tokenizer)
+    body = n - len(before) - len(after)
+    if not isinstance(n, int) or body < 1:
+        raise ValueError(f"n must be an int of at least {len(before) + len(after) + 1} (the tokenizer's special "
+                         f"tokens and one text token), got {n!r}")
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"count must be a positive int, got {count!r}")
+    if len(texts) == 0:
+        raise ValueError("texts is empty")
+    need = count * body
+    order = list(range(len(texts)))
+    random.Random(seed).shuffle(order)
+    stream: list[int] = []
+    for i, doc in enumerate(order):
+        # verbose=False: long documents are cut into windows here, not fed whole to the model.
+        ids = tokenizer(texts[doc], add_special_tokens=False, verbose=False)["input_ids"]
+        if i == 0 and len(ids) > need:
+            ids = ids[random.Random(seed + 1).randrange(len(ids) - need + 1):]
+        stream.extend(ids)
+        if len(stream) >= need:
+            break
+    if len(stream) < need:
+        raise ValueError(f"the texts hold {len(stream)} tokens, fewer than the {need} that {count} windows "
+                         f"of {n} tokens need")
+    rows = torch.tensor(stream[:need], dtype=torch.long).view(count, body)
+    return torch.cat([torch.tensor([before] * count, dtype=torch.long).view(count, -1), rows,
+                      torch.tensor([after] * count, dtype=torch.long).view(count, -1)], dim=1)

@@ -88,8 +88,9 @@ def _figures(summary: pd.DataFrame, folder: Path, title: str) -> None:
     by_n = summary.groupby("n").median(numeric_only=True).reset_index()
     n = by_n["n"].to_numpy()
     fig, ax = plt.subplots(figsize=(6, 3.8), constrained_layout=True)
-    ax.plot(n, n, ":", color="0.5", label=r"$n$")
-    ax.plot(n, by_n["barrier_fraction"] * n, "--", color="0.3", label=r"$n(1-(1-1/n)^n)$")
+    # Markers keep the reference curves visible when only one length was probed.
+    ax.plot(n, n, ":_", color="0.5", ms=14, label=r"$n$")
+    ax.plot(n, by_n["barrier_fraction"] * n, "--_", color="0.3", ms=14, label=r"$n(1-(1-1/n)^n)$")
     ax.axhline(int(summary["d_h"].iloc[0]), color="C3", lw=1, label=r"$d_h$")
     ax.plot(n, by_n["logit_rank"], "o-", label=r"rank$(S)$")
     ax.plot(n, by_n["rank_A_over_n"] * n, "s-", label=r"rank$(A)$, float64 tol.")

@@ -124,7 +124,7 @@ def _report(summary: pd.DataFrame, info: dict, prov: dict) -> str:
         if info["gqa_groups"] > 1 else ""
     return f"""# Attention ranks of {info['architecture']}
 
-Checkpoint `{info['path']}` ({info['model_type']}): {info['layers']} layers, {info['heads']} heads of
+Checkpoint `{Path(info['path']).name}` ({info['model_type']}; full path and weights hash in `provenance.json`): {info['layers']} layers, {info['heads']} heads of
 head size d_h = {d_h}{gqa}; run in {prov['dtype']} on {prov['device']}, inputs: {source},
 {inputs['windows']} windows (seed {inputs['seed']}). Probabilities recomputed in float64 matched the
 model's own to {diff} (max abs; tolerance {check['atol']:g}). lowrank {prov['lowrank_version']},

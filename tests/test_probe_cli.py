@@ -168,3 +168,14 @@ def test_a_failed_cross_check_exits_1_and_writes_nothing(checkpoints, tmp_path, 
     code, err = _probe(capsys, paths["gpt2"], "--texts", texts, "--lengths", 20, "-o", out)
     assert code == 1 and "cross-check failed" in _one_line(err)
     assert not out.exists() and not list(tmp_path.glob(".o.tmp-*"))
+
+
+def test_every_probe_option_is_documented():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "appendix" / "probe.md").read_text()
+    sub = next(a for a in cli._parser()._actions if a.dest == "command").choices["probe"]
+    options = [a.option_strings for a in sub._actions if a.option_strings and "--help" not in a.option_strings]
+    assert len(options) >= 10
+    missing = [o for o in options if not any(f"`{s} " in page for s in o)]
+    assert not missing, missing

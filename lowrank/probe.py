@@ -221,14 +221,12 @@ def for_each_layer(model: nn.Module, batch, fn: Callable[[LayerAttention], None]
 
 def _run_hf(model, batch, wanted, atol, deliver) -> None:
     def on_call(call: probe_hf.HFCall) -> None:
-        if call.index not in wanted:
-            return
         tol = probe_hf.cross_check_atol(next(model.parameters()).dtype) if atol is None else atol
         if not call.max_diff <= tol:
             raise _mismatch(call.index, type(call.module).__name__, call.max_diff, tol)
         deliver(call.index, call.logits, call.probs, call.max_diff)
 
-    with probe_hf.reading(model, on_call):
+    with probe_hf.reading(model, on_call, want=set(wanted).__contains__):
         _forward(model, batch)
 
 

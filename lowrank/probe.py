@@ -69,7 +69,7 @@ class LayerAttention:
     logits: torch.Tensor
     probs: torch.Tensor
     valid: torch.Tensor
-    max_diff: float = float("nan")   # largest |probs - the model's own probabilities| (NaN: not recorded)
+    max_diff: float = float("nan")   # largest |probs - the model's own probabilities|
 
 
 def attention_sites(model: nn.Module) -> list[AttentionSite]:
@@ -103,7 +103,8 @@ def _mismatch(layer: int, name: str, diff: float, atol: float) -> ProbeMismatchE
 
 
 def _recompute(site: AttentionSite, args: tuple, kwargs: dict, atol: float):
-    """(logits, probs) in float64 for one lowrank module call, after checking probs against the module's."""
+    """(logits, probs, max abs difference) in float64 for one lowrank module call, after checking probs
+    against the module's own."""
     x = args[0] if args else kwargs.get("hidden_states", kwargs.get("x"))
     m = site.module
     q, k, _ = m.qkv(x)
@@ -116,7 +117,7 @@ def _recompute(site: AttentionSite, args: tuple, kwargs: dict, atol: float):
     diff = (probs - own.double()).abs().max().item()
     if not diff <= atol:
         raise _mismatch(site.layer, site.name, diff, atol)
-    return logits, probs
+    return logits, probs, diff
 
 
 def _valid(batch, B: int, n: int, device) -> torch.Tensor:
@@ -235,8 +236,7 @@ def _run_lowrank(model, batch, wanted, atol, deliver) -> None:
 
     def make_hook(site: AttentionSite):
         def hook(module, args, kwargs, output):
-            logits, probs = _recompute(site, args, kwargs, atol)
-            deliver(site.layer, logits, probs, float("nan"))
+            deliver(site.layer, *_recompute(site, args, kwargs, atol))
         return hook
 
     handles = [sites[i].module.register_forward_hook(make_hook(sites[i]), with_kwargs=True) for i in wanted]

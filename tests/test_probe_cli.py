@@ -179,3 +179,59 @@ def test_every_probe_option_is_documented():
     assert len(options) >= 10
     missing = [o for o in options if not any(f"`{s} " in page for s in o)]
     assert not missing, missing
+
+
+@pytest.fixture()
+def lowrank_run(tmp_path, monkeypatch):
+    """A `python -m lowrank.train` run folder (config.json, checkpoint.pt) of a small causal LM, on a
+    local corpus whose tokenizer and token cache go to a private data folder."""
+    from lowrank.data import prepare_lm
+    from lowrank.models import CausalLM
+    from lowrank.train import TrainConfig
+
+    monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "data"))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(WORDS[(i * 5 + j) % len(WORDS)] for j in range(30))
+                                for i in range(200)) + "\n")
+    cfg = TrainConfig(task="lm", corpus=str(corpus), vocab_size=300, seq_len=24, d_model=16, n_layers=2,
+                      n_heads=3, head_dim=4, steps=1, batch_size=2)
+    torch.manual_seed(0)
+    model = CausalLM(cfg.model_config(vocab_size=prepare_lm(cfg.corpus, vocab_size=300).vocab_size))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+    torch.save({"config": cfg.to_dict(), "model": model.state_dict(), "optimizer": {}, "step": 1},
+               run / "checkpoint.pt")
+    return run, cfg
+
+
+def test_a_lowrank_training_run_is_probed_on_its_own_corpus(lowrank_run, tmp_path, capsys):
+    run, cfg = lowrank_run
+    out = tmp_path / "out"
+    code, err = _probe(capsys, run, "--windows", 2, "-o", out)
+    assert code == 0, err
+    ranks = pd.read_csv(out / "ranks.csv")
+    S = ranks[(ranks.matrix == "S") & (ranks.measure == "numerical_rank") & (ranks.tolerance == "rtol=max(m,n)eps")]
+    # no length given: the longest the model has positions for; every head at its bound d_h = 4
+    assert set(S.n) == {cfg.seq_len} and (S.value == 4).all() and len(S) == 2 * 3 * 2
+    A = ranks[(ranks.matrix == "A") & (ranks.measure == "numerical_rank")]
+    assert (A.value == A.n).all()  # causal: lower triangular, positive diagonal
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["checkpoint"]["model_type"] == "lowrank-lm" and prov["checkpoint"]["head_dim"] == 4
+    assert 0 <= prov["cross_check"]["max_abs_diff"] <= 1e-5 and "checkpoint.pt" in prov["checkpoint"]["weights"]
+
+
+def test_a_lowrank_run_refuses_other_inputs_and_tasks(lowrank_run, tmp_path, capsys):
+    run, cfg = lowrank_run
+    for args, words in (([run, "--texts", "bbcnews"], "its own corpus"),
+                        ([run, "--lengths", 25], "longer than the 24 positions"),
+                        ([run, "--images", "synthetic"], "text model")):
+        code, err = _probe(capsys, *args, "-o", tmp_path / "o")
+        assert code == 2 and words in _one_line(err), (args, err)
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    torch.save({**state, "config": {**state["config"], "task": "classify"}}, run / "checkpoint.pt")
+    code, err = _probe(capsys, run, "-o", tmp_path / "o")
+    assert code == 2 and "'classify' run" in _one_line(err)
+    (run / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    code, err = _probe(capsys, run, "-o", tmp_path / "o")
+    assert code == 2 and "checkpoint.pt cannot be read" in _one_line(err)

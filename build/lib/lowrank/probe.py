@@ -69,7 +69,7 @@ class LayerAttention:
     logits: torch.Tensor
     probs: torch.Tensor
     valid: torch.Tensor
-    max_diff: float = float("nan")   # largest |probs - the model's own probabilities| (NaN: not recorded)
+    max_diff: float = float("nan")   # largest |probs - the model's own probabilities|
 
 
 def attention_sites(model: nn.Module) -> list[AttentionSite]:
@@ -103,7 +103,8 @@ def _mismatch(layer: int, name: str, diff: float, atol: float) -> ProbeMismatchE
 
 
 def _recompute(site: AttentionSite, args: tuple, kwargs: dict, atol: float):
-    """(logits, probs) in float64 for one lowrank module call, after checking probs against the module's."""
+    """(logits, probs, max abs difference) in float64 for one lowrank module call, after checking probs
+    against the module's own."""
     x = args[0] if args else kwargs.get("hidden_states", kwargs.get("x"))
     m = site.module
     q, k, _ = m.qkv(x)
@@ -116,7 +117,7 @@ def _recompute(site: AttentionSite, args: tuple, kwargs: dict, atol: float):
     diff = (probs - own.double()).abs().max().item()
     if not diff <= atol:
         raise _mismatch(site.layer, site.name, diff, atol)
-    return logits, probs
+    return logits, probs, diff
 
 
 def _valid(batch, B: int, n: int, device) -> torch.Tensor:
@@ -221,14 +222,12 @@ def for_each_layer(model: nn.Module, batch, fn: Callable[[LayerAttention], None]
 
 def _run_hf(model, batch, wanted, atol, deliver) -> None:
     def on_call(call: probe_hf.HFCall) -> None:
-        if call.index not in wanted:
-            return
         tol = probe_hf.cross_check_atol(next(model.parameters()).dtype) if atol is None else atol
         if not call.max_diff <= tol:
             raise _mismatch(call.index, type(call.module).__name__, call.max_diff, tol)
         deliver(call.index, call.logits, call.probs, call.max_diff)
 
-    with probe_hf.reading(model, on_call):
+    with probe_hf.reading(model, on_call, want=set(wanted).__contains__):
         _forward(model, batch)
 
 
@@ -237,8 +236,7 @@ def _run_lowrank(model, batch, wanted, atol, deliver) -> None:
 
     def make_hook(site: AttentionSite):
         def hook(module, args, kwargs, output):
-            logits, probs = _recompute(site, args, kwargs, atol)
-            deliver(site.layer, logits, probs, float("nan"))
+            deliver(site.layer, *_recompute(site, args, kwargs, atol))
         return hook
 
     handles = [sites[i].module.register_forward_hook(make_hook(sites[i]), with_kwargs=True) for i in wanted]

@@ -20,6 +20,7 @@ attention-function interface and the module's class (to find its eager function)
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -88,13 +89,47 @@ def _recompute(query, key, mask, scaling):
     return logits, torch.softmax(masked, dim=-1)
 
 
+@dataclass
+class _Reader:
+    on_call: Callable[[HFCall], None]
+    want: Callable[[int], bool]
+    calls: int = 0
+
+
+# The reader of the ``with reading(...)`` block running in this thread or task: the registered
+# function is global to transformers, so concurrent probes find their own reader here.
+_READER: contextvars.ContextVar[_Reader | None] = contextvars.ContextVar("lowrank_probe_reader", default=None)
+
+
+def _attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    reader = _READER.get()
+    out, weights = _eager_function(module)(module, query, key, value, attention_mask, scaling=scaling,
+                                           dropout=dropout, **kwargs)
+    if reader is None:  # a model left switched to this implementation outside a probe: plain eager
+        return out, weights
+    index, reader.calls = reader.calls, reader.calls + 1
+    if not reader.want(index):
+        return out, weights
+    if query.shape[-2] != key.shape[-2]:
+        raise ValueError(f"{type(module).__name__}: {query.shape[-2]} queries but {key.shape[-2]} keys; the "
+                         "probe reads self-attention over one full sequence (no key/value cache, no "
+                         "cross-attention)")
+    logits, probs = _recompute(query, key, attention_mask, scaling)
+    # No probabilities from the eager path means nothing to check against: NaN fails the check.
+    diff = float((probs - weights.double()).abs().max()) if weights is not None else float("nan")
+    reader.on_call(HFCall(index, module, logits, probs, diff))
+    return out, weights
+
+
 @contextlib.contextmanager
-def reading(model, on_call: Callable[[HFCall], None]) -> Iterator[None]:
-    """Within the block, every attention call of ``model`` is passed to ``on_call`` as an :class:`HFCall`.
+def reading(model, on_call: Callable[[HFCall], None], *,
+            want: Callable[[int], bool] = lambda index: True) -> Iterator[None]:
+    """Within the block, every attention call of ``model`` that ``want(index)`` accepts is passed
+    to ``on_call`` as an :class:`HFCall`; the others run as plain eager attention.
 
     Calls are numbered in forward order from 0 (the layer index for a single stack). Raises
     ValueError when the model's attention does not go through the registry (the message names
-    the model class).
+    the model class). The model's own implementation (sdpa, eager, ...) is restored on exit.
     """
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
@@ -102,30 +137,18 @@ def reading(model, on_call: Callable[[HFCall], None]) -> Iterator[None]:
     if not supports_interface(model):
         raise ValueError(f"{type(model).__name__} does not route attention through transformers' "
                          "AttentionInterface, which the probe reads; it cannot be probed")
-    counter = [0]
-
-    def attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-        if query.shape[-2] != key.shape[-2]:
-            raise ValueError(f"{type(module).__name__}: {query.shape[-2]} queries but {key.shape[-2]} keys; the "
-                             "probe reads self-attention over one full sequence (no key/value cache, no "
-                             "cross-attention)")
-        out, weights = _eager_function(module)(module, query, key, value, attention_mask, scaling=scaling,
-                                               dropout=dropout, **kwargs)
-        logits, probs = _recompute(query, key, attention_mask, scaling)
-        diff = float((probs - weights.double()).abs().max()) if weights is not None else float("nan")
-        index, counter[0] = counter[0], counter[0] + 1
-        on_call(HFCall(index, module, logits, probs, diff))
-        return out, weights
-
-    AttentionInterface.register(IMPLEMENTATION, attention)
+    AttentionInterface.register(IMPLEMENTATION, _attention)
+    # The eager path's additive float mask, which the recomputation adds to the logits.
     AttentionMaskInterface.register(IMPLEMENTATION, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
     before = model.config._attn_implementation
     model.set_attn_implementation(IMPLEMENTATION)
     if model.config._attn_implementation != IMPLEMENTATION:
         raise ValueError(f"{type(model).__name__} refused the attention implementation the probe registers")
+    token = _READER.set(_Reader(on_call, want))
     try:
         yield
     finally:
+        _READER.reset(token)
         model.set_attn_implementation(before)
 
 

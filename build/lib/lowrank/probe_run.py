@@ -1,7 +1,8 @@
 """``lowrank probe``: the book's rank analysis on a Hugging Face checkpoint, written to one folder.
 
-:func:`run_probe` loads a local checkpoint folder (``save_pretrained`` output), builds unpadded
-inputs (windows of text, or images for vision models), ranks every head's logits S and
+:func:`run_probe` loads a local checkpoint folder (``save_pretrained`` output, or a
+``python -m lowrank.train`` run folder), builds unpadded inputs (windows of text, or images for
+vision models), ranks every head's logits S and
 probabilities A through :func:`lowrank.probe.text_ranks` (chapter 07's code path) or
 :func:`lowrank.probe.rank_table`, and writes into OUTDIR (:mod:`lowrank.report`):
 ``ranks.csv`` (tidy), ``heads.csv`` (per-head summary), figures as PNG and SVG, ``report.md`` and
@@ -16,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,8 +25,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["ProbeInputError", "ProbeSpec", "TESTED_FAMILIES", "DTYPES", "CheckpointInfo", "load_checkpoint",
-           "max_tokens", "synthetic_images", "folder_images", "run_probe"]
+__all__ = ["ProbeInputError", "ProbeSpec", "TESTED_FAMILIES", "DTYPES", "DEFAULT_LENGTHS", "CheckpointInfo",
+           "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "max_tokens", "synthetic_images",
+           "folder_images", "run_probe"]
 
 # model_type values the test suite builds tiny checkpoints of; other models whose attention goes
 # through transformers' AttentionInterface (Mistral, Qwen2, ...) are read the same way.
@@ -103,12 +106,7 @@ def max_tokens(config) -> int | None:
     return limit
 
 
-def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
-    """(model, tokenizer or None, :class:`CheckpointInfo`) for a local Hugging Face checkpoint folder."""
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise _fail("PATH", path, "not a checkpoint folder (expected config.json beside the weights, as "
-                    "save_pretrained writes)")
+def _check_device(device: str, dtype: str) -> torch.device:
     if dtype not in DTYPES:
         raise _fail("--dtype", dtype, f"expected one of {', '.join(DTYPES)}")
     try:
@@ -117,6 +115,16 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
         raise _fail("--device", device, "expected cpu, cuda, cuda:N or mps") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise _fail("--device", device, "CUDA is not available on this machine; use --device cpu")
+    return dev
+
+
+def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
+    """(model, tokenizer or None, :class:`CheckpointInfo`) for a local Hugging Face checkpoint folder."""
+    path = Path(path)
+    if not (path / "config.json").is_file():
+        raise _fail("PATH", path, "not a checkpoint folder (expected config.json beside the weights, as "
+                    "save_pretrained writes, or a lowrank training run's checkpoint.pt)")
+    dev = _check_device(device, dtype)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         import transformers
@@ -168,6 +176,57 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
             raise _fail("PATH", path, "has no tokenizer files (save the tokenizer with the model: "
                         "tokenizer.save_pretrained(PATH))") from None
     return model.eval().to(dev), tokenizer, info
+
+
+def load_lowrank_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
+    """(model, test token stream, :class:`CheckpointInfo`) for a ``python -m lowrank.train`` run folder.
+
+    The run's language model ('lm' or 'mlm' task) is rebuilt from ``checkpoint.pt`` (read with
+    ``weights_only=True``); its tokenizer and token streams come from its corpus
+    (:func:`lowrank.data.prepare_lm`), and the probe reads windows of the test split.
+    """
+    from .data import DataUnavailableError, prepare_lm
+    from .models import CausalLM, MaskedLM
+    from .train import TrainConfig
+
+    try:
+        state = torch.load(path / "checkpoint.pt", map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise _fail("PATH", path, f"its checkpoint.pt cannot be read ({type(e).__name__})") from None
+    if not (isinstance(state, dict) and isinstance(state.get("config"), dict) and "model" in state):
+        raise _fail("PATH", path, "its checkpoint.pt is not a lowrank training checkpoint")
+    try:
+        cfg = TrainConfig.from_dict(state["config"])
+    except (TypeError, ValueError) as e:
+        raise _fail("PATH", path, f"its checkpoint's config is not a TrainConfig ({' '.join(str(e).split())[:100]})") \
+            from None
+    if cfg.task not in ("lm", "mlm"):
+        raise _fail("PATH", path, f"a '{cfg.task}' run; the probe reads lowrank 'lm' and 'mlm' runs")
+    try:
+        tokens = prepare_lm(cfg.corpus, vocab_size=cfg.vocab_size, split_seed=cfg.split_seed)
+    except (ValueError, OSError, DataUnavailableError) as e:
+        raise _fail("PATH", path, f"its corpus {cfg.corpus} is unavailable ({' '.join(str(e).split())[:120]})") \
+            from None
+    model = (CausalLM if cfg.task == "lm" else MaskedLM)(cfg.model_config(vocab_size=tokens.vocab_size))
+    try:
+        model.load_state_dict(state["model"])
+    except RuntimeError:
+        raise _fail("PATH", path, "its weights do not fit the model its config describes") from None
+    info = CheckpointInfo(
+        path=str(path.resolve()), model_type=f"lowrank-{cfg.task}", architecture=type(model).__name__,
+        layers=cfg.n_layers, heads=cfg.n_heads, head_dim=cfg.head_dim or cfg.d_model // cfg.n_heads,
+        kv_heads=cfg.n_heads, gqa_groups=1, max_positions=cfg.seq_len, vision=False,
+        weights=_weights_sha256(path))
+    return model.to(torch.device(device), DTYPES[dtype]).eval(), tokens.test, info
+
+
+def stream_windows(stream: torch.Tensor, *, n: int, count: int, seed: int = 0) -> torch.Tensor:
+    """(count, n) windows of a token stream at seeded random starts (seed + n, as for text)."""
+    if len(stream) < n:
+        raise _fail("--lengths", n, f"longer than the {len(stream)} tokens of the test split")
+    g = torch.Generator().manual_seed(seed + n)
+    starts = torch.randint(0, len(stream) - n + 1, (count,), generator=g).tolist()
+    return torch.stack([stream[s:s + n] for s in starts]).long()
 
 
 def synthetic_images(count: int, size: int, *, channels: int = 3, seed: int = 0) -> torch.Tensor:
@@ -227,93 +286,141 @@ def _check_spec(spec: ProbeSpec) -> None:
         raise _fail("-o", out, "its parent folder does not exist")
 
 
-def _inputs(spec: ProbeSpec, info: CheckpointInfo, tokenizer):
-    """The corpus texts (text models) or the image batch (vision models), and their description."""
-    if info.vision:
-        if spec.texts is not None:
-            raise _fail("--texts", spec.texts, f"{info.model_type} is a vision model; use --images DIR|synthetic")
-        if spec.lengths is not None:
-            raise _fail("--lengths", spec.lengths, f"a vision model's n is fixed by its {info.image_size}-pixel "
-                        "images; leave --lengths out")
-        source = spec.images or "synthetic"
-        if source == "synthetic":
-            return synthetic_images(spec.windows, info.image_size, seed=spec.seed), {"images": "synthetic"}
+DEFAULT_LENGTHS = (64, 128, 256)
+
+
+def _lengths(spec: ProbeSpec, info: CheckpointInfo) -> list[int]:
+    """The lengths asked for, or the defaults the model has positions for (its maximum if none)."""
+    limit = info.max_positions
+    if spec.lengths is None:
+        fits = [n for n in DEFAULT_LENGTHS if limit is None or n <= limit]
+        return fits or [limit]
+    lengths = list(spec.lengths)
+    too_long = [n for n in lengths if limit is not None and n > limit]
+    if too_long:
+        raise _fail("--lengths", lengths, f"{too_long[0]} is longer than the {limit} positions "
+                    f"{info.architecture} embeds; use lengths up to {limit}")
+    return lengths
+
+
+def _image_batches(spec: ProbeSpec, info: CheckpointInfo):
+    if spec.texts is not None:
+        raise _fail("--texts", spec.texts, f"{info.model_type} is a vision model; use --images DIR|synthetic")
+    if spec.lengths is not None:
+        raise _fail("--lengths", spec.lengths, f"a vision model's n is fixed by its {info.image_size}-pixel "
+                    "images; leave --lengths out")
+    source = spec.images or "synthetic"
+    if source == "synthetic":
+        pixels, described = synthetic_images(spec.windows, info.image_size, seed=spec.seed), {"images": "synthetic"}
+    else:
         folder = Path(source)
         if not folder.is_dir():
             raise _fail("--images", source, "expected a folder of images or 'synthetic'")
         mean, std = _image_stats(Path(spec.path))
         pixels = folder_images(folder, spec.windows, info.image_size, mean=mean, std=std)
-        return pixels, {"images": str(folder.resolve()), "count": len(pixels)}
+        described = {"images": str(folder.resolve()), "count": len(pixels)}
+    pixels = pixels.to(spec.device, DTYPES[spec.dtype])
+    return [(start, {"pixel_values": pixels[start:start + spec.batch_size]})
+            for start in range(0, len(pixels), spec.batch_size)], described
+
+
+def _stream_batches(spec: ProbeSpec, info: CheckpointInfo, stream: torch.Tensor):
+    corpus = json.loads((Path(spec.path) / "config.json").read_text()).get("corpus") \
+        if (Path(spec.path) / "config.json").is_file() else None
+    if spec.images is not None:
+        raise _fail("--images", spec.images, f"{info.architecture} is a text model")
+    if spec.texts is not None and spec.texts != corpus:
+        raise _fail("--texts", spec.texts, f"a lowrank run is probed on its own corpus ({corpus}); leave --texts out")
+    lengths = _lengths(spec, info)
+    batches = []
+    for n in lengths:
+        ids = stream_windows(stream, n=n, count=spec.windows, seed=spec.seed).to(spec.device)
+        batches += [(start, ids[start:start + spec.batch_size]) for start in range(0, len(ids), spec.batch_size)]
+    return batches, {"texts": f"{corpus} (test split)", "lengths": lengths}
+
+
+def _texts(spec: ProbeSpec, info: CheckpointInfo, tokenizer):
     if spec.images is not None:
         raise _fail("--images", spec.images, f"{info.model_type} is a text model; use --texts FILE|shakespeare|bbcnews")
     from . import data
+    from .probe_hf import special_tokens, text_windows
 
     source = spec.texts or "shakespeare"
     try:
         corpus = data.load_corpus(source)
     except (ValueError, OSError, data.DataUnavailableError) as e:
         raise _fail("--texts", source, " ".join(str(e).split())[:160]) from None
-    lengths = list(spec.lengths or (64, 128, 256))
-    limit = info.max_positions
-    too_long = [n for n in lengths if limit is not None and n > limit]
-    if too_long:
-        raise _fail("--lengths", lengths, f"{too_long[0]} is longer than the {limit} positions "
-                    f"{info.architecture} embeds; use lengths up to {limit}")
-    from .probe_hf import special_tokens
-
+    lengths = _lengths(spec, info)
     before, after = special_tokens(tokenizer)
     short = [n for n in lengths if n <= len(before) + len(after)]
     if short:
         raise _fail("--lengths", lengths, f"{short[0]} leaves no room for text between the tokenizer's "
                     f"{len(before) + len(after)} special tokens")
-    return corpus.texts, {"texts": source, "corpus": corpus.name, "documents": len(corpus.texts),
-                          "lengths": lengths}
+    try:  # the longest length needs the most tokens: if its windows can be cut, all can
+        text_windows(tokenizer, corpus.texts, n=max(lengths), count=spec.windows, seed=spec.seed + max(lengths))
+    except ValueError as e:
+        raise _fail("--texts", source, " ".join(str(e).split())[:160]) from None
+    return corpus.texts, {"texts": source, "corpus": corpus.name, "documents": len(corpus.texts), "lengths": lengths}
+
+
+def _batched_ranks(model, batches, *, layers, rtols, checks: list):
+    import pandas as pd
+
+    from .probe import for_each_layer, layer_ranks
+    from .progress import progress
+
+    frames = []
+    for start, batch in progress(batches, desc="probe batches"):
+        def rank_layer(la, start=start):
+            t = layer_ranks(la, rtols=rtols)
+            t["seq"] += start
+            frames.append(t)
+            checks.append((la.valid.shape[1], la.layer, la.max_diff))
+        for_each_layer(model, batch, rank_layer, layers=layers)
+    return pd.concat(frames, ignore_index=True)
 
 
 def run_probe(spec: ProbeSpec) -> Path:
     """Check ``spec``, probe the checkpoint and write every output into ``spec.out``; returns it.
 
-    The folder is written as a hidden sibling and renamed at the end, so OUTDIR exists only complete.
+    ``spec.path`` is a Hugging Face checkpoint folder or a ``python -m lowrank.train`` run folder
+    (``checkpoint.pt``). Every input is checked before the model runs. The folder is written as a
+    hidden sibling and renamed at the end, so OUTDIR exists only complete.
     """
     from . import __version__, report
-    from .probe import ProbeMismatchError, layer_count, layer_ranks, for_each_layer, text_ranks
+    from .probe import ProbeMismatchError, layer_count, text_ranks
+    from .probe_hf import cross_check_atol
     from .provenance import git_revision
     from .rank import FLOAT32
 
     _check_spec(spec)
     torch.manual_seed(spec.seed)
-    model, tokenizer, info = load_checkpoint(Path(spec.path), device=spec.device, dtype=spec.dtype)
+    path = Path(spec.path)
+    own = (path / "checkpoint.pt").is_file()
+    if own:
+        _check_device(spec.device, spec.dtype)
+        model, stream, info = load_lowrank_checkpoint(path, device=spec.device, dtype=spec.dtype)
+    else:
+        model, tokenizer, info = load_checkpoint(path, device=spec.device, dtype=spec.dtype)
     count = layer_count(model)
     if spec.layers is not None and any(not isinstance(i, int) or not 0 <= i < count for i in spec.layers):
         raise _fail("--layers", spec.layers, f"expected layer indices in [0, {count - 1}]")
-    inputs, described = _inputs(spec, info, tokenizer)
-    rtols = (None, FLOAT32)
-    checks: list = []
+    rtols, checks = (None, FLOAT32), []
+    if own or info.vision:
+        batches, described = _stream_batches(spec, info, stream) if own else _image_batches(spec, info)
+    else:
+        texts, described = _texts(spec, info, tokenizer)
     try:
-        if info.vision:
-            frames = []
-
-            def rank_layer(la):
-                frames.append(layer_ranks(la, rtols=rtols))
-                checks.append((la.valid.shape[1], la.layer, la.max_diff))
-            for start in range(0, len(inputs), spec.batch_size):
-                batch = {"pixel_values": inputs[start:start + spec.batch_size].to(spec.device, DTYPES[spec.dtype])}
-                size = len(frames)
-                for_each_layer(model, batch, rank_layer, layers=spec.layers)
-                for f in frames[size:]:
-                    f["seq"] += start
-            import pandas as pd
-            table = pd.concat(frames, ignore_index=True)
+        if own or info.vision:
+            table = _batched_ranks(model, batches, layers=spec.layers, rtols=rtols, checks=checks)
         else:
-            table = text_ranks(model, tokenizer, inputs, lengths=described["lengths"], windows=spec.windows,
+            table = text_ranks(model, tokenizer, texts, lengths=described["lengths"], windows=spec.windows,
                                batch_size=spec.batch_size, seed=spec.seed, rtols=rtols, layers=spec.layers,
                                cross_checks=checks)
     except ProbeMismatchError as e:
         raise ProbeMismatchError(f"cross-check failed: {e}") from None
-    except ValueError as e:
-        raise ProbeInputError(" ".join(str(e).split())[:240]) from None
-    from .probe_hf import cross_check_atol
-
+    except ValueError as e:  # the model's attention is not what the probe reads (cross-attention, a cache)
+        raise ProbeInputError(f"PATH = {path}: cannot be probed: {' '.join(str(e).split())[:200]}") from None
     diffs = [d for _, _, d in checks]
     provenance = {
         "checkpoint": asdict(info), "dtype": spec.dtype, "device": spec.device,
@@ -321,10 +428,11 @@ def run_probe(spec: ProbeSpec) -> Path:
                    "layers": list(spec.layers) if spec.layers is not None else "all"},
         "tolerances": {"float64": "rtol = max(m, n) * eps(float64)", "float32": "rtol = max(m, n) * eps(float32)"},
         "cross_check": {"passed": True, "max_abs_diff": max(diffs) if diffs else None,
-                        "atol": cross_check_atol(DTYPES[spec.dtype]), "layer_batches": len(diffs)},
+                        "atol": 1e-5 if own else cross_check_atol(DTYPES[spec.dtype]), "layer_batches": len(diffs)},
         "lowrank_version": __version__, "git_revision": git_revision(), "torch": torch.__version__,
-        "transformers": __import__("transformers").__version__,
     }
+    if "transformers" in sys.modules:
+        provenance["transformers"] = sys.modules["transformers"].__version__
     out = Path(spec.out).resolve()
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)

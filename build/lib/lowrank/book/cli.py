@@ -94,12 +94,13 @@ def _add_probe(sub) -> None:
                     "checkpoint (a save_pretrained folder with its tokenizer) on unpadded windows of text, or "
                     "on images for vision models; writes ranks.csv, heads.csv, figures, report.md and "
                     "provenance.json into OUTDIR. Needs the 'hf' extra.")
-    probe.add_argument("path", type=Path, metavar="PATH", help="checkpoint folder (config.json and weights)")
+    probe.add_argument("path", type=Path, metavar="PATH",
+                       help="checkpoint folder (config.json and weights), or a lowrank.train run folder")
     probe.add_argument("--texts", metavar="SOURCE", help="FILE or folder of text, shakespeare or bbcnews "
                                                          "(default for text models: shakespeare)")
     probe.add_argument("--images", metavar="SOURCE", help="folder of images, or synthetic (default for vision models)")
     probe.add_argument("--lengths", nargs="+", type=_ints, metavar="N",
-                       help="sequence lengths in tokens (default: 64 128 256)")
+                       help="sequence lengths in tokens (default: those of 64 128 256 the model has positions for)")
     probe.add_argument("--windows", type=_ints, default=4, metavar="K", help="windows (or images) per length (default 4)")
     probe.add_argument("--layers", nargs="+", type=_ints, metavar="L", help="layer indices (default: all)")
     probe.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default cpu)")

@@ -132,8 +132,6 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
         raise ProbeInputError("lowrank probe needs the 'hf' extra: pip install 'lowrank[hf]'") from None
     from transformers.utils import logging as hf_logging
 
-    from .probe_hf import supports_interface
-
     hf_logging.disable_progress_bar()
     try:
         config = transformers.AutoConfig.from_pretrained(path)
@@ -150,10 +148,6 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
     except Exception as e:
         raise _fail("PATH", path, f"transformers cannot load it as a model ({type(e).__name__}: "
                     f"{' '.join(str(e).split())[:120]})") from None
-    if not supports_interface(model):
-        raise _fail("PATH", path, f"{type(model).__name__} does not route attention through transformers' "
-                    f"AttentionInterface (sdpa- or custom-only attention); supported: {families} and other "
-                    "models built on that interface")
     text = config.get_text_config()
     heads = int(text.num_attention_heads)
     width = int(getattr(text, "hidden_size", 0))
@@ -419,8 +413,10 @@ def run_probe(spec: ProbeSpec) -> Path:
                                cross_checks=checks)
     except ProbeMismatchError as e:
         raise ProbeMismatchError(f"cross-check failed: {e}") from None
-    except ValueError as e:  # the model's attention is not what the probe reads (cross-attention, a cache)
-        raise ProbeInputError(f"PATH = {path}: cannot be probed: {' '.join(str(e).split())[:200]}") from None
+    except ValueError as e:  # the model's attention is not what the probe reads (no registry, cross-attention)
+        raise ProbeInputError(f"PATH = {path}: cannot be probed: {' '.join(str(e).split())[:200]}; tested "
+                              f"families: {', '.join(TESTED_FAMILIES)} and other models built on that "
+                              "interface") from None
     diffs = [d for _, _, d in checks]
     provenance = {
         "checkpoint": asdict(info), "dtype": spec.dtype, "device": spec.device,

@@ -310,7 +310,7 @@ def test_unknown_kernel_and_missing_parameter_set_are_refused(book, capsys):
 def test_chapter_without_schema_is_refused(book, monkeypatch, capsys):
     monkeypatch.delitem(SCHEMAS, TEST_CHAPTER)
     assert main(["run", TEST_CHAPTER, "--root", str(book)]) == 2
-    assert f"register('{TEST_CHAPTER}', ...) to lowrank/params.py" in capsys.readouterr().err
+    assert f"register('{TEST_CHAPTER}', ...) to lowrank/book/params.py" in capsys.readouterr().err
 
 
 def test_gpu_set_needs_cuda_or_allow_cpu(book, monkeypatch, capsys):

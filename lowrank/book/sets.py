@@ -1,0 +1,80 @@
+"""Every parameter set of the book with what it needs, its estimate and its measured time.
+
+Reads each set's ``metadata`` block (:mod:`lowrank.book.costs`) and computes its estimate from
+its full parameters (the notebook's defaults updated by the set), the numbers ``lowrank list``,
+``lowrank book --dry-run``, the README table and the "Paper scale" page show.
+``python -m lowrank.book.sets [ROOT]`` prints the README's table.
+"""
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from .costs import DEFAULT_HARDWARE, METADATA_KEY, SetInfo, estimate, measured_time, read_metadata
+from .params import SCHEMAS, validate
+from .runner import Chapter, find_root, load_yaml, notebook_parameters
+
+__all__ = ["set_parameters", "set_info", "book_sets", "markdown_table", "main"]
+
+
+def set_parameters(notebook: Path, values: Mapping[str, Any]) -> dict[str, Any]:
+    """The full parameters of a run: the notebook's defaults updated by ``values`` (metadata left
+    out), checked by the chapter's schema and constraints."""
+    chapter = Chapter(Path(notebook).stem, Path(notebook))
+    defaults = {k: v["default"] for k, v in notebook_parameters(chapter, papermill=False).items()}
+    merged = {**defaults, **{k: v for k, v in values.items() if k != METADATA_KEY}}
+    return validate(chapter.name, merged)
+
+
+def set_info(root: Path, notebook: Path, scale: str) -> SetInfo:
+    """Hardware, devices, memory, estimate and measured time of one scale of a chapter."""
+    notebook = Path(notebook)
+    name = notebook.stem
+    if scale == "default":
+        params = set_parameters(notebook, {})
+        dev = "cuda" if params.get("device") == "cuda" else "cpu"
+        return SetInfo(name, scale, DEFAULT_HARDWARE, dev, "a few GB at most", "",
+                       estimate(name, params, device=dev, root=root), measured_time(root, notebook, None))
+    path = notebook.parent / "params" / scale / f"{name}.yaml"
+    values = load_yaml(path.read_text(encoding="utf8")) or {}
+    meta = read_metadata(path, values)
+    params = set_parameters(notebook, values)
+    return SetInfo(name, scale, meta["hardware"], meta["devices"], meta["memory"], str(meta.get("disk", "")),
+                   estimate(name, params, device=meta["devices"], root=root), measured_time(root, notebook, meta))
+
+
+def book_sets(root: Path, scales=("default", "long", "paper")) -> list[SetInfo]:
+    """Every chapter's sets of ``scales`` that exist, in chapter then scale order."""
+    out = []
+    for notebook in sorted((Path(root) / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        if notebook.stem not in SCHEMAS:
+            continue
+        for scale in scales:
+            if scale == "default" or (notebook.parent / "params" / scale / f"{notebook.stem}.yaml").is_file():
+                out.append(set_info(root, notebook, scale))
+    return out
+
+
+def markdown_table(root: Path, scales=("default", "long", "paper")) -> str:
+    """The README's table of every default, long and paper set: hardware, estimate, measured time."""
+    rows = ["| chapter | scale | hardware | estimate | measured |", "|---|---|---|---|---|"]
+    for s in book_sets(root, scales):
+        rows.append(f"| {s.chapter[:2]} | {s.scale} | {s.hardware} | {s.estimate_text()} | {s.measured.text()} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lowrank.book.sets [ROOT]``: print the table of every set's costs (Markdown)."""
+    argv = sys.argv[1:] if argv is None else argv
+    root = Path(argv[0]) if argv else find_root()
+    if root is None or not (root / "chapters").is_dir():
+        print(f"lowrank.book.sets: error: no chapters/ folder in {root}", file=sys.stderr)
+        return 2
+    sys.stdout.write(markdown_table(root))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

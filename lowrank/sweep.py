@@ -9,6 +9,12 @@ running at the same time on one file system never interleave lines, and a rerun 
 key already in the store. ``workers=k`` runs k at a time on one machine. Each run trains in
 ``runs_dir/<key>`` with ``resume=True``, so a killed run continues from its last checkpoint.
 
+Devices. ``devices=["cuda:0", "cuda:1"]`` (or the environment variable ``LOWRANK_DEVICES``,
+``"0,1"`` or ``"cuda:0,cuda:1"``, which ``lowrank run 04`` passes on) gives each worker process one
+device of its own: the list sets the number of workers, and each worker sees only its GPU
+(``CUDA_VISIBLE_DEVICES``), so a run's ``device: cuda`` lands on that GPU and the run key, which
+names no GPU, is the same on any machine. Without it every worker would use ``cuda:0``.
+
 Shards. ``shard=(i, N)`` runs only the configs whose run key falls in shard i of N
 (:func:`shard_of`: the key, a hex hash of the full config, modulo N). The assignment depends on
 nothing but the config itself, not on the order or the other members of the grid, so N machines
@@ -25,6 +31,7 @@ every key done and only reads the store. Chapter 04 exposes this as its ``shard`
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -41,7 +48,11 @@ from .data import data_root
 from .provenance import provenance
 from .train import run_key
 
-__all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard"]
+__all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
+           "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV"]
+
+DEVICES_ENV = "LOWRANK_DEVICES"             # "0,1,2,3": one sweep worker per listed GPU
+WORKER_DEVICE_ENV = "LOWRANK_WORKER_DEVICE"  # set in each worker: the device it was given
 
 try:  # POSIX; on other systems O_APPEND single writes are the only guard
     import fcntl
@@ -67,6 +78,36 @@ def parse_shard(text: str | tuple[int, int] | None) -> tuple[int, int]:
     if not (isinstance(n, int) and isinstance(i, int) and not isinstance(i, bool) and n >= 1 and 0 <= i < n):
         raise ValueError(f"shard must be (i, N) with 0 <= i < N, got ({str(i)[:20]}, {str(n)[:20]})")
     return (i, n)
+
+
+def parse_devices(devices) -> list[str]:
+    """Devices for sweep workers: a list (``["cuda:0", 1]``) or a comma-separated string
+    (``"0,1"``); a bare number ``k`` means ``cuda:k``. Empty or None gives []. Names are kept as
+    given otherwise (``cpu``, or the fake names tests use); duplicates are an error."""
+    if devices is None:
+        return []
+    items = devices.split(",") if isinstance(devices, str) else list(devices)
+    out = []
+    for item in items:
+        name = str(item).strip()
+        if not name:
+            continue
+        if name.isdigit():
+            name = f"cuda:{name}"
+        if len(name) > 40 or any(c.isspace() for c in name):
+            raise ValueError(f"device names look like 'cuda:0' or '0', got {name[:40]!r}")
+        out.append(name)
+    if len(set(out)) != len(out):
+        raise ValueError(f"each device can take one worker; {out} lists one twice")
+    return out
+
+
+def _take_device(queue) -> None:
+    """Pool initializer: this worker's device, before anything in it touches CUDA."""
+    device = queue.get()
+    os.environ[WORKER_DEVICE_ENV] = device
+    if device.startswith("cuda:"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
 
 
 def shard_of(key: str, n_shards: int) -> int:
@@ -180,7 +221,7 @@ def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path,
 def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike | None = None,
           shard: tuple[int, int] = (0, 1), runs_dir: str | os.PathLike | None = None,
           run_fn: Callable[..., dict] = train_run, progress: bool = True, workers: int = 1,
-          root: str | os.PathLike | None = None) -> pd.DataFrame:
+          root: str | os.PathLike | None = None, devices=None) -> pd.DataFrame:
     """Run every config not yet in the store (this shard's share); return all their results.
 
     Args:
@@ -193,6 +234,8 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
             when ``workers > 1`` (it is sent to the worker processes by reference).
         workers: runs in parallel, each in its own process (``spawn``); on a CPU, use one
             torch thread per run (``num_threads=1``) and one worker per core.
+        devices: one device per worker (:func:`parse_devices`; default ``$LOWRANK_DEVICES``):
+            as many workers as devices, each pinned to its own.
 
     Returns:
         tidy DataFrame, one row per config of the sweep that has a result in the store (from
@@ -209,14 +252,25 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     todo = [k for k in keys if shard_of(k, n) == i and k not in done]
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
+    pinned = parse_devices(os.environ.get(DEVICES_ENV) if devices is None else devices)
+    if pinned:
+        workers = len(pinned)
     bar = tqdm(total=len(todo), desc=f"sweep {experiment} shard {i}/{n}", disable=not progress, leave=False)
-    if workers == 1 or len(todo) <= 1:
+    if not todo or (not pinned and (workers == 1 or len(todo) <= 1)):
         for k in todo:
             _run_and_store(run_fn, unique[k], k, experiment, st.path, runs / k)
             bar.update(1)
     else:
         ctx = mp.get_context("spawn")  # fork is unsafe once torch has started its thread pools
-        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx) as pool:
+        with contextlib.ExitStack() as stack:
+            pool_args = {}
+            if pinned:
+                queue = stack.enter_context(ctx.Manager()).Queue()
+                for device in pinned:
+                    queue.put(device)
+                pool_args = dict(initializer=_take_device, initargs=(queue,))
+            pool = stack.enter_context(ProcessPoolExecutor(
+                max_workers=workers if pinned else min(workers, len(todo)), mp_context=ctx, **pool_args))
             futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k)
                        for k in todo]
             for fut in as_completed(futures):

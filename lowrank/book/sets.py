@@ -29,20 +29,24 @@ def set_parameters(notebook: Path, values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def set_info(root: Path, notebook: Path, scale: str) -> SetInfo:
-    """Hardware, devices, memory, estimate and measured time of one scale of a chapter."""
+    """Hardware, devices, memory, estimate and measured time of one scale of a chapter (no
+    estimate for a notebook without a registered schema)."""
     notebook = Path(notebook)
     name = notebook.stem
-    if scale == "default":
-        params = set_parameters(notebook, {})
-        dev = "cuda" if params.get("device") == "cuda" else "cpu"
-        return SetInfo(name, scale, DEFAULT_HARDWARE, dev, "a few GB at most", "",
-                       estimate(name, params, device=dev, root=root), measured_time(root, notebook, None))
-    path = notebook.parent / "params" / scale / f"{name}.yaml"
-    values = load_yaml(path.read_text(encoding="utf8")) or {}
-    meta = read_metadata(path, values)
-    params = set_parameters(notebook, values)
-    return SetInfo(name, scale, meta["hardware"], meta["devices"], meta["memory"], str(meta.get("disk", "")),
-                   estimate(name, params, device=meta["devices"], root=root), measured_time(root, notebook, meta))
+    values: dict[str, Any] = {}
+    meta = None
+    if scale != "default":
+        path = notebook.parent / "params" / scale / f"{name}.yaml"
+        values = load_yaml(path.read_text(encoding="utf8")) or {}
+        meta = read_metadata(path, values)
+    params = set_parameters(notebook, values) if name in SCHEMAS else None
+    if meta is None:
+        device = "cuda" if (params or {}).get("device") == "cuda" else "cpu"
+        hardware, memory, disk = DEFAULT_HARDWARE, "a few GB at most", ""
+    else:
+        device, hardware, memory, disk = meta["devices"], meta["hardware"], meta["memory"], str(meta.get("disk", ""))
+    cost = estimate(name, params, device=device, root=root) if params is not None else None
+    return SetInfo(name, scale, hardware, device, memory, disk, cost, measured_time(root, notebook, meta))
 
 
 def book_sets(root: Path, scales=("default", "long", "paper")) -> list[SetInfo]:

@@ -30,8 +30,10 @@ only when the last cell has succeeded, so *OUTDIR exists if and only if the run 
     OUTDIR/NN_name.ipynb   the executed notebook (with papermill's injected-parameters cell)
     OUTDIR/params.json     chapter, scale, parameter files, injected and effective parameters,
                            kernel, times, status, lowrank version, git revision
-    OUTDIR/results.json    every value the chapter glued (myst_nb ``glue``), name -> value
-    OUTDIR/files/          whatever the chapter wrote into :func:`results_dir` (only if any)
+    OUTDIR/results.json    every value the chapter glued (myst_nb ``glue``), name -> value; a figure
+                           as the files below that hold it; "tables" names the table files
+    OUTDIR/files/          its figures (<glue key>.png and .svg), its tables (chNN_table_K.csv) and
+                           whatever the chapter wrote into :func:`results_dir` (:mod:`.outputs`)
 
 The default OUTDIR is ``runs/<chapter>/<UTC timestamp>-<hash of the effective parameters>/``.
 If a cell fails (or the kernel dies, or the run is interrupted by Ctrl-C or, under the
@@ -79,8 +81,8 @@ from typing import Any
 import yaml
 
 from .. import __version__
-from .glued import read_glue
 from .costs import METADATA_KEY, estimate
+from .outputs import kernel_env, write_outputs
 from .params import (CORPUS_NAMES, PATHS, SCHEMAS, ParameterError, check_constraints, short_repr,
                      validate)
 
@@ -723,7 +725,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
 
     t0 = time.perf_counter()
     failure, status, trace = None, 1, ""
-    env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch)}
+    env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch), **kernel_env(scratch)}
     previous = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the kernel inherits the environment of this process
     streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if log_output else {}
@@ -764,7 +766,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
                               status=status, partial=failed, traceback=trace)
 
     _stamp_scale(notebook, plan.scale)
-    _write_json(tmp / "results.json", read_glue(notebook))
+    _write_json(tmp / "results.json", write_outputs(notebook, files))
     if not any(files.iterdir()):
         files.rmdir()
     record["status"] = "ok"

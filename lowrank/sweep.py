@@ -49,10 +49,11 @@ from .provenance import provenance
 from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
-           "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV"]
+           "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV", "KEEP_CHECKPOINTS_ENV"]
 
 DEVICES_ENV = "LOWRANK_DEVICES"             # "0,1,2,3": one sweep worker per listed GPU
 WORKER_DEVICE_ENV = "LOWRANK_WORKER_DEVICE"  # set in each worker: the device it was given
+KEEP_CHECKPOINTS_ENV = "LOWRANK_KEEP_CHECKPOINTS"  # "1": keep finished runs' checkpoints
 
 try:  # POSIX; on other systems O_APPEND single writes are the only guard
     import fcntl
@@ -201,10 +202,15 @@ class ResultStore:
 
 def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:
     """Default runner: :func:`lowrank.train.train` in ``run_dir`` with resume; metrics without
-    the config echo."""
+    the config echo. The finished run's ``checkpoint.pt`` is deleted unless the environment sets
+    ``LOWRANK_KEEP_CHECKPOINTS=1``."""
     from .train import train
 
     res = train(config, out_dir=run_dir, resume=True, progress=progress)
+    if res.get("finished", True) and os.environ.get(KEEP_CHECKPOINTS_ENV, "") not in ("1", "true", "yes"):
+        # A finished run is its record in the store (and result.json); its checkpoint, the bulk of
+        # a paper-scale sweep's disk, is only needed to resume an unfinished run.
+        (Path(run_dir) / "checkpoint.pt").unlink(missing_ok=True)
     return {k: v for k, v in res.items() if k != "config"}
 
 

@@ -56,3 +56,32 @@ def test_device_lists_are_read_as_documented(given, expected):
 def test_bad_device_lists_are_refused(bad, words):
     with pytest.raises(ValueError, match=words):
         parse_devices(bad)
+
+
+def _tiny(tmp_path, monkeypatch) -> dict:
+    monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "data"))
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"{i}.txt").write_text(f"line {i} of a tiny corpus for the pruning test.\n" * 30)
+    return dict(corpus=str(docs), vocab_size=280, seq_len=8, d_model=8, n_layers=1, n_heads=2, batch_size=4,
+                steps=4, warmup_steps=1, eval_interval=0, checkpoint_every=2, num_threads=1, seed=0)
+
+
+@pytest.mark.parametrize("keep", [None, "1"])
+def test_finished_runs_checkpoints_are_pruned_unless_asked_to_keep(tmp_path, monkeypatch, keep):
+    from lowrank.sweep import KEEP_CHECKPOINTS_ENV
+    from lowrank.train import run_key
+
+    cfg = _tiny(tmp_path, monkeypatch)
+    if keep:
+        monkeypatch.setenv(KEEP_CHECKPOINTS_ENV, keep)
+    else:
+        monkeypatch.delenv(KEEP_CHECKPOINTS_ENV, raising=False)
+    monkeypatch.delenv(DEVICES_ENV, raising=False)
+    df = sweep([cfg], experiment="tiny", progress=False)
+    run = tmp_path / "data" / "runs" / "tiny" / run_key(cfg)
+    assert len(df) == 1 and (run / "result.json").is_file()
+    assert (run / "checkpoint.pt").is_file() == bool(keep)
+    again = sweep([cfg], experiment="tiny", progress=False)  # a rerun reads the store, trains nothing
+    assert again.val_ppl.tolist() == df.val_ppl.tolist()

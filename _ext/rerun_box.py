@@ -357,7 +357,55 @@ class ScalesOverview(Directive):
         return [table]
 
 
+class PaperScale(Directive):
+    """``{paper-scale}``: per chapter, the paper set's device, estimated and measured time, disk and
+    what it gives, and the whole book's total on one GPU machine (GPU sets on its GPU, CPU sets on
+    its CPU, one after another), from the sets' metadata and the chapters' cost models."""
+
+    has_content = False
+
+    def run(self):
+        from lowrank.book.costs import duration, read_metadata
+
+        env = self.state.document.settings.env
+        folder = Path(env.srcdir) / CHAPTER_FOLDER
+        table, body = _empty_table("paper", ("Chapter", "Device", "Estimate", "Measured", "Disk", "What you get"))
+        total, hours = 0.0, {"cpu": 0.0, "cuda": 0.0}
+        for notebook in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+            path = notebook.parent / "params" / "paper" / f"{notebook.stem}.yaml"
+            if not path.is_file():
+                continue
+            env.note_dependency(str(path))
+            info = scale_info(notebook, "paper")
+            meta = read_metadata(path)
+            row = nodes.row()
+            link = _doc_link(f"{CHAPTER_FOLDER}/{notebook.stem}", notebook.stem, explicit=False)
+            link["refdoc"] = env.docname
+            row += nodes.entry("", nodes.paragraph("", "", link))
+            row += nodes.entry("", nodes.paragraph(text="GPU" if info.devices == "cuda" else "CPU"))
+            row += nodes.entry("", nodes.paragraph(text=info.estimate_text()))
+            measured = info.measured.text() if info.measured.seconds is not None else "not yet run"
+            row += nodes.entry("", nodes.paragraph(text=measured))
+            row += nodes.entry("", nodes.paragraph(text=info.disk or "a few MB (the run folder)"))
+            row += nodes.entry("", nodes.paragraph(text=str(meta.get("gives", ""))))
+            body += row
+            if info.cost is not None:
+                total += info.cost.wall_s
+                hours[info.cost.device] += info.cost.device_s / 3600
+        row = nodes.row()
+        row += nodes.entry("", nodes.paragraph("", "", nodes.strong("the whole book", "the whole book")))
+        row += nodes.entry("", nodes.paragraph(text="one GPU machine"))
+        row += nodes.entry("", nodes.paragraph(
+            text=f"about {duration(total)}, one chapter after another ({hours['cuda']:,.1f} GPU hours, "
+                 f"{hours['cpu']:,.1f} CPU hours)"))
+        for _ in range(3):
+            row += nodes.entry("", nodes.paragraph(text=""))
+        body += row
+        return [table]
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", add_rerun_box)
     app.add_directive("scales-overview", ScalesOverview)
+    app.add_directive("paper-scale", PaperScale)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -135,7 +135,7 @@ def test_default_run_folder_is_timestamp_and_parameter_hash(book):
 def test_parameter_sets_are_valid_for_the_notebook_and_the_schema(chapter, monkeypatch):
     monkeypatch.setattr(runner, "_cuda_available", lambda: True)  # paper sets name device cuda
     ch = runner.resolve_chapter(str(chapter), ROOT)
-    assert ch.name in SCHEMAS, f"no schema registered for {ch.name} in lowrank/params.py"
+    assert ch.name in SCHEMAS, f"no schema registered for {ch.name} in lowrank/book/params.py"
     defaults = {k: v["default"] for k, v in runner.notebook_parameters(ch).items()}
     assert set(SCHEMAS[ch.name]) == set(defaults), "schema and parameters cell name different parameters"
     validate(ch.name, defaults)  # the notebook's own defaults pass its schema

@@ -169,7 +169,15 @@ def minilm() -> tuple[float, float]:
     return s, sum(k * n ** 3 for n, k in zip(ns, counts))
 
 
-RATES = {"causal_iter": causal_iter, "svd": svd, "hardmax": hardmax, "nested": nested, "lbfgs": lbfgs, "heads_fit": heads_fit,
+def worker_start() -> tuple[float, float]:
+    """A sweep worker: a fresh Python process importing what a training run needs."""
+    import subprocess
+    s = _timed(lambda: subprocess.run([sys.executable, "-c", "import lowrank.sweep, lowrank.train, "
+                                       "lowrank.experiments.headsize"], check=True))
+    return s, 1.0
+
+
+RATES = {"worker_start": worker_start, "causal_iter": causal_iter, "svd": svd, "hardmax": hardmax, "nested": nested, "lbfgs": lbfgs, "heads_fit": heads_fit,
          "layer_fit": layer_fit, "train": train, "train_attn": train_attn, "train_run": train_run,
          "retrieval": retrieval, "retrieval_run": retrieval_run, "minilm": minilm, "truncation": truncation,
          "bootstrap": bootstrap}

@@ -45,7 +45,8 @@ CPU_RATES: dict[str, float] = {
     "retrieval_run": 1.8e-01,    # per retrieval run: testing on fresh sequences, ranks
     "minilm": 2.9e-07,       # a MiniLM window with every head's ranks (144 SVDs of n x n): per window x n^3
     "truncation": 9.3e-04,   # one MiniLM token forward in the truncation probe: per token
-    "bootstrap": 2.6e-06,    # a bootstrap replicate of a saturation curve: per replicate x cell
+    "bootstrap": 2.6e-06,
+    "worker_start": 2.5e+00,  # a sweep worker process: start and import lowrank (paid once, in parallel)    # a bootstrap replicate of a saturation curve: per replicate x cell
 }
 
 # Assumed speed-up of one GPU over one CPU core, per unit kind, until tools/gpu_check.sh has
@@ -53,7 +54,7 @@ CPU_RATES: dict[str, float] = {
 GPU_SPEEDUP: dict[str, float] = {
     "svd": 5.0, "hardmax": 50.0, "nested": 50.0, "causal_iter": 1.0, "lbfgs": 3.0, "heads_fit": 3.0, "layer_fit": 3.0,
     "train": 600.0, "train_attn": 600.0, "train_run": 2.0, "retrieval": 5.0, "retrieval_run": 2.0, "minilm": 20.0,
-    "truncation": 20.0, "bootstrap": 1.0,
+    "truncation": 20.0, "bootstrap": 1.0, "worker_start": 1.0,
 }
 
 
@@ -72,7 +73,7 @@ class Cost:
     assumed: bool = False  # GPU rates assumed from CPU_RATES / GPU_SPEEDUP, not measured
 
     def wall_text(self) -> str:
-        kind = "GPU" if self.device == "cuda" else "CPU"
+        kind = "one GPU" if self.device == "cuda" else "one CPU core"
         extra = f", {self.workers} workers" if self.workers > 1 else ""
         extra += ", assumed GPU speed-ups" if self.assumed else ""
         return f"{kind}{extra}"
@@ -316,8 +317,9 @@ def estimate(chapter: str, p: Mapping[str, Any], *, device: str | None = None,
     workers = int(p.get("workers") or 1) if chapter == "04_head_size_training" else 1
     runs = u.get("train_run", 1.0)
     parallel = max(1, min(workers, int(runs)))
-    device_s = OVERHEAD_S + work
-    wall_s = OVERHEAD_S + work / parallel
+    start = r["worker_start"] if parallel > 1 else 0.0
+    device_s = OVERHEAD_S + work + start * parallel
+    wall_s = OVERHEAD_S + work / parallel + start
     assumed = device == "cuda" and any(kind not in (measured or {}) for kind in u)
     return Cost(device=device, device_s=device_s, wall_s=wall_s, workers=parallel,
                 bytes=_memory(chapter, p), what=what, units=u, assumed=assumed)

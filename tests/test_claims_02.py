@@ -15,7 +15,7 @@ def base(**kw):
              ch02_bound_violations=0, ch02_bound_min_below=2e-6, ch02_bound_max_below=6e-4, ch02_bound_rows=40,
              ch02_causal_n_count=5, ch02_causal_match_count=5, ch02_causal_bound_violations=0,
              ch02_causal_ns="4, 6, 8, 10, 12", ch02_causal_fitted_list="2, 3, 4, 5, 6",
-             ch02_causal_bound_list="2, 3, 4, 5, 6")
+             ch02_causal_bound_list="2, 3, 4, 5, 6", ch02_counterexample_tv=0.25)
     h.update(kw)
     return h
 
@@ -25,7 +25,7 @@ def judge(key, **kw):
 
 
 def test_claims_are_wellformed():
-    assert set(RULES) == {"theorem1-sufficiency", "head-size-threshold", "causal-threshold"}
+    assert set(RULES) == {"theorem1-sufficiency", "theorem1-counterexample", "head-size-threshold", "causal-threshold"}
     assert RULES["causal-threshold"].paper == V.BOOK
     for c in R.CLAIMS:
         assert c.chapter == "02" and c.section.startswith("ch02-")
@@ -37,7 +37,7 @@ def test_theorem1(err, verdict):
 
 
 @pytest.mark.parametrize("kw,verdict", [
-    ({}, V.WEAKER),
+    ({}, V.CORRECTED),
     (dict(ch02_threshold_offset=0.0), V.REPRODUCED),
     (dict(ch02_threshold_offset=-2.0), V.CONTRADICTED),
     (dict(ch02_bound_violations=1), V.CONTRADICTED),
@@ -48,8 +48,8 @@ def test_theorem1(err, verdict):
 def test_head_size_threshold(kw, verdict):
     j = judge("head-size-threshold", **kw)
     assert j.verdict == verdict
-    if verdict == V.WEAKER:
-        assert "n - 1" in j.qualifier
+    if verdict == V.CORRECTED:
+        assert "n - 1" in j.qualifier and "sharper" in j.qualifier
 
 
 @pytest.mark.parametrize("kw,verdict", [
@@ -68,3 +68,10 @@ def test_causal_threshold(kw, verdict):
 def test_missing_evidence_is_named():
     with pytest.raises(V.MissingEvidence, match="ch02_construction_error"):
         RULES["theorem1-sufficiency"].judge({})
+
+
+@pytest.mark.parametrize("tv,verdict", [(0.25, V.REPRODUCED), (0.25 - R.EXACT_TOL / 2, V.REPRODUCED),
+                                        (0.25 - 10 * R.EXACT_TOL, V.CONTRADICTED), (0.0, V.CONTRADICTED)])
+def test_theorem1_counterexample(tv, verdict):
+    j = judge("theorem1-counterexample", ch02_counterexample_tv=tv)
+    assert j.verdict == verdict and RULES["theorem1-counterexample"].kind == V.PROOF_CHECK

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from lowrank.experiments import saturation as X
-from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER, MissingEvidence
+from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, MissingEvidence
 
 
 def _h(**kw):
@@ -18,8 +18,9 @@ def _h(**kw):
 
 def test_saturation_every_verdict():
     assert X.rule_saturation(_h()).verdict == REPRODUCED
-    assert X.rule_saturation(_h(ch06_pred_log_z=X.Z_PRED + 0.01)).verdict == WEAKER
-    assert "Omega(log n)" in X.rule_saturation(_h(ch06_pred_log_z=5.0)).qualifier
+    # faster than log n contradicts "of order log n"; the untestable literal lower bound is named
+    assert X.rule_saturation(_h(ch06_pred_log_z=X.Z_PRED + 0.01)).verdict == CONTRADICTED
+    assert "not testable at finite n" in X.rule_saturation(_h(ch06_pred_log_z=5.0)).evidence
     assert X.rule_saturation(_h(ch06_pred_log_z=X.Z_PRED - 0.01)).verdict == REPRODUCED
     assert X.rule_saturation(_h(ch06_pred_log_z=-X.Z_PRED - 0.01)).verdict == CONTRADICTED
     assert X.rule_saturation(_h(ch06_pred_log_z=-X.Z_PRED + 0.01)).verdict == REPRODUCED
@@ -32,14 +33,32 @@ def test_saturation_needs_range_and_points():
     old = _h(ch06_n_estimable=4, ch06_n_total=4, ch06_nmax=256, ch06_pred_log_z=6.0)
     assert X.rule_saturation(old).verdict == INCONCLUSIVE
     assert X.rule_saturation(_h(ch06_n_estimable=X.MIN_NS - 1, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
-    assert X.rule_saturation(_h(ch06_n_estimable=X.MIN_NS, ch06_pred_log_z=6.0)).verdict == WEAKER
+    assert X.rule_saturation(_h(ch06_n_estimable=X.MIN_NS, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
     assert X.rule_saturation(_h(ch06_nmax=32 * 99, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
-    assert X.rule_saturation(_h(ch06_nmax=32 * 100, ch06_pred_log_z=6.0)).verdict == WEAKER
+    assert X.rule_saturation(_h(ch06_nmax=32 * 100, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
     assert X.rule_saturation(_h(ch06_pred_log_z=math.nan)).verdict == INCONCLUSIVE
 
 
+def _inc(**kw):
+    h = {k.replace("ch06_", "ch06_inc_").replace("inc_main_criterion", "inc_criterion"): v for k, v in _h().items()
+         if k not in ("ch06_min_draws", "ch06_n_boot", "ch06_n_total")}
+    h.update(ch06_min_draws=64, ch06_n_boot=2000, ch06_n_total=8, ch06_inc_criterion="increment < 0.01")
+    h.update(kw)
+    return h
+
+
+def test_increment_criterion_reaches_every_verdict():
+    assert X.rule_saturation_increment(_inc()).verdict == REPRODUCED
+    assert X.rule_saturation_increment(_inc(ch06_inc_pred_log_z=X.Z_PRED + 0.01)).verdict == CONTRADICTED
+    assert X.rule_saturation_increment(_inc(ch06_inc_pred_log_z=-X.Z_PRED - 0.01)).verdict == CONTRADICTED
+    assert X.rule_saturation_increment(_inc(ch06_inc_n_estimable=X.MIN_NS - 1)).verdict == INCONCLUSIVE
+    assert X.rule_saturation_increment(_inc(ch06_inc_dbic_log=X.BIC_STRONG + 1)).verdict == INCONCLUSIVE
+    assert "increment < 0.01" in X.rule_saturation_increment(_inc()).evidence
+
+
 def test_claim_is_well_formed():
-    (c,) = X.CLAIMS
+    c = X.CLAIMS[0]
+    assert [k.key for k in X.CLAIMS] == ["saturation", "saturation-increment"]
     assert c.key == "saturation" and c.chapter == "06" and c.rule_sentence.startswith("On the main")
     with pytest.raises(MissingEvidence):
         X.rule_saturation({})

@@ -50,7 +50,7 @@ def test_families_share_the_d_over_h_run_and_keep_labels(tiny, monkeypatch):
 
 def _frame(rows):
     df = pd.DataFrame([dict(zip(["family", "d", "h", "d_h", "seed", "n_params", "val_ppl"], r)) for r in rows])
-    return df.assign(test_ppl=df.val_ppl, train_wall_s=1.0, val_loss=np.log(df.val_ppl),
+    return df.assign(test_ppl=df.val_ppl, train_wall_s=1.0, val_loss=np.log(df.val_ppl), test_loss=np.log(df.val_ppl),
                      key=[f"{f}-{d}-{h}-{dh}-{s}" for f, d, h, dh, s in zip(df.family, df.d, df.h, df.d_h, df.seed)])
 
 
@@ -65,7 +65,8 @@ def _tables(heads, matched, sizes, n_seeds=3):
     long = {"heads": heads, "matched": matched, "sizes": sizes, "configs": configs, "lr_sweep": pd.DataFrame(),
             "lr_table": None, "setup": dict(setup, source="this run")}
     return {**hs.run_parameter_table(), "corpus": corpus, "setup": setup, "heads": heads, "matched": matched,
-            "sizes": sizes, "configs": configs, "lr_table": None, "long": long}
+            "sizes": sizes, "configs": configs, "lr_table": None, "long": long,
+            **hs.run_budget("/nonexistent/04_head_size_budget.jsonl")}
 
 
 # Per-seed noise shared by every model of a seed (same batches): pairing removes it.
@@ -104,10 +105,14 @@ def test_headline_states_paired_differences_and_their_verdicts():
     assert H["widest_base_d"] == 128 and H["widest_base_ppl"] == pytest.approx(30 + 1 / 3)
     assert H["dp_first"] == 2 and "no change this run can detect" in H["dp_trend"]
     verdicts = {c.key: c.judge(full).verdict for c in hs.CLAIMS}
-    assert verdicts == {"bhojanapalli-parameter-counts": "reproduced",
-                        "bhojanapalli-fixed-heads-training": "reproduced",
-                        "bhojanapalli-parameter-matched": "inconclusive",
-                        "bhojanapalli-head-size-capacity": "inconclusive"}
+    assert verdicts["bhojanapalli-parameter-counts"] == "reproduced"
+    assert verdicts["bhojanapalli-head-size-capacity"] == "inconclusive"
+    live = {k: rule(full).verdict for k, rule in hs.LIVE_RULES.items()}  # the same rule on this run's tables
+    assert live == {"bhojanapalli-fixed-heads-training": "reproduced",
+                    "bhojanapalli-parameter-matched": "inconclusive",
+                    "bhojanapalli-head-size-capacity": "inconclusive",
+                    "bhojanapalli-more-heads-hurt-standard": "reproduced",
+                    "bhojanapalli-more-heads-help-fixed": "reproduced"}
     # the long-scale keys repeat the training keys (here: this run's own tables, so scale "this run")
     assert full["ch04_long_gap_diff"] == full["ch04_gap_diff"] and full["ch04_long_scale"] == "this run"
     assert "no learning-rate sweep" in full["ch04_lr_text"] and np.isnan(full["ch04_lr_regret"])
@@ -293,8 +298,8 @@ def test_headline_budget_check_pairs_the_gap_and_its_change_by_seed():
     assert L["rec_change_diff"] == pytest.approx(np.mean(want) - np.mean(base)) and L["rec_change_n"] == 3
     assert L["rec_budget_text"] == "20 steps (1,280 training tokens per run, twice 10 steps)"
     assert "3 seeds" in L["rec_gap_text"] and L["rec_trend"].startswith(("was still closing", "widened", "no longer"))
-    j = hs.rule_fixed_heads(full)
-    assert "1,280 training tokens" in j.evidence and "500 tokens" in j.evidence
+    j = hs.rule_fixed_heads(full)  # judged on the budget store, empty here
+    assert j.verdict == "inconclusive" and "0 of the 6 runs" in j.evidence
     assert full["ch04_rec_gap_n"] == 0  # the live page has no recovery runs
 
 
@@ -315,3 +320,22 @@ def test_run_training_trains_the_budget_check_and_reads_it_back(tiny, monkeypatc
     long = hs.run_long(dict(P, long_store=str(store), results_store=None))["long"]
     assert len(long["recovery"]) == 4 and long["setup"]["provenance"]["records"] == 10
     assert len(ResultStore(store).records()) == 10
+
+
+def test_headline_gives_every_row_the_shared_rules_evidence_on_both_splits():
+    heads, matched, sizes = _grids()
+    H = hs.headline(_tables(heads, matched, sizes))
+    for row, paired_key in (("gap", "gap"), ("match", "match")):
+        assert H[f"ch04_rule_live_{row}_val_diff"] == pytest.approx(H[f"ch04_{paired_key}_diff"])
+        assert H[f"ch04_rule_live_{row}_test_n"] == 3 and H[f"ch04_rule_live_{row}_stored"] == 6
+        assert np.isnan(H[f"ch04_rule_live_{row}_prev_steps"]) and H[f"ch04_rule_live_{row}_steps"] == 10
+    assert H["ch04_rule_live_stdheads_val_diff"] == pytest.approx(H["ch04_std_change_diff"])
+    assert H["ch04_rule_live_fixedheads_val_diff"] == pytest.approx(-H["ch04_fixed_change_diff"])
+    assert H["ch04_rule_live_dpsize_val_diff"] == pytest.approx(-H["ch04_dp_change_diff"])
+    assert H["ch04_rule_live_match_param_gap"] == pytest.approx(H["ch04_match_param_gap"])
+    assert H["ch04_rule_long_dpsize_val_diff"] == pytest.approx(-H["ch04_long_dp_change_diff"])
+    assert H["ch04_budget_runs"] == 0 and H["ch04_budget_planned"] == 54
+    assert H["ch04_budget_lr_text"].startswith("not chosen yet: 0 of the 6 runs")
+    for c in hs.CLAIMS[1:]:
+        assert hs.LIVE_RULES[c.key](H).verdict in ("reproduced", "contradicted", "inconclusive")
+        assert c.judge(H).verdict == "inconclusive"  # an empty budget store judges nothing

@@ -9,8 +9,9 @@ import pytest
 matplotlib.use("Agg")
 
 from lowrank.experiments import synthesis as S
-from lowrank.experiments.verdicts import (CONDITIONAL, CONTRADICTED, INCONCLUSIVE, REPRODUCED, VERDICTS,
-                                          WEAKER, Claim, Judgement, need)
+from lowrank.experiments.verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NOT_TESTED,
+                                          PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER, Claim,
+                                          Judgement, need)
 
 # The synthetic chapter 05's rule reaches every verdict from one number, x.
 X_REPRODUCED = 3.0  # x above this: reproduced
@@ -50,6 +51,13 @@ def _collect():
     return S.collect_claims(SOURCES, load=MODULES.get)
 
 
+@pytest.fixture(autouse=True)
+def _synthetic_claims_only(request, monkeypatch):
+    """Synthetic chapters, without the real inventory of untested claims (tests named 'real' keep it)."""
+    if "real" not in request.node.name:
+        monkeypatch.setattr(S, "_untested", lambda: ())
+
+
 def test_collect_claims_gathers_and_names_the_silent_chapters():
     col = _collect()
     assert [c.key for c in col.claims] == ["x-claim", "y-claim"]
@@ -72,7 +80,7 @@ def test_collect_claims_refuses_misfiled_duplicate_or_foreign_claims():
 
 
 def test_the_real_collector_imports_by_name_and_tolerates_absent_modules():
-    col = S.collect_claims((S.ChapterSource("09", "09_none", "no_such_module_here"),))
+    col = S.collect_claims((S.ChapterSource("09", "09_none", "no_such_module_here"),), untested=())
     assert col.claims == () and "does not exist" in col.silent["09"]
     for src in S.CLAIM_CHAPTERS:  # every listed chapter either exists or is reported, never an error
         S.collect_claims((src,))
@@ -111,7 +119,7 @@ def test_a_missing_chapter_or_value_gives_a_clear_row_not_a_crash():
     table = S.verdict_table(rows)
     assert len(table) == 4 and not table.isna().any().any()
     sentence = S.totals_sentence(rows)
-    assert sentence.startswith("Of the 2 claims collected,") and "2 are not judged yet" in sentence
+    assert "make 2 claims" in sentence and "2 are not judged yet" in sentence
 
 
 def test_links_point_at_the_section_from_the_chapter_and_from_the_intro():
@@ -137,28 +145,72 @@ def test_text_cells_are_escaped_but_links_are_not():
     assert "p &lt; 0.05 &amp; more" in html and "a &lt;b&gt; claim" in html and '<a href="05_five.html#s">' in html
 
 
-def _rows(counts):
-    rows = []
-    for verdict, n in counts.items():
-        for i in range(n):
-            rows.append(S.Row("05", "05_five", "s", "P", f"{verdict} {i}", "e", verdict, "", "default", "r"))
-    return rows
-
-
 @pytest.mark.parametrize("counts, expected", [
-    ({REPRODUCED: 1}, "Of the one claim collected, 1 is reproduced, none is reproduced in a weaker form, "
-                      "none holds only under stated conditions, none is inconclusive and none is contradicted."),
+    ({REPRODUCED: 1}, "The two papers make 1 claim that the book lists: of the one empirical claim tested "
+                      "(simulations, training experiments and pretrained models), 1 is reproduced; every claim is tested."),
     ({REPRODUCED: 3, CONDITIONAL: 1, CONTRADICTED: 2, INCONCLUSIVE: 0},
-     "Of the 6 claims collected, 3 are reproduced, none is reproduced in a weaker form, 1 holds only under "
-     "stated conditions, none is inconclusive and 2 are contradicted."),
+     "The two papers make 6 claims that the book lists: of the 6 empirical claims tested (simulations, training "
+     "experiments and pretrained models), 3 are reproduced, 1 holds only under stated conditions and 2 are "
+     "contradicted; every claim is tested."),
     ({CONDITIONAL: 2, WEAKER: 1, S.NOT_JUDGED: 1},
-     "Of the 4 claims collected, none is reproduced, 1 is reproduced in a weaker form, 2 hold only under stated "
-     "conditions, none is inconclusive, none is contradicted and 1 is not judged yet, its evidence missing."),
+     "The two papers make 4 claims that the book lists: of the 4 empirical claims tested (simulations, training "
+     "experiments and pretrained models), 1 is reproduced in a weaker form, 2 hold only under stated conditions and "
+     "1 is not judged yet, its evidence missing; every claim is tested."),
     ({}, "No claim was collected from the chapters, so none was judged."),
 ])
 def test_totals_sentence_parses_for_every_count(counts, expected):
     assert S.totals_sentence(_rows(counts)) == expected
     assert S.verdict_counts(_rows(counts))[REPRODUCED] == counts.get(REPRODUCED, 0)
+
+
+def test_totals_never_add_proof_checks_to_empirical_results_and_count_own_findings_apart():
+    rows = (_rows({REPRODUCED: 2, CORRECTED: 1}, PROOF_CHECK) + _rows({CONTRADICTED: 1, NOT_TESTED: 2}, TRAINING)
+            + _rows({REPRODUCED: 1}, SIMULATION, BOOK))
+    text = S.totals_sentence(rows)
+    assert "make 6 claims" in text  # the book's own finding is not one of the papers' claims
+    assert "of the 3 proof checks (identities, constructions or arithmetic, true for any data), 2 are reproduced " \
+           "and 1 is reproduced with a correction" in text
+    assert "of the one empirical claim tested (simulations, training experiments and pretrained models), 1 is " \
+           "contradicted" in text
+    assert "2 claims are not tested" in text and "own findings are counted apart: of the one finding, 1 is reproduced" in text
+    table = S.counts_by_kind(rows).set_index("Kind")
+    assert table.loc["proof check", "Total"] == 3 and table.loc["training experiment", NOT_TESTED] == 2
+    assert table.loc["the book's own findings", REPRODUCED] == 1 and "simulation" not in table.index
+    assert S.found_sentence(rows, "P") == ("P: of the 3 proof checks, 2 are reproduced and 1 is reproduced with a "
+                                           "correction; of the one empirical claim tested, 1 is contradicted; "
+                                           "2 claims not tested.")
+    groups = S.verdict_groups(rows)
+    assert list(groups) == ["P: proof checks", "P: empirical claims", "this book's own findings"]
+
+
+def test_untested_claims_are_listed_not_judged_and_need_no_chapter():
+    untested = Claim("vit", "Paper A", "07", "", "ViT plateaus", None, kind=TRAINING, untested="GPU hours")
+    col = S.collect_claims(SOURCES[:1], load=MODULES.get, untested=(untested,))
+    (x, vit) = S.judge_claims(col, {})
+    assert x.verdict == S.NOT_JUDGED and vit.verdict == NOT_TESTED and vit.qualifier == "GPU hours"
+    assert vit.scale == "none" and vit.kind == TRAINING
+    with pytest.raises(ValueError, match="has a rule"):
+        S.collect_claims(SOURCES[:1], load=MODULES.get, untested=(CLAIM_X,))
+
+
+def test_the_real_inventory_joins_and_every_row_has_a_kind():
+    col = S.collect_claims()
+    untested = [c for c in col.claims if c.rule is None]
+    assert len(untested) >= 10 and all(c.untested and c.where for c in untested)
+    keys = {c.key for c in col.claims}
+    # the claims the review listed as computed-but-unjudged or forgotten each have a row
+    assert {"theorem1-counterexample", "saturation-increment", "too-few-heads-hurt", "head-size-past-n",
+            "bert-large-more-heads-hurt", "minli-vit-plateau", "minli-imdb-plateau", "minli-lemma1",
+            "minli-multihead-068", "minli-mla", "minli-near-orthonormal", "minli-layers"} <= keys
+
+
+def _rows(counts, kind="", paper="P"):
+    rows = []
+    for verdict, n in counts.items():
+        for i in range(n):
+            rows.append(S.Row("05", "05_five", "s", paper, f"{verdict} {i}", "e", verdict, "", "default", "r",
+                              kind=kind))
+    return rows
 
 
 def test_count_phrase():
@@ -193,7 +245,8 @@ def test_run_synthesis_headline_and_figure():
     assert all(v in meanings for v in VERDICTS)
     fig, ax = plt.subplots()
     S.plot_verdicts_by_paper(tables["rows"], ax)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["Paper A", "Paper B"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Paper A: empirical\nclaims",
+                                                         "Paper B: empirical\nclaims"]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {INCONCLUSIVE, CONTRADICTED}
     plt.close(fig)
 
@@ -214,6 +267,8 @@ def test_every_real_claim_links_to_a_section_label_of_its_chapter():
     chapters = Path(__file__).resolve().parents[1] / "chapters"
     col = S.collect_claims()
     for claim in col.claims:
+        if claim.rule is None:  # an untested claim links to its chapter, not to a section
+            continue
         src = col.source(claim.chapter)
         nb = json.loads((chapters / f"{src.stem}.ipynb").read_text(encoding="utf8"))
         text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")

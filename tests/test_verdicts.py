@@ -1,7 +1,8 @@
 import pytest
 
-from lowrank.experiments.verdicts import (CONDITIONAL, INCONCLUSIVE, REPRODUCED, VERDICTS, WEAKER, Claim,
-                                          Judgement, MissingEvidence, need)
+from lowrank.experiments.verdicts import (CONDITIONAL, CORRECTED, INCONCLUSIVE, KINDS, NOT_TESTED, REPRODUCED,
+                                          VERDICT_MEANING, VERDICTS, WEAKER, Claim, Judgement, MissingEvidence,
+                                          need)
 
 
 def _rule(h):
@@ -12,11 +13,14 @@ def _rule(h):
         Judgement(INCONCLUSIVE, "x = 0", "an effect of 1")
 
 
-def test_five_verdicts_in_order():
-    assert VERDICTS[0] == REPRODUCED and len(VERDICTS) == 5
+def test_seven_verdicts_in_order_each_with_one_meaning():
+    assert VERDICTS[0] == REPRODUCED and VERDICTS[-1] == NOT_TESTED and len(VERDICTS) == 7
+    assert set(VERDICT_MEANING) == set(VERDICTS) and len(set(VERDICT_MEANING.values())) == 7
+    # a correction that sharpens a claim is its own verdict, never a weakening
+    assert CORRECTED != WEAKER and "not a weakening" in VERDICT_MEANING[CORRECTED]
 
 
-@pytest.mark.parametrize("verdict", [WEAKER, CONDITIONAL, INCONCLUSIVE])
+@pytest.mark.parametrize("verdict", [CORRECTED, WEAKER, CONDITIONAL, INCONCLUSIVE, NOT_TESTED])
 def test_qualified_verdicts_need_their_qualifier(verdict):
     with pytest.raises(ValueError, match="needs a qualifier"):
         Judgement(verdict, "some evidence")
@@ -83,3 +87,13 @@ def test_missing_evidence_carries_its_key():
     with pytest.raises(MissingEvidence) as info:
         need({"ch05_a": 1}, "ch05_b")
     assert info.value.key == "ch05_b" and isinstance(info.value, KeyError)
+
+
+def test_untested_claims_say_what_testing_them_would_take():
+    c = Claim("vit", "p", "07", "", "ViT accuracy plateaus", None, kind=KINDS[2], untested="a GPU and CIFAR-10")
+    j = c.judge({})
+    assert j.verdict == NOT_TESTED and j.qualifier == "a GPU and CIFAR-10" and c.rule_sentence == ""
+    with pytest.raises(ValueError, match="what testing it would take"):
+        Claim("vit", "p", "07", "", "ViT accuracy plateaus", None)
+    with pytest.raises(ValueError, match="kind"):
+        Claim("k", "p", "09", "s", "st", _rule, kind="vibes")

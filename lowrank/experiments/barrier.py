@@ -22,7 +22,7 @@ from ..theory.barrier import (counterexample_qk, expected_distinct_columns,
                               expected_distinct_columns_causal, expected_distinct_columns_given)
 from ..theory.embeddings import minilm_word_embeddings
 from ..theory.sampling import sample_inputs, sample_qk, temperature_scale
-from .verdicts import (CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
+from .verdicts import (SIMULATION, CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
                        Judgement, is_missing, need)
 
 MAX_ELEMENTS = 2 ** 24  # per sampled chunk, so a batch of draws fits in a few hundred MB
@@ -557,7 +557,9 @@ def rule_rank_rises(h: Mapping[str, Any]) -> Judgement:
 CLAIMS: tuple[Claim, ...] = (
     Claim("barrier", MIN_LI, "05", "sec-ch05-summary",
           "Low-rank barrier: the mean rank of random (hardmax) attention is at most about "
-          "n(1-(1-1/n)^n) -> 0.63 n, whatever d_h", rule_barrier),
+          "n(1-(1-1/n)^n) -> 0.63 n, whatever d_h", rule_barrier,
+          kind=SIMULATION, where="Theorem 1 (as the reviewers describe it)"),
     Claim("rank-rises", MIN_LI, "05", "sec-ch05-monte-carlo",
-          "The rank rises with the head size toward the barrier", rule_rank_rises),
+          "The rank rises with the head size toward the barrier", rule_rank_rises,
+          kind=SIMULATION, where="abstract; Fig. 2"),
 )

@@ -521,12 +521,30 @@ def rule_head_size_threshold(h):
     if off < -1:
         return _v.Judgement(_v.CONTRADICTED, ev)
     if off == -1 and bmin > 0:
-        return _v.Judgement(_v.WEAKER, ev, "the exact head-size threshold is n - 1 (row-shift invariance), one below "
-                            "the paper's n; below it no head reaches a generic dense P, certified by Eckart-Young")
+        return _v.Judgement(_v.CORRECTED, ev, "the exact head-size threshold is n - 1 (row-shift invariance), one "
+                            "below the paper's n: a sharper statement; below it no head reaches a generic dense P, "
+                            "certified by Eckart-Young")
     if off == 0:
         return _v.Judgement(_v.REPRODUCED, ev)
     return _v.Judgement(_v.INCONCLUSIVE, ev, "the fits stop above n - 1 without a certified failure; "
                         "the sweep resolves one rank step")
+
+
+# Theorem 1's d < n example: row 2 of the softmax is (1/2, 1/2) for every W_q, W_k, and the target's
+# row 2 is (3/4, 1/4), so the total variation between them is exactly 1/4 at every draw.
+COUNTEREXAMPLE_TV = 0.25
+
+
+def rule_theorem1_counterexample(h):
+    """Reproduced if, over every random weight pair drawn, row 2 of the d = 1, n = 2 head stays at
+    total variation 1/4 from the paper's target (to within 1e-10), so no weights represent it;
+    contradicted if some draw comes closer.
+
+    The example needs d < n: with one input dimension, X cannot have full row rank."""
+    tv = _v.need(h, "ch02_counterexample_tv")
+    ev = (f"d = 1, n = 2, target P = [[1/2, 1/2], [3/4, 1/4]] (row convention): the smallest total variation of "
+          f"row 2 from the target over the random weight pairs is {tv:.3g}")
+    return _v.Judgement(_v.REPRODUCED if tv > COUNTEREXAMPLE_TV - EXACT_TOL else _v.CONTRADICTED, ev)
 
 
 def rule_causal_threshold(h):
@@ -553,13 +571,19 @@ def rule_causal_threshold(h):
 CLAIMS = (
     _v.Claim("theorem1-sufficiency", _v.BHOJANAPALLI, "02", "ch02-theorem1",
              "Theorem 1: with d_k = d >= n, one head represents every positive row-stochastic P on inputs of "
-             "full row rank.", rule_theorem1),
+             "full row rank.", rule_theorem1,
+             kind=_v.PROOF_CHECK, where="Theorem 1"),
+    _v.Claim("theorem1-counterexample", _v.BHOJANAPALLI, "02", "ch02-theorem1",
+             "Theorem 1, second part: if d < n, some X and P cannot be represented by any W_q, W_k.",
+             rule_theorem1_counterexample, kind=_v.PROOF_CHECK, where="Theorem 1; Appendix A"),
     _v.Claim("head-size-threshold", _v.BHOJANAPALLI, "02", "ch02-threshold",
              "A head needs size n to represent an arbitrary dense P on n tokens; below it there is a low-rank "
-             "bottleneck.", rule_head_size_threshold),
+             "bottleneck.", rule_head_size_threshold,
+             kind=_v.SIMULATION, where="Sec. 1 and the reading of Theorem 1"),
     _v.Claim("causal-threshold", _v.BOOK, "02", "ch02-causal",
              "One causal head represents every lower-triangular positive P exactly from head size floor(n/2), "
-             "and no smaller head does.", rule_causal_threshold),
+             "and no smaller head does.", rule_causal_threshold,
+             kind=_v.SIMULATION),
 )
 
 

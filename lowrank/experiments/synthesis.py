@@ -24,13 +24,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .verdicts import SCALES, VERDICT_MEANING, VERDICTS, Claim, Judgement, MissingEvidence
+from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS,
+                       KIND_MEANING, MIN_LI, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
+                       WEAKER, Claim, Judgement, MissingEvidence)
 
 __all__ = ["ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
            "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
            "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
            "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
-           "HEADLINE_KEYS", "plot_verdicts_by_paper"]
+           "HEADLINE_KEYS", "plot_verdicts_by_paper", "counts_by_kind", "found_sentence", "kinds_table",
+           "verdict_groups", "reading_table"]
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,18 @@ def _import(name: str) -> ModuleType | None:
         raise
 
 
+def _untested() -> tuple[Claim, ...]:
+    from .inventory import UNTESTED
+
+    return UNTESTED
+
+
 def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
-                   load: Callable[[str], ModuleType | None] = _import) -> Collection:
-    """Every Claim of the listed chapters' modules, in chapter order; chapters without any are named.
+                   load: Callable[[str], ModuleType | None] = _import,
+                   untested: Iterable[Claim] | None = None) -> Collection:
+    """Every Claim of the listed chapters' modules, in chapter order, then the claims no chapter tests
+    (``untested``, default: :data:`lowrank.experiments.inventory.UNTESTED`); chapters without any
+    claim are named.
 
     ``load(module_name)`` returns the module or None when it does not exist (tests pass fakes).
     A claim filed under another chapter than the module's, or a key used twice, is an error.
@@ -107,6 +119,10 @@ def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
             if c.chapter != src.number:
                 raise ValueError(f"claim {c.key} of {src.module} names chapter {c.chapter}, not {src.number}")
         claims += found
+    for c in (_untested() if untested is None else tuple(untested)):
+        if c.rule is not None:
+            raise ValueError(f"claim {c.key} of the untested inventory has a rule: move it to its chapter")
+        claims.append(c)
     keys = Counter(c.key for c in claims)
     twice = sorted(k for k, n in keys.items() if n > 1)
     if twice:
@@ -166,6 +182,14 @@ class Row:
     scale: str
     rule: str
     key: str = ""
+    kind: str = ""
+    where: str = ""
+    ledger: str = ""
+
+    @property
+    def own(self) -> bool:
+        """A finding of the book's own, counted apart from the papers' claims."""
+        return self.paper == BOOK
 
     @property
     def label(self) -> str:
@@ -177,7 +201,8 @@ class Row:
 
 
 def judge_claims(collection: Collection, values: Mapping[str, Any],
-                 scales: Mapping[str, str] | None = None) -> list[Row]:
+                 scales: Mapping[str, str] | None = None, *,
+                 ledger: Callable[[str], str] | None = None) -> list[Row]:
     """Judge every collected claim on its own chapter's values; one row per claim, then one per silent chapter.
 
     A chapter with no value at all gives its claims the evidence "chapter NN not executed"; a
@@ -187,17 +212,25 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
     """
     by_chapter = split_by_chapter(values)
     scales = dict(scales or {})
+    note = ledger or (lambda key: "")
     rows = []
     for c in collection.claims:
         src = collection.source(c.chapter)
         stem = src.stem if src else c.chapter
+        if c.rule is None:
+            j = c.judge({})
+            rows.append(Row(chapter=c.chapter, stem=stem, section=c.section, paper=c.paper, statement=c.statement,
+                            evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale="none", rule="",
+                            key=c.key, kind=c.kind, where=c.where, ledger=""))
+            continue
         scale = scales.get(c.chapter, "default")
         if c.scale_key:  # the claim names the scale of its evidence itself (one of SCALES, else ignored)
             own = by_chapter.get(c.chapter, {}).get(c.scale_key)
             if own in SCALES:
                 scale = own
         common = dict(chapter=c.chapter, stem=stem, section=c.section, paper=c.paper,
-                      statement=c.statement, rule=c.rule_sentence, key=c.key)
+                      statement=c.statement, rule=c.rule_sentence, key=c.key, kind=c.kind, where=c.where,
+                      ledger=note(c.key))
         if c.chapter not in by_chapter:
             rows.append(Row(**common, evidence=f"chapter {c.chapter} not executed", verdict=NOT_JUDGED,
                             qualifier="", scale="none"))
@@ -279,9 +312,13 @@ def reading_table(rows: Iterable[Row], base: str = ""):
     import pandas as pd
 
     e = html.escape
+    where = lambda r: f", {e(r.where)}" if r.where else ""  # noqa: E731
     records = [{
-        "Claim": f"{e(r.statement)}<br><small>{e(r.paper or '-')}, {chapter_link(r, base)}</small>",
-        "Evidence, and the rule that judged it": f"{e(r.evidence)}<br><small><em>Rule:</em> {e(r.rule or '-')}</small>",
+        "Claim": (f"{e(r.statement)}<br><small>{e(r.paper or '-')}{where(r)}; {e(r.kind or '-')}; "
+                  f"{chapter_link(r, base)}</small>"),
+        "Evidence, and the rule that judged it": (
+            f"{e(r.evidence)}<br><small><em>Rule:</em> {e(r.rule or '-')}</small>"
+            + (f"<br><small><em>Ledger:</em> {e(r.ledger)}</small>" if r.ledger else "")),
         "Verdict": (f"<strong>{e(r.verdict)}</strong>" + (f": {e(r.qualifier)}" if r.qualifier else "")
                     + f"<br><small>scale: {e(r.scale)}</small>"),
     } for r in rows]
@@ -291,6 +328,13 @@ def reading_table(rows: Iterable[Row], base: str = ""):
             .set_properties(subset=["Claim"], **{"width": "32%"})
             .set_properties(subset=["Verdict"], **{"width": "22%"})
             .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
+
+
+def kinds_table():
+    """The four kinds of evidence and what each means, from verdicts.KIND_MEANING."""
+    import pandas as pd
+
+    return pd.DataFrame({"Kind": list(KINDS), "Meaning": [KIND_MEANING[k] for k in KINDS]})
 
 
 def meanings_table():
@@ -317,11 +361,13 @@ def verdict_counts(rows: Iterable[Row]) -> dict[str, int]:
 
 # Each verdict as a predicate, singular and plural, so that "1 claim is ..." and "3 are ..." parse.
 _PREDICATE = {
-    VERDICTS[0]: ("is reproduced", "are reproduced"),
-    VERDICTS[1]: ("is reproduced in a weaker form", "are reproduced in a weaker form"),
-    VERDICTS[2]: ("holds only under stated conditions", "hold only under stated conditions"),
-    VERDICTS[3]: ("is inconclusive", "are inconclusive"),
-    VERDICTS[4]: ("is contradicted", "are contradicted"),
+    REPRODUCED: ("is reproduced", "are reproduced"),
+    CORRECTED: ("is reproduced with a correction", "are reproduced with a correction"),
+    WEAKER: ("is reproduced in a weaker form", "are reproduced in a weaker form"),
+    CONDITIONAL: ("holds only under stated conditions", "hold only under stated conditions"),
+    INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
+    CONTRADICTED: ("is contradicted", "are contradicted"),
+    NOT_TESTED: ("is not tested", "are not tested"),
     NOT_JUDGED: ("is not judged yet, its evidence missing", "are not judged yet, their evidence missing"),
 }
 
@@ -333,17 +379,86 @@ def _clause(count: int, verdict: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+def _is_claim(r: Row) -> bool:
+    return r.statement != "(no claim collected)"
+
+
+def _verdict_list(rows: list[Row]) -> str:
+    """'5 are reproduced, 1 is contradicted and 2 are not tested': the verdicts that occur, in order."""
+    counts = Counter(r.verdict for r in rows)
+    parts = [_clause(counts[v], v) for v in (*VERDICTS, NOT_JUDGED) if counts[v]]
+    if not parts:
+        return "none"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _group(rows: list[Row], noun: str, plural: str, gloss: str = "") -> str:
+    what = f"one {noun}" if len(rows) == 1 else f"{len(rows)} {plural}"
+    return f"of the {what}{f' ({gloss})' if gloss else ''}, {_verdict_list(rows)}"
+
+
 def totals_sentence(rows: Iterable[Row]) -> str:
-    """'Of the 12 claims collected, 1 is reproduced, 3 are inconclusive, none is contradicted...' for any counts."""
-    counts = verdict_counts(rows)
-    total = sum(counts.values())
-    if total == 0:
+    """The verdicts counted by kind, never adding proof checks to empirical results, with the book's
+    own findings apart; a sentence that parses for every count."""
+    rows = [r for r in rows if _is_claim(r)]
+    if not rows:
         return "No claim was collected from the chapters, so none was judged."
-    clauses = [_clause(counts[v], v) for v in VERDICTS]
-    if counts[NOT_JUDGED]:
-        clauses.append(_clause(counts[NOT_JUDGED], NOT_JUDGED))
-    head = "Of the one claim collected, " if total == 1 else f"Of the {total} claims collected, "
-    return head + ", ".join(clauses[:-1]) + " and " + clauses[-1] + "."
+    papers = [r for r in rows if not r.own]
+    proof = [r for r in papers if r.kind == PROOF_CHECK and r.verdict != NOT_TESTED]
+    empirical = [r for r in papers if r.kind != PROOF_CHECK and r.verdict != NOT_TESTED]
+    untested = [r for r in papers if r.verdict == NOT_TESTED]
+    own = [r for r in rows if r.own]
+    parts = [f"The two papers make {count_phrase(len(papers))} that the book lists"]
+    if proof:
+        parts.append(_group(proof, "proof check", "proof checks",
+                            "identities, constructions or arithmetic, true for any data"))
+    if empirical:
+        parts.append(_group(empirical, "empirical claim tested", "empirical claims tested",
+                            "simulations, training experiments and pretrained models"))
+    if untested:
+        verb = "is" if len(untested) == 1 else "are"
+        parts.append(f"{count_phrase(len(untested))} {verb} not tested, each with what testing it would take")
+    else:
+        parts.append("every claim is tested")
+    text = parts[0] + ": " + "; ".join(parts[1:]) + "."
+    if own:
+        text += f" The book's own findings are counted apart: {_group(own, 'finding', 'findings')}."
+    return text[0].upper() + text[1:]
+
+
+def counts_by_kind(rows: Iterable[Row]):
+    """Claims per kind (rows) and verdict (columns), the papers' claims only, then the book's own findings."""
+    import pandas as pd
+
+    rows = [r for r in rows if _is_claim(r)]
+    used = [v for v in (*VERDICTS, NOT_JUDGED) if any(r.verdict == v for r in rows)]
+    groups = [(k, [r for r in rows if not r.own and r.kind == k]) for k in KINDS]
+    groups.append(("the book's own findings", [r for r in rows if r.own]))
+    records = []
+    for name, group in groups:
+        if not group:
+            continue
+        c = Counter(r.verdict for r in group)
+        records.append({"Kind": name, **{v: c.get(v, 0) for v in used}, "Total": len(group)})
+    return pd.DataFrame(records, columns=["Kind", *used, "Total"])
+
+
+def found_sentence(rows: Iterable[Row], paper: str) -> str:
+    """One paper's result in a sentence: its proof checks, its empirical claims and its untested claims."""
+    mine = [r for r in rows if _is_claim(r) and r.paper == paper]
+    if not mine:
+        return f"{paper}: no claim collected."
+    proof = [r for r in mine if r.kind == PROOF_CHECK and r.verdict != NOT_TESTED]
+    empirical = [r for r in mine if r.kind != PROOF_CHECK and r.verdict != NOT_TESTED]
+    untested = [r for r in mine if r.verdict == NOT_TESTED]
+    parts = []
+    if proof:
+        parts.append(_group(proof, "proof check", "proof checks"))
+    if empirical:
+        parts.append(_group(empirical, "empirical claim tested", "empirical claims tested"))
+    if untested:
+        parts.append(f"{count_phrase(len(untested))} not tested")
+    return f"{paper}: " + "; ".join(parts) + "."
 
 
 def silent_sentence(collection: Collection) -> str:
@@ -361,16 +476,21 @@ def silent_sentence(collection: Collection) -> str:
 
 def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = None, *,
                   sources: Iterable[ChapterSource] = CLAIM_CHAPTERS,
-                  load: Callable[[str], ModuleType | None] = _import) -> dict[str, Any]:
+                  load: Callable[[str], ModuleType | None] = _import,
+                  untested: Iterable[Claim] | None = None,
+                  ledger: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Collect, judge and tabulate: {'collection', 'rows', 'table' (links from a chapter page),
-    'brief' (links from intro.md), 'meanings'}."""
-    collection = collect_claims(sources, load=load)
-    rows = judge_claims(collection, values, scales)
+    'brief' (links from intro.md), 'meanings'}. ``ledger(key)`` gives the rules ledger's note for a
+    claim (:func:`lowrank.experiments.ledger.notes`; default: no note)."""
+    collection = collect_claims(sources, load=load, untested=untested)
+    rows = judge_claims(collection, values, scales, ledger=ledger)
     return {"collection": collection, "rows": rows, "table": verdict_table(rows),
             "brief": verdict_table(rows, base="chapters/", brief=True), "meanings": meanings_table()}
 
 
 HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
+                 "ch08_kind_meanings", "ch08_counts_by_kind", "ch08_found_bhojanapalli", "ch08_found_min_li",
+                 "ch08_n_amended",
                  *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
 
 
@@ -384,6 +504,11 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
         "ch08_silent": silent_sentence(tables["collection"]),
         "ch08_brief": style_table(tables["brief"]),
         "ch08_verdict_meanings": style_table(tables["meanings"]),
+        "ch08_kind_meanings": style_table(kinds_table()),
+        "ch08_counts_by_kind": counts_by_kind(rows).style.hide(axis="index"),
+        "ch08_found_bhojanapalli": found_sentence(rows, BHOJANAPALLI),
+        "ch08_found_min_li": found_sentence(rows, MIN_LI),
+        "ch08_n_amended": sum("amended" in r.ledger for r in rows),
     }
     for v, n in counts.items():
         out[f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}"] = n
@@ -391,26 +516,40 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def verdict_groups(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """The bars of the verdict chart: each paper's proof checks, then its empirical claims (with the
+    untested ones), then the book's own findings; empty groups left out."""
+    rows = [r for r in rows if _is_claim(r) and r.paper]
+    out: dict[str, list[Row]] = {}
+    for paper in dict.fromkeys(r.paper for r in rows if not r.own):
+        mine = [r for r in rows if r.paper == paper]
+        out[f"{paper}: proof checks"] = [r for r in mine if r.kind == PROOF_CHECK]
+        out[f"{paper}: empirical claims"] = [r for r in mine if r.kind != PROOF_CHECK]
+    out["this book's own findings"] = [r for r in rows if r.own]
+    return {k: v for k, v in out.items() if v}
+
+
 def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
-    """Horizontal stacked bars: for each paper, how many of its claims got each verdict."""
+    """Horizontal stacked bars: for each paper's proof checks and empirical claims, and for the book's own
+    findings, how many got each verdict (proof checks are never added to empirical results)."""
     import textwrap
 
     import numpy as np
 
-    rows = [r for r in rows if r.paper]
-    papers = list(dict.fromkeys(r.paper for r in rows))
+    groups = verdict_groups(rows)
+    papers = list(groups)
     if not papers:
         ax.text(0.5, 0.5, "no claim collected yet", ha="center", va="center", transform=ax.transAxes)
         ax.set(xticks=[], yticks=[])
         return
     # light to dark from contradicted to reproduced, with hatches so the bars stay apart in grey scale
-    shades = {VERDICTS[0]: "#5aae61", VERDICTS[1]: "#a6dba0", VERDICTS[2]: "#fee08b", VERDICTS[3]: "#d9d9d9",
-              VERDICTS[4]: "#c2a5cf", NOT_JUDGED: "#ffffff"}
-    hatches = {VERDICTS[0]: "", VERDICTS[1]: "//", VERDICTS[2]: "..", VERDICTS[3]: "", VERDICTS[4]: "xx",
-               NOT_JUDGED: "--"}
+    shades = {REPRODUCED: "#5aae61", CORRECTED: "#1b7837", WEAKER: "#a6dba0", CONDITIONAL: "#fee08b",
+              INCONCLUSIVE: "#d9d9d9", CONTRADICTED: "#c2a5cf", NOT_TESTED: "#ffffff", NOT_JUDGED: "#ffffff"}
+    hatches = {REPRODUCED: "", CORRECTED: "", WEAKER: "//", CONDITIONAL: "..", INCONCLUSIVE: "", CONTRADICTED: "xx",
+               NOT_TESTED: "\\\\", NOT_JUDGED: "--"}
     left = np.zeros(len(papers))
     for v in (*VERDICTS, NOT_JUDGED):
-        counts = np.array([sum(r.verdict == v for r in rows if r.paper == p) for p in papers], float)
+        counts = np.array([sum(r.verdict == v for r in groups[p]) for p in papers], float)
         if not counts.any():
             continue
         ax.barh(range(len(papers)), counts, left=left, color=shades[v], hatch=hatches[v],

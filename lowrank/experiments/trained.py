@@ -44,7 +44,7 @@ from ..sweep import ResultStore, sweep
 from ..theory.barrier import expected_distinct_columns
 from ..train import run_key
 from .saturation import law_comparison
-from .verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
+from .verdicts import (PRETRAINED, PROOF_CHECK, TRAINING, BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
                        is_missing, need)
 
 __all__ = ["pretrained_ranks", "argmax_patterns", "as_rtols", "DEFAULT_TOL", "tolerance_names", "coarse_tolerance",
@@ -920,10 +920,12 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("bhojanapalli-trained-logit-rank", BHOJANAPALLI, "07", "sec-ch07-pretrained",
-          "The mechanism: a head's logits have rank at most d_h, also in a trained model", rule_mechanism),
+          "The mechanism: a head's logits have rank at most d_h, also in a trained model", rule_mechanism,
+          kind=PROOF_CHECK, where="Sec. 1"),
     Claim("minli-trained-barrier", MIN_LI, "07", "sec-ch07-barrier",
-          "The barrier n(1-(1-1/n)^n) describes trained attention on real data", rule_trained_barrier),
+          "The barrier n(1-(1-1/n)^n) describes trained attention on real data", rule_trained_barrier,
+          kind=PRETRAINED, where="abstract; Sec. 3.1 (real data)"),
     Claim("minli-model-reduction", MIN_LI, "07", "sec-ch07-reduction",
           "Model reduction: accuracy saturates in d_h where attention rank does, near log n", rule_model_reduction,
-          scale_key="ch07_ret_scale"),
+          scale_key="ch07_ret_scale", kind=TRAINING, where="abstract (model-reduction effect)"),
 )

@@ -14,27 +14,48 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["REPRODUCED", "WEAKER", "CONDITIONAL", "INCONCLUSIVE", "CONTRADICTED", "VERDICTS",
-           "VERDICT_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Judgement", "Claim",
+__all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
+           "VERDICTS", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
+           "EMPIRICAL_KINDS", "KIND_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Judgement", "Claim",
            "MissingEvidence", "need", "is_missing"]
 
 REPRODUCED = "reproduced"
+CORRECTED = "reproduced, corrected"
 WEAKER = "reproduced in a weaker form"
 CONDITIONAL = "holds only under stated conditions"
 INCONCLUSIVE = "inconclusive"
 CONTRADICTED = "contradicted"
-VERDICTS = (REPRODUCED, WEAKER, CONDITIONAL, INCONCLUSIVE, CONTRADICTED)
+NOT_TESTED = "not tested"
+VERDICTS = (REPRODUCED, CORRECTED, WEAKER, CONDITIONAL, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
 
 VERDICT_MEANING = {
     REPRODUCED: "the claim holds as stated, and the uncertainty excludes the alternative",
-    WEAKER: "a weaker or corrected statement holds; the row names it",
-    CONDITIONAL: "true in the proof's setting, false outside it; the row names the conditions",
+    CORRECTED: "a sharper or corrected statement holds (the row names the correction); not a weakening",
+    WEAKER: "only a weaker statement holds; the row names it",
+    CONDITIONAL: ("true inside conditions the claim did not state (the row names them); a theorem's own "
+                  "hypothesis is not such a condition"),
     INCONCLUSIVE: "the experiment cannot tell at its power; the row states the smallest effect it could detect",
-    CONTRADICTED: "the opposite holds, and the uncertainty excludes the claim",
+    CONTRADICTED: "the evidence excludes the claim as the book states it",
+    NOT_TESTED: "the book does not test the claim; the row says what testing it would take",
 }
 # What a qualified verdict must say next to it.
-_QUALIFIER = {WEAKER: "the weaker statement that holds", CONDITIONAL: "the conditions",
-              INCONCLUSIVE: "the smallest effect the experiment could detect"}
+_QUALIFIER = {CORRECTED: "the correction", WEAKER: "the weaker statement that holds",
+              CONDITIONAL: "the conditions", INCONCLUSIVE: "the smallest effect the experiment could detect",
+              NOT_TESTED: "what testing it would take"}
+
+# What kind of evidence a claim rests on. Totals never add proof checks to empirical results.
+PROOF_CHECK = "proof check"
+SIMULATION = "simulation"
+TRAINING = "training experiment"
+PRETRAINED = "pretrained model"
+KINDS = (PROOF_CHECK, SIMULATION, TRAINING, PRETRAINED)
+EMPIRICAL_KINDS = (SIMULATION, TRAINING, PRETRAINED)
+KIND_MEANING = {
+    PROOF_CHECK: "an identity, a construction or arithmetic, checked numerically: true for any data",
+    SIMULATION: "a Monte Carlo or fitting experiment on synthetic inputs or random weights",
+    TRAINING: "models trained by the book on real or synthetic data",
+    PRETRAINED: "a model trained by others, measured by the book",
+}
 
 SCALES = ("smoke", "default", "long", "paper")
 
@@ -80,33 +101,50 @@ class Judgement:
 
 @dataclass(frozen=True)
 class Claim:
-    """One claim of a paper (or of the book), the chapter section that tests it, and its rule."""
+    """One claim of a paper (or of the book), where the paper makes it, the section that tests it, and its rule.
+
+    A claim the book does not test has ``rule=None`` and says in ``untested`` what testing it
+    would take; it is listed with the verdict "not tested".
+    """
     key: str
     paper: str
     chapter: str
     section: str
     statement: str
-    rule: Callable[[Mapping[str, Any]], Judgement]
+    rule: Callable[[Mapping[str, Any]], Judgement] | None
     # A headline key whose value names the scale the claim's evidence comes from, when that is
     # not the scale the chapter's notebook ran at (chapter 04 judges its training claims on a
     # stored long-scale sweep). "" (default): the notebook's scale.
     scale_key: str = ""
+    kind: str = SIMULATION
+    # Where the paper makes the claim ("Theorem 1", "Sec. 2.3", "abstract"), in the paper's numbering.
+    where: str = ""
+    untested: str = ""
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.key):
             raise ValueError(f"claim key {self.key!r}: lower-case letters, digits and '-' only")
         if not re.fullmatch(r"\d\d", self.chapter):
             raise ValueError(f"claim {self.key}: chapter {self.chapter!r} is not two digits")
-        if not (self.rule.__doc__ or "").strip():
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.key}: kind {self.kind!r} is not one of {KINDS}")
+        if self.rule is None:
+            if not self.untested.strip():
+                raise ValueError(f"claim {self.key}: an untested claim says what testing it would take")
+        elif not (self.rule.__doc__ or "").strip():
             raise ValueError(f"claim {self.key}: its rule needs a docstring (the sentence the book prints)")
 
     @property
     def rule_sentence(self) -> str:
-        """The rule's docstring up to its first blank line, on one line."""
+        """The rule's docstring up to its first blank line, on one line ("" for an untested claim)."""
+        if self.rule is None:
+            return ""
         first = (self.rule.__doc__ or "").strip().split("\n\n")[0]
         return " ".join(first.split())
 
     def judge(self, headline: Mapping[str, Any]) -> Judgement:
+        if self.rule is None:
+            return Judgement(NOT_TESTED, "no experiment in this book", self.untested)
         judgement = self.rule(headline)
         if not isinstance(judgement, Judgement):
             raise TypeError(f"claim {self.key}: rule returned {type(judgement).__name__}, not a Judgement")

@@ -21,6 +21,10 @@ collects into one ``tables`` dict: :func:`run_parameter_table` (the paper's Tabl
 :func:`run_corpus` (the corpus and its token splits) and :func:`run_training` (the three grids
 from the chapter's parameters, plus the per-configuration table). :func:`headline` turns
 ``tables`` into every number the chapter glues (keys :data:`HEADLINE_KEYS`).
+
+The package's other modules: :mod:`.rules` (the claims, and the one rule every training row
+shares), :mod:`.budget` (the budget store: learning-rate check, budget extension, factorial; read
+by :func:`run_budget`) and :mod:`.figures` (its figures and tables for the page).
 """
 from __future__ import annotations
 
@@ -34,12 +38,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..models import bert_parameter_count
-from ..stats import Estimate, paired_difference
-from ..sweep import ResultStore, parse_shard, run_key, sweep
-from ..train import TrainConfig
-from .verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, REPRODUCED, Claim, Judgement, is_missing,
-                       need)
+from ...models import bert_parameter_count
+from ...stats import Estimate, paired_difference
+from ...sweep import ResultStore, parse_shard, run_key, sweep
+from ...train import TrainConfig
+from . import budget, figures
+from .rules import HORIZON_DOUBLINGS, evidence_keys, row_evidence
+from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_more_heads_fixed,
+                    rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched)
 
 __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "parameter_matched",
            "head_size_at_fixed_heads", "run_grids", "summarise", "curves", "mean_curves", "headline",
@@ -47,7 +53,7 @@ __all__ = ["PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "par
            "run_parameter_table", "run_corpus", "run_training", "HEADLINE_KEYS",
            "PARAMETER_TOLERANCE_M", "LEVEL", "MATCH_TOLERANCE", "paired", "diff_text", "half_width",
            "CLAIMS", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_head_size",
-           "recovery_grid", "CLOSING_THRESHOLD",
+           "recovery_grid", "rule_more_heads_standard", "rule_more_heads_fixed",
            "LIVE_RULES", "LONG_COMMAND", "lr_sweep_grid", "choose_lr", "manifest_path", "store_provenance",
            "run_long", "resolve_store",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
@@ -103,6 +109,7 @@ def _frame(labelled: list[tuple[dict, dict]], results: pd.DataFrame) -> pd.DataF
         rows.append({**labels, "d": d, "h": h, "d_h": cfg["head_dim"] or d // h, "seed": cfg["seed"],
                      "n_params": int(r["n_params"]), "val_ppl": float(r["val_ppl"]),
                      "test_ppl": float(r["test_ppl"]), "val_loss": float(r["val_loss"]),
+                     "test_loss": float(r["test_loss"]) if "test_loss" in r else math.log(float(r["test_ppl"])),
                      "train_wall_s": float(r["train_wall_s"]), "key": k,
                      "train_curve": r.get("train_curve"), "val_curve": r.get("val_curve")})
     return pd.DataFrame(rows)
@@ -195,9 +202,6 @@ def default_runs_dir(store: str | os.PathLike) -> Path:
 
 # Every interval in this chapter is a two-sided 95 % Student-t interval over seeds.
 LEVEL = 0.95
-# Fig. 1 compares models on a common parameter axis: a baseline whose parameter count differs
-# from the fixed-head model's by more than 10 % is not a parameter-matched comparison (pre-stated).
-MATCH_TOLERANCE = 0.10
 
 
 def paired(a: pd.DataFrame, b: pd.DataFrame, value: str = "val_loss") -> Estimate:
@@ -417,7 +421,7 @@ def run_parameter_table() -> dict:
 def run_corpus(corpus: str, *, vocab_size: int) -> dict:
     """``{"corpus": {...}}``: documents, words, the validation and test plays, and the token
     count of each split under the chapter's BPE tokenizer."""
-    from ..data import load_corpus, prepare_lm, split_documents
+    from ...data import load_corpus, prepare_lm, split_documents
 
     docs = load_corpus(corpus)
     parts = split_documents(docs)
@@ -663,7 +667,144 @@ def resolve_store(path: str | os.PathLike) -> Path:
     p = Path(path).expanduser()
     if p.is_absolute() or p.exists():
         return p
-    return Path(__file__).resolve().parents[2] / p
+    return Path(__file__).resolve().parents[3] / p
+
+
+# The budget store, committed beside the long-scale sweep; the chapter reads it and never writes it.
+BUDGET_STORE = "data/results/04_head_size_budget.jsonl"
+
+
+def run_budget(store: str | os.PathLike = BUDGET_STORE) -> dict:
+    """``{"budget": ...}``: what the budget store holds so far (:func:`budget.read`), with the
+    paired ``comparisons`` of its budget runs, the factorial's ``effects`` and the records'
+    ``provenance`` (None for a store with no record)."""
+    path = resolve_store(store)
+    got = budget.read(path)
+    got["comparisons"] = budget.comparisons(got["budget"])
+    got["effects"] = budget.factorial_effects(got["factorial"])
+    got["provenance"] = store_provenance(path) if got["n_records"] else None
+    return {"budget": got}
+
+
+def _one_budget(a: pd.DataFrame, b: pd.DataFrame, steps: int, tokens: float) -> pd.DataFrame:
+    """A comparison table (as :func:`budget.comparisons` gives one row of ROWS) at one budget."""
+    rows = []
+    for split, value in (("validation", "val_loss"), ("test", "test_loss")):
+        e = paired(a, b, value)
+        rows.append({"steps": steps, "tokens": tokens, "split": split, "diff": e.mean, "lo": e.lo, "hi": e.hi,
+                     "n": e.n, "runs": len(a) + len(b), "change_diff": float("nan"), "change_lo": float("nan"),
+                     "change_hi": float("nan"), "change_n": 0})
+    return pd.DataFrame(rows)
+
+
+def _dh(df: pd.DataFrame) -> int:
+    return int(df.d_h.iloc[0])
+
+
+def _single_budget_evidence(src: str, heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.DataFrame,
+                            H: Mapping, steps: int, tokens: float, rows: tuple[str, ...]) -> dict:
+    """Rule evidence (:func:`rules.row_evidence`) of ``rows`` from one sweep at one budget, with the
+    models :func:`_training_headline` picked (its keys in ``H``, without the ``ch04_`` prefix)."""
+    g = lambda k: H[k]  # noqa: E731
+    std = lambda h: _runs(heads, family="standard", h=h)  # noqa: E731
+    fix = lambda h: _runs(heads, family="fixed", h=h)  # noqa: E731
+    pairs = {
+        "gap": (std(g("gap_h")), fix(g("gap_h"))),
+        "match": (_runs(matched, family="standard", d=g("match_base_d")),
+                  _runs(matched, family="fixed", d=g("match_fixed_d"), h=g("match_fixed_h"))),
+        "stdheads": (std(g("std_h_last")), std(g("std_h_first"))),
+        "fixedheads": (fix(g("fixed_h_first")), fix(g("fixed_h_last"))),
+        "dpsize": (_runs(sizes, d_h=g("dp_first")), _runs(sizes, d_h=g("dp_last"))),
+    }
+    what = {
+        "gap": f"at h = {g('gap_h')}, standard (d_h = {g('gap_std_dh')}) minus fixed (d_p = {g('gap_dp')}) loss",
+        "match": (f"standard d = {g('match_base_d')} ({g('match_base_params_k'):.0f} k parameters) minus fixed "
+                  f"h = {g('match_fixed_h')} at d = {g('match_fixed_d')} ({g('match_fixed_params_k'):.0f} k) loss"),
+        "stdheads": f"standard heads, h = {g('std_h_last')} minus h = {g('std_h_first')} loss",
+        "fixedheads": f"fixed head size, h = {g('fixed_h_first')} minus h = {g('fixed_h_last')} loss",
+        "dpsize": f"at h = {g('size_heads') if 'size_heads' in H else ''}, d_p = {g('dp_first')} minus d_p = {g('dp_last')} loss",
+    }
+    out = {}
+    for row in rows:
+        a, b = pairs[row]
+        out.update(row_evidence(src, row, what[row], _one_budget(a, b, steps, tokens), planned=len(a) + len(b),
+                                param_gap=g("match_param_gap") if row == "match" else float("nan")))
+    return out
+
+
+_BUDGET_WHAT = {"gap": "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss",
+                "match": "standard d = 112, h = 4 minus fixed h = 32 at d = 64 (d_p = 16) loss",
+                "stdheads": "standard heads at d = 64, h = 32 minus h = 4 loss",
+                "fixedheads": "fixed head size d_p = 16 at d = 64, h = 4 minus h = 32 loss"}
+
+
+def _budget_headline(b: Mapping) -> dict:
+    """Keys ``rule_budget_*`` (the rule evidence of every row of :data:`budget.ROWS`) and
+    ``budget_*`` (what the store holds, the chosen rate, its provenance), without ``ch04_``."""
+    comps, runs = b["comparisons"], b["budget"]
+    out = {}
+    for row, a, bb in budget.ROWS:
+        gap = float("nan")
+        if row == "match" and len(runs):
+            pa, pb = (runs[runs.model == m].n_params for m in (a, bb))
+            if len(pa) and len(pb):
+                gap = abs(float(pa.iloc[0]) - float(pb.iloc[0])) / float(pb.iloc[0])
+        ev = row_evidence("budget", row, _BUDGET_WHAT[row], comps[comps.row == row], planned=2 * len(budget.SEEDS),
+                          param_gap=gap)
+        out.update({k[len("ch04_"):]: v for k, v in ev.items()})
+    planned = b["planned"]
+    out["budget_runs"], out["budget_planned"] = len(runs), planned["budget"]
+    out["budget_lr_check_runs"], out["budget_lr_check_planned"] = len(b["lr_check"]), planned["lr_check"]
+    out["budget_factorial_runs"], out["budget_factorial_planned"] = len(b["factorial"]), planned["factorial"]
+    out["budget_records"] = int(b["n_records"])
+    out["budget_cpu_h"] = float(b["cpu_s"]) / 3600
+    out["budget_lr_text"] = (f"not chosen yet: {len(b['lr_check'])} of the {planned['lr_check']} runs of the "
+                             f"learning-rate check are stored" if b["lr"] is None else
+                             f"{b['lr']:g}, chosen from the learning-rate check by the rule stated before it ran")
+    out["budget_prov_text"] = _provenance_text(b["provenance"]) if b["provenance"] else "no run stored yet"
+    out["budget_largest_tokens"] = budget.BUDGET_STEPS[-1] * budget.BASE["batch_size"] * budget.BASE["seq_len"]
+    out["budget_command"] = budget.RESUME_COMMAND
+    out["budget_estimate_h"] = budget.estimate_s() / 3600
+    steps = [f"{x:,}" for x in budget.BUDGET_STEPS]
+    out["budget_steps_text"] = ", ".join(steps[:-1]) + f" and {steps[-1]} steps"
+    out["budget_tokens_text"] = ", ".join(f"{x * budget.BASE['batch_size'] * budget.BASE['seq_len'] / 1e6:.1f}M"
+                                          for x in budget.BUDGET_STEPS)
+    out["budget_rates_text"] = ", ".join(f"{r:g}" for r in budget.LR_CHECK_RATES)
+    out["budget_lr_check_steps"] = budget.LR_CHECK_STEPS
+    out["budget_factorial_steps"], out["budget_factorial_lr"] = budget.FACTORIAL_STEPS, budget.FACTORIAL_LR
+    out["budget_seeds"] = len(budget.SEEDS)
+    out["budget_horizon"] = HORIZON_DOUBLINGS
+    out["budget_cost_ratio"] = sum(budget.BUDGET_STEPS) / budget.BUDGET_STEPS[-1]
+    out["budget_factorial_text"] = _factorial_text(b["effects"])
+    return out
+
+
+def _factorial_text(effects: pd.DataFrame) -> str:
+    """Which factor of the factorial moves the standard-minus-fixed gap, as a whole sentence."""
+    main = effects[effects.effect.str.startswith(("tokenizer", "initialisation", "interaction"))]
+    if (main.n < 2).any():
+        return (f"The factorial cannot say yet which factor turns the sign: the emptiest of its cells holds "
+                f"{int(main.n.min())} of the {len(budget.SEEDS)} seeds paired across all four cells.")
+    moves = []
+    for name in dict.fromkeys(main.effect):
+        e = main[main.effect == name]
+        sides = {int(r.lo > 0) - int(r.hi < 0) for r in e.itertuples()}
+        if len(sides) == 1 and 0 not in sides:
+            moves.append(name.split(":")[0])
+    if not moves:
+        return ("No factor's effect on the gap excludes 0 on both splits: at this power the factorial does not "
+                "say which factor turns the sign.")
+    return (f"The effects whose intervals exclude 0 on both splits: {', '.join(moves)}; the others are not "
+            f"detectable at this power.")
+
+
+_BUDGET_KEYS = ("budget_runs", "budget_planned", "budget_lr_check_runs", "budget_lr_check_planned",
+                "budget_factorial_runs", "budget_factorial_planned", "budget_records", "budget_cpu_h",
+                "budget_lr_text", "budget_prov_text", "budget_largest_tokens", "budget_command", "budget_estimate_h",
+                "budget_steps_text", "budget_tokens_text", "budget_rates_text", "budget_lr_check_steps",
+                "budget_factorial_steps", "budget_factorial_lr", "budget_seeds", "budget_factorial_text",
+                "budget_horizon", "budget_cost_ratio")
+_LIVE_ROWS = ("gap", "match", "stdheads", "fixedheads", "dpsize")
 
 
 def run_long(P: Mapping, live: Mapping | None = None) -> dict:
@@ -675,7 +816,7 @@ def run_long(P: Mapping, live: Mapping | None = None) -> dict:
             raise ValueError("long_store is None: pass this run's tables as live")
         return {"long": {**{k: live[k] for k in ("heads", "matched", "sizes", "recovery", "lr_sweep", "lr_table",
                                                  "configs")},
-                         "setup": dict(live["setup"], source="this run")}}
+                         "setup": dict(live["setup"], source="this run")}, **run_budget()}
     store = resolve_store(P["long_store"])
     man = manifest_path(store)
     if not man.is_file():
@@ -684,7 +825,7 @@ def run_long(P: Mapping, live: Mapping | None = None) -> dict:
     L = json.loads(man.read_text())
     tables = run_training(L, read_only=True, store=store)
     tables["setup"]["source"] = "store"
-    return {"long": tables}
+    return {"long": tables, **run_budget()}
 
 
 _PAIRED = ("diff", "lo", "hi", "n", "text")
@@ -728,6 +869,10 @@ _LONG_SETUP_KEYS = (
     "size_heads", "base_heads", "base_widths", "lr_text", "lr_regret", "lr_sweep_steps", "n_configs", "n_runs",
     "source", "scale", "prov_text", "prov_records", "cpu_s", "command")
 HEADLINE_KEYS = HEADLINE_KEYS + tuple(f"ch04_long_{k}" for k in _LONG_SETUP_KEYS + _TRAINING_KEYS + _RECOVERY_KEYS)
+
+HEADLINE_KEYS = (HEADLINE_KEYS + tuple(f"ch04_{k}" for k in _BUDGET_KEYS)
+                 + evidence_keys("budget", [r for r, _, _ in budget.ROWS]) + evidence_keys("long", ["dpsize"])
+                 + evidence_keys("live", _LIVE_ROWS))
 
 # The command that reproduces the long-scale store (into the user's own store, never the committed one).
 LONG_COMMAND = "lowrank run 04 --scale long"
@@ -819,7 +964,15 @@ def headline(tables: Mapping) -> dict:
     out["size_ppl_spearman"] = float(configs[["params", "val_ppl"]].corr(method="spearman").iloc[0, 1])
     out["init"] = st["init"]
     out.update(_lr_headline(st, tables.get("lr_table")))
-    out.update({f"long_{k}": v for k, v in _long_headline(tables["long"], c["train_tokens"]).items()})
+    long = _long_headline(tables["long"], c["train_tokens"])
+    out.update({f"long_{k}": v for k, v in long.items()})
+    strip = lambda ev: {k[len("ch04_"):]: v for k, v in ev.items()}  # noqa: E731
+    out.update(strip(_single_budget_evidence("live", tables["heads"], tables["matched"], tables["sizes"], out,
+                                             st["steps"], float(st["tokens_seen"]), _LIVE_ROWS)))
+    L = tables["long"]
+    out.update(strip(_single_budget_evidence("long", L["heads"], L["matched"], L["sizes"], long, long["steps"],
+                                             float(long["tokens_seen"]), ("dpsize",))))
+    out.update(_budget_headline(tables["budget"]))
     out = {f"ch04_{k}": v for k, v in out.items()}
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
@@ -916,9 +1069,13 @@ def lr_display(lr_table: pd.DataFrame | None) -> pd.DataFrame:
 
 
 def claims_table(H: Mapping) -> pd.DataFrame:
-    """Chapter 04's claims judged on ``H``: claim, rule, verdict (with its qualifier) and
-    evidence, the verdict as chapter 08 records it (long scale for the training claims) and,
-    for the training claims, the same rule applied to this execution's own runs."""
+    """Chapter 04's claims judged on ``H``: claim, verdict (with its qualifier) and evidence, the
+    verdict as chapter 08 records it (long scale for the training claims), the same rule applied
+    to this execution's own runs, the rule's sentence and what the rules ledger shows for it
+    (registration, amendments, with their commits)."""
+    from ..ledger import ledger_note, read_ledger
+
+    events = read_ledger()
     rows = []
     for c in CLAIMS:
         j = c.judge(H)
@@ -926,160 +1083,5 @@ def claims_table(H: Mapping) -> pd.DataFrame:
         lj = live(H) if live else None
         rows.append({"claim": c.statement, "verdict": j.label, "evidence": j.evidence,
                      "same rule on this page's live run": lj.label if lj else "(not a training claim)",
-                     "rule": c.rule_sentence})
+                     "rule": c.rule_sentence, "rules ledger": ledger_note(c.key, events)})
     return pd.DataFrame(rows)
-
-
-# ---------------------------------------------------------------------------------------------
-# Claims of Bhojanapalli et al. (2020) that chapter 04 tests, with their rules (issue 14).
-
-# The gap "was still closing" when the 95 % interval of its change over the last doubling of the
-# budget lies above 0: the same 95 % interval as every comparison here, no margin (pre-stated).
-CLOSING_THRESHOLD = 0.0
-
-# Below this the difference between our count and the paper's is float round-off in millions.
-_ROUNDOFF_M = 1e-9
-
-
-def rule_parameter_counts(H: Mapping) -> Judgement:
-    """Reproduced when every row of Tables 1-3 is within 0.5 M of our BERT-style count (the paper prints integer millions); contradicted otherwise.
-
-    The feed-forward widths are inferred (the paper does not state them), which the evidence says.
-    """
-    rows, within = need(H, "ch04_table_rows"), need(H, "ch04_table_within")
-    worst, tol = need(H, "ch04_table_max_diff"), need(H, "ch04_table_tolerance")
-    ev = (f"{within} of {rows} rows within {tol:g} M of the reported counts (largest difference {worst:.2f} M), "
-          f"with d_ff = 4096 (d = 512, 1024) and 3072 (d = 768) inferred")
-    if within == rows and worst <= tol + _ROUNDOFF_M:
-        return Judgement(REPRODUCED, ev)
-    return Judgement(CONTRADICTED, ev)
-
-
-def _paired_judgement(H: Mapping, prefix: str, what: str, scale: str = "") -> Judgement:
-    """Shared rule: the claim says ``prefix``'s paired difference (validation loss, the claim's
-    worse model minus its better one) is positive. ``scale`` is "long_" for the long-scale keys."""
-    diff, lo, hi, n = (need(H, f"ch04_{prefix}_{x}") for x in ("diff", "lo", "hi", "n"))
-    tokens = need(H, f"ch04_{scale}tokens_seen")
-    where = " (the stored long-scale sweep)" if scale and need(H, "ch04_long_source") == "store" else ""
-    ev = f"{what}: {need(H, f'ch04_{prefix}_text')}, after {tokens:,} training tokens per run{where}"
-    if n < 2 or is_missing(lo) or is_missing(hi):
-        return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
-    if lo > 0:
-        return Judgement(REPRODUCED, ev)
-    if hi < 0:
-        return Judgement(CONTRADICTED, ev)
-    return Judgement(INCONCLUSIVE, ev, f"the smallest effect this run could detect is {(hi - lo) / 2:.3f} nats "
-                                       f"(half-width of the {LEVEL:.0%} interval over {n} seeds)")
-
-
-def _fixed_heads(H: Mapping, scale: str) -> Judgement:
-    """The fixed-heads rule on the keys of ``scale``: judged at the largest budget measured, the
-    recovery budget (``rec_gap``) when its runs exist, else the main grid's (``gap``)."""
-    p = f"ch04_{scale}"
-    what = (f"at h = {need(H, p + 'gap_h')}, standard (d_h = {need(H, p + 'gap_std_dh')}) minus fixed "
-            f"(d_p = {need(H, p + 'gap_dp')}) validation loss")
-    if need(H, p + "rec_gap_n") == 0:  # no budget-doubling runs: the main grid's budget is the largest
-        j = _paired_judgement(H, f"{scale}gap", what, scale)
-        return Judgement(j.verdict, f"{j.evidence}; no budget-doubling runs at this scale", j.qualifier)
-    diff, lo, hi, n = (need(H, f"{p}rec_gap_{x}") for x in ("diff", "lo", "hi", "n"))
-    cdiff, clo, chi, cn = (need(H, f"{p}rec_change_{x}") for x in ("diff", "lo", "hi", "n"))
-    tokens, tokens1 = need(H, p + "rec_tokens"), need(H, f"ch04_{scale}tokens_seen")
-    where = " (the stored long-scale sweep)" if scale and need(H, "ch04_long_source") == "store" else ""
-    ev = (f"{what} after {tokens:,.0f} training tokens per run: {need(H, p + 'rec_gap_text')}{where}; after "
-          f"{tokens1:,} tokens: {need(H, p + 'gap_text')}; change of the gap over that doubling of the budget: "
-          f"{need(H, p + 'rec_change_text')}, so the gap {need(H, p + 'rec_trend')}")
-    if n < 2 or is_missing(lo) or is_missing(hi):
-        return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
-    if lo > 0:
-        return Judgement(REPRODUCED, ev)
-    if hi < 0:
-        if cn < 2 or is_missing(clo) or is_missing(chi):
-            return Judgement(INCONCLUSIVE, ev, "the change of the gap with the budget has no interval, so whether "
-                                               "the fixed-head model was still catching up cannot be said")
-        if clo > CLOSING_THRESHOLD:
-            return Judgement(INCONCLUSIVE, ev, (
-                f"the fixed-head model was still closing the gap at {tokens / 1e6:.1f} M tokens per run "
-                f"(by {cdiff:+.3f} nats per doubling of the budget, {LEVEL:.0%} interval {clo:+.3f} to {chi:+.3f}, "
-                f"{_seeds(int(cn))}), so a larger budget could change the verdict"))
-        return Judgement(CONTRADICTED, ev)
-    return Judgement(INCONCLUSIVE, ev, f"the smallest effect this run could detect is {(hi - lo) / 2:.3f} nats "
-                                       f"(half-width of the {LEVEL:.0%} interval over {n} seeds)")
-
-
-def _parameter_matched(H: Mapping, scale: str) -> Judgement:
-    p = f"ch04_{scale}"
-    gap = need(H, p + "match_param_gap")
-    what = (f"standard d = {need(H, p + 'match_base_d')} ({need(H, p + 'match_base_params_k'):.0f} k parameters) "
-            f"minus fixed h = {need(H, p + 'match_fixed_h')} at d = {need(H, p + 'match_fixed_d')} "
-            f"({need(H, p + 'match_fixed_params_k'):.0f} k) validation loss")
-    if is_missing(gap) or gap > MATCH_TOLERANCE:
-        return Judgement(INCONCLUSIVE, f"{what}; parameter counts differ by {gap:.0%}",
-                         f"not parameter-matched: no baseline within {MATCH_TOLERANCE:.0%} of the fixed-head "
-                         f"model's parameters, so no effect can be attributed to the head size")
-    return _paired_judgement(H, f"{scale}match", what, scale)
-
-
-def _head_size(H: Mapping, scale: str) -> Judgement:
-    p = f"ch04_{scale}"
-    # The claim: larger heads are better, i.e. smallest-d_p loss minus largest-d_p loss is positive.
-    flipped = {f"ch04_{scale}dp_gain_{x}": v for x, v in (
-        ("diff", -need(H, p + "dp_change_diff")), ("lo", -need(H, p + "dp_change_hi")),
-        ("hi", -need(H, p + "dp_change_lo")), ("n", need(H, p + "dp_change_n")))}
-    e = Estimate(flipped[f"ch04_{scale}dp_gain_diff"], float("nan"), flipped[f"ch04_{scale}dp_gain_lo"],
-                 flipped[f"ch04_{scale}dp_gain_hi"], int(flipped[f"ch04_{scale}dp_gain_n"]))
-    flipped[f"ch04_{scale}dp_gain_text"] = diff_text(e)
-    what = (f"at h = {need(H, p + 'size_heads')}, d_p = {need(H, p + 'dp_first')} minus d_p = "
-            f"{need(H, p + 'dp_last')} validation loss")
-    return _paired_judgement({**H, **flipped}, f"{scale}dp_gain", what, scale)
-
-
-def rule_fixed_heads(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep at its largest training budget (the budget-doubling runs when the store holds them) and at the largest head count where the two families differ, the standard model's validation loss minus the fixed-head model's, paired by seed, has a 95 % t interval above 0; contradicted when the interval lies below 0 and the gap is no longer closing (the paired change of the gap over the last doubling of the budget has an interval that does not lie above 0); inconclusive when the gap lies below 0 but was still closing, when the interval contains 0, and with one seed.
-
-    The claim is about capacity, not about how fast a model starts, so it is judged at the largest
-    budget measured, fixed before the budget-doubling runs were read (issue 17). Without those runs
-    (default and smoke scales) the main grid's budget is the largest and the change is not asked.
-    The smallest effect the run could detect is the interval's half-width.
-    """
-    return _fixed_heads(H, "long_")
-
-
-def rule_parameter_matched(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep, the standard baseline nearest in parameters (within 10 %) minus the largest fixed-head model, in validation loss paired by seed, has a 95 % t interval above 0; contradicted when it lies below 0; inconclusive otherwise, with one seed, or when no baseline is within 10 %.
-
-    The smallest effect the run could detect is the interval's half-width.
-    """
-    return _parameter_matched(H, "long_")
-
-
-def rule_head_size(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep at a fixed number of heads, the smallest head size's validation loss minus the largest's, paired by seed, has a 95 % t interval above 0; contradicted when it lies below 0; inconclusive otherwise (with one seed always).
-
-    The larger head also has more parameters, as in the paper's Table 2(B).
-    """
-    return _head_size(H, "long_")
-
-
-# The same rules on this execution's own (live) runs, for the chapter's table; chapter 08 judges
-# the claims on the long-scale keys only.
-LIVE_RULES = {"bhojanapalli-fixed-heads-training": lambda H: _fixed_heads(H, ""),
-              "bhojanapalli-parameter-matched": lambda H: _parameter_matched(H, ""),
-              "bhojanapalli-head-size-capacity": lambda H: _head_size(H, "")}
-
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("bhojanapalli-parameter-counts", BHOJANAPALLI, "04", "sec-ch04-parameter-table",
-          "Parameter counts of Tables 1-3 (BERT-style models with standard and fixed head sizes)",
-          rule_parameter_counts),
-    Claim("bhojanapalli-fixed-heads-training", BHOJANAPALLI, "04", "sec-ch04-heads",
-          "Training: at many heads, a fixed head size gives lower perplexity than the standard d/h",
-          rule_fixed_heads, scale_key="ch04_long_scale"),
-    Claim("bhojanapalli-parameter-matched", BHOJANAPALLI, "04", "sec-ch04-matched",
-          "Training, parameter-matched: a fixed head size at a smaller width beats a standard model of "
-          "about the same number of parameters",
-          rule_parameter_matched, scale_key="ch04_long_scale"),
-    Claim("bhojanapalli-head-size-capacity", BHOJANAPALLI, "04", "sec-ch04-sizes",
-          "Training: at a fixed number of heads, a larger head size gives lower perplexity "
-          "(head size controls capacity)",
-          rule_head_size, scale_key="ch04_long_scale"),
-)

@@ -1,0 +1,318 @@
+"""Chapter 04's long-scale budget store: a learning-rate check, the budget extension and a factorial.
+
+Three grids of causal-LM runs on the recipe of the chapter's long-scale sweep (d = 64, n = 64,
+two pre-LN layers, BPE vocabulary 512, batch 32, cosine decay after 100 warm-up steps, scaled
+initialisation, one torch thread), written to one resumable store through :func:`lowrank.sweep.sweep`
+and run in this order by :func:`run` (``python -m lowrank.experiments.headsize.budget``):
+
+1. :func:`lr_check_grid`: standard and fixed head size at h = 32, every rate of
+   :data:`LR_CHECK_RATES`, :data:`LR_CHECK_STEPS` steps, one seed. The rate the budget extension
+   uses is picked from these runs by :func:`lowrank.experiments.headsize.choose_lr` (smallest
+   largest regret over the two families), read from the store, never typed.
+2. :func:`budget_grid`: the six models of :data:`MODELS`, every seed, each trained separately
+   to every budget of :data:`BUDGET_STEPS` with its own schedule (ascending budgets first).
+3. :func:`factorial_grid`: tokenizer (characters or BPE 512) x initialisation (BERT-style or
+   scaled) x (standard or fixed head size at h = 32), every seed, :data:`FACTORIAL_STEPS` steps
+   at the fixed rate :data:`FACTORIAL_LR`.
+
+:func:`read` returns what the store holds so far (a partial store is normal: the runs take hours
+and resume by run key); :func:`comparisons` turns the budget runs into the paired gaps the
+chapter plots and its rules judge.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from ...data import SPECIAL_TOKENS
+from ...stats import Estimate, t_interval
+from ...sweep import ResultStore, parse_shard, sweep
+from ...train import TrainConfig, run_key
+
+__all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", "LR_CHECK_STEPS",
+           "FACTORIAL_STEPS", "FACTORIAL_LR", "TOKENIZERS", "INITS", "EXPERIMENT", "RESUME_COMMAND",
+           "design", "lr_check_grid", "budget_grid", "factorial_grid", "choose_rate", "run", "read",
+           "comparisons", "factorial_effects", "manifest_path", "main", "STEP_COST_S", "estimate_s"]
+
+EXPERIMENT = "04_head_size_budget"
+
+# The long-scale sweep's recipe (its committed manifest), so that the 1,000-step budget repeats it.
+BASE = dict(task="lm", corpus="shakespeare", vocab_size=512, seq_len=64, d_model=64, n_layers=2, d_ff=None,
+            norm="pre", tie_embeddings=False, init="scaled", batch_size=32, lr=0.01, warmup_steps=100,
+            schedule="cosine", dropout=0.0, eval_interval=100, eval_tokens=8192, test_tokens=32768,
+            num_threads=1, device="cpu")
+
+SEEDS = (0, 1, 2)
+# 1,000 steps is the long sweep's budget; two doublings reach 8.2M tokens a run.
+BUDGET_STEPS = (1000, 2000, 4000)
+# (name, family, heads, head size or None for d / h, width): the six models of the extension.
+MODELS = (
+    ("standard h = 4", "standard", 4, None, 64),  # also the fixed d_p = 16 model at h = 4
+    ("standard h = 16", "standard", 16, None, 64),
+    ("standard h = 32", "standard", 32, None, 64),
+    ("fixed h = 16", "fixed", 16, 16, 64),
+    ("fixed h = 32", "fixed", 32, 16, 64),
+    ("standard d = 112", "standard", 4, None, 112),
+)
+# (row, model a, model b): a minus b is positive when the claim holds.
+ROWS = (
+    ("gap", "standard h = 32", "fixed h = 32"),
+    ("match", "standard d = 112", "fixed h = 32"),
+    ("stdheads", "standard h = 32", "standard h = 4"),
+    ("fixedheads", "standard h = 4", "fixed h = 32"),
+)
+
+LR_CHECK_RATES = (0.003, 0.01, 0.02)
+LR_CHECK_STEPS = 1000
+LR_CHECK_MODELS = ("standard h = 32", "fixed h = 32")
+
+FACTORIAL_STEPS = 1200
+# The independent character-level set-up's rate, so its cell of the factorial repeats it.
+FACTORIAL_LR = 0.01
+# Character level is byte-level BPE with no merges: the 256 bytes and the special tokens.
+TOKENIZERS = (("characters", 256 + len(SPECIAL_TOKENS)), ("BPE 512", 512))
+INITS = ("bert", "scaled")
+
+# Seconds an optimiser step of each model takes on one uncontended core of the build machine (AMD EPYC,
+# one torch thread), measured for the long-scale sweep (its parameter set); the character-level runs
+# are charged the BPE cost (a 40-step pilot put them at or below it). Used for the estimate only.
+STEP_COST_S = {"standard h = 4": 0.063, "standard h = 16": 0.104, "standard h = 32": 0.138, "fixed h = 16": 0.118,
+               "fixed h = 32": 0.198, "standard d = 112": 0.112}
+
+RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.headsize.budget "
+                  "--store /work/stores/04_head_size_budget.jsonl > /work/stores/04_head_size_budget.log 2>&1 &")
+
+
+def estimate_s() -> float:
+    """CPU seconds of the three grids at :data:`STEP_COST_S` (shared runs counted once)."""
+    seen, total = set(), 0.0
+    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid()):
+        for lab, cfg in labelled:
+            k = run_key(cfg)
+            if k not in seen:
+                seen.add(k)
+                total += cfg["steps"] * STEP_COST_S[lab["model"]]
+    return total
+
+
+def _model(name: str) -> tuple:
+    for m in MODELS:
+        if m[0] == name:
+            return m
+    raise ValueError(f"unknown model {name!r}; expected one of {[m[0] for m in MODELS]}")
+
+
+def _config(name: str, *, steps: int, seed: int, **over) -> dict:
+    _, _, h, hd, d = _model(name)
+    cfg = dict(BASE, d_model=d, n_heads=h, head_dim=hd, steps=int(steps), seed=int(seed),
+               checkpoint_every=max(int(steps) // 4, 1), **over)
+    return TrainConfig.from_dict(cfg).to_dict()
+
+
+def _labels(name: str, **extra) -> dict:
+    _, family, h, hd, d = _model(name)
+    return {"model": name, "family": family, "h": h, "d": d, "d_h": hd or d // h, **extra}
+
+
+def design() -> dict:
+    """The whole design as plain data (written beside the store as its manifest)."""
+    return {"experiment": EXPERIMENT, "base": BASE, "seeds": list(SEEDS), "budget_steps": list(BUDGET_STEPS),
+            "models": [list(m) for m in MODELS], "rows": [list(r) for r in ROWS],
+            "lr_check_rates": list(LR_CHECK_RATES), "lr_check_steps": LR_CHECK_STEPS,
+            "lr_check_models": list(LR_CHECK_MODELS), "factorial_steps": FACTORIAL_STEPS,
+            "factorial_lr": FACTORIAL_LR, "tokenizers": [list(t) for t in TOKENIZERS], "inits": list(INITS)}
+
+
+def lr_check_grid() -> list[tuple[dict, dict]]:
+    """(labels, config) of the learning-rate check: one seed, every rate, both h = 32 models."""
+    return [(_labels(m, lr=float(lr)), _config(m, steps=LR_CHECK_STEPS, seed=SEEDS[0], lr=float(lr)))
+            for lr in LR_CHECK_RATES for m in LR_CHECK_MODELS]
+
+
+def budget_grid(lr: float) -> list[tuple[dict, dict]]:
+    """(labels, config) of the budget extension at rate ``lr``: smallest budget first, then by seed."""
+    return [(_labels(m[0], steps=s), _config(m[0], steps=s, seed=seed, lr=float(lr)))
+            for s in BUDGET_STEPS for seed in SEEDS for m in MODELS]
+
+
+def factorial_grid() -> list[tuple[dict, dict]]:
+    """(labels, config) of the factorial: tokenizer x initialisation x head size, every seed."""
+    return [(_labels(m, tokenizer=tok, init=init), _config(m, steps=FACTORIAL_STEPS, seed=seed, lr=FACTORIAL_LR,
+                                                            vocab_size=vocab, init=init))
+            for tok, vocab in TOKENIZERS for init in INITS for seed in SEEDS for m in LR_CHECK_MODELS]
+
+
+def _frame(labelled: list[tuple[dict, dict]], latest: Mapping[str, dict]) -> pd.DataFrame:
+    rows = []
+    for labels, cfg in labelled:
+        r = latest.get(run_key(cfg))
+        if r is None:
+            continue
+        m = r["metrics"]
+        rows.append({**labels, "seed": cfg["seed"], "steps": cfg["steps"], "lr": cfg["lr"],
+                     "tokens": cfg["steps"] * cfg["batch_size"] * cfg["seq_len"], "n_params": int(m["n_params"]),
+                     "val_loss": float(m["val_loss"]), "test_loss": float(m["test_loss"]),
+                     "train_wall_s": float(m["train_wall_s"]), "wall_s": float(r["wall_s"]), "key": r["key"],
+                     "val_curve": m.get("val_curve"), "provenance": r.get("provenance") or {}})
+    return pd.DataFrame(rows)
+
+
+def choose_rate(check: pd.DataFrame) -> tuple[float | None, pd.DataFrame | None]:
+    """The rate the budget extension uses, from the learning-rate check's runs (None until all are
+    stored): :func:`lowrank.experiments.headsize.choose_lr`'s rule, stated before the check ran."""
+    from . import choose_lr  # the chapter's one choice rule, shared with its long-scale sweep
+
+    if len(check) < len(lr_check_grid()):
+        return None, None
+    return choose_lr(check)
+
+
+def manifest_path(store: str | os.PathLike) -> Path:
+    p = Path(store)
+    return p.with_name(p.stem + ".params.json")
+
+
+def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = False) -> None:
+    """Train every missing run of the three grids into ``store`` (resumable, in the stated order)."""
+    store = Path(store)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    manifest_path(store).write_text(json.dumps(design(), indent=1, sort_keys=True) + "\n")
+    runs_dir = store.with_name(store.stem + "-runs")
+    part = parse_shard(shard)
+
+    def go(grid):
+        sweep([c for _, c in grid], experiment=EXPERIMENT, store=store, runs_dir=runs_dir, progress=progress,
+              shard=part)
+
+    go(lr_check_grid())
+    lr, _ = choose_rate(read(store)["lr_check"])
+    if lr is None:
+        raise RuntimeError(f"the learning-rate check is not complete in {store} (other shards); the budget "
+                           f"extension waits for it")
+    go(budget_grid(lr))
+    go(factorial_grid())
+
+
+def read(store: str | os.PathLike) -> dict:
+    """What ``store`` holds (a missing store holds nothing): ``lr_check``, ``lr`` (the chosen rate
+    or None), ``lr_table``, ``budget``, ``factorial`` (one row per stored run), the planned run
+    counts ``planned`` and the store's ``path``."""
+    store = Path(store)
+    latest = {r["key"]: r for r in ResultStore(store).records()} if store.is_file() else {}
+    check = _frame(lr_check_grid(), latest)
+    lr, table = choose_rate(check)
+    budget = _frame(budget_grid(lr), latest) if lr is not None else pd.DataFrame()
+    fact = _frame(factorial_grid(), latest)
+    planned = {"lr_check": len(lr_check_grid()), "budget": len(MODELS) * len(SEEDS) * len(BUDGET_STEPS),
+               "factorial": len(factorial_grid())}
+    # The seed-0 h = 32 runs at the chosen rate and 1,000 steps belong to both the check and the extension.
+    keys = {k for k in latest if k in {run_key(c) for g in (lr_check_grid(), factorial_grid(),
+                                                             budget_grid(lr) if lr is not None else [])
+                                       for _, c in g}}
+    return {"lr_check": check, "lr": lr, "lr_table": table, "budget": budget, "factorial": fact,
+            "planned": planned, "path": str(store), "n_records": len(keys),
+            "cpu_s": float(sum(latest[k]["wall_s"] for k in keys))}
+
+
+def _pair(df: pd.DataFrame, a: Mapping, b: Mapping, value: str) -> pd.DataFrame:
+    """Per seed: ``value`` of the run matching ``a`` minus the one matching ``b`` (same seed)."""
+    pick = lambda w: df[pd.concat([df[k] == v for k, v in w.items()], axis=1).all(axis=1)]  # noqa: E731
+    j = pick(a)[["seed", value]].merge(pick(b)[["seed", value]], on="seed", suffixes=("_a", "_b"))
+    return j.assign(diff=j[f"{value}_a"] - j[f"{value}_b"])[["seed", "diff"]]
+
+
+def _est(x: pd.Series) -> Estimate:
+    if len(x) == 0:
+        nan = float("nan")
+        return Estimate(nan, nan, nan, nan, 0)
+    if len(x) == 1:
+        v = float(x.iloc[0])
+        return Estimate(v, float("nan"), float("nan"), float("nan"), 1)
+    return t_interval(list(x))
+
+
+def comparisons(budget: pd.DataFrame) -> pd.DataFrame:
+    """One row per (row of :data:`ROWS`, budget, split): the claim's model a minus model b,
+    paired by seed (``diff``, 95 % t interval ``lo`` .. ``hi``, ``n`` seeds, ``runs`` of the two
+    models stored at that budget), and ``change``: the same paired per seed from the previous
+    budget to this one (``change_diff``, ``change_lo``, ``change_hi``, ``change_n``)."""
+    rows = []
+    for row, a, b in ROWS:
+        prev = {}
+        for s in BUDGET_STEPS:
+            at = budget[budget.steps == s] if len(budget) else budget
+            runs = int(at["model"].isin([a, b]).sum()) if len(at) else 0
+            for split, value in (("validation", "val_loss"), ("test", "test_loss")):
+                d = _pair(at, {"model": a}, {"model": b}, value) if len(at) else pd.DataFrame(columns=["seed", "diff"])
+                e = _est(d["diff"])
+                c = _est(pd.Series(dtype=float))
+                if split in prev and len(d) and len(prev[split]):
+                    j = d.merge(prev[split], on="seed", suffixes=("", "_prev"))
+                    c = _est(j["diff"] - j["diff_prev"])
+                rows.append({"row": row, "a": a, "b": b, "steps": s, "tokens": s * BASE["batch_size"] * BASE["seq_len"],
+                             "split": split, "diff": e.mean, "lo": e.lo, "hi": e.hi, "n": e.n, "runs": runs,
+                             "change_diff": c.mean, "change_lo": c.lo, "change_hi": c.hi, "change_n": c.n})
+                prev[split] = d
+    return pd.DataFrame(rows)
+
+
+def factorial_effects(fact: pd.DataFrame) -> pd.DataFrame:
+    """Per cell (tokenizer x initialisation), standard minus fixed at h = 32 paired by seed, on
+    both splits; then each factor's effect on that gap (the gap's mean over the other factor's two
+    levels, one level minus the other, paired by seed) and their interaction."""
+    rows = []
+    per = {}
+    for tok, _ in TOKENIZERS:
+        for init in INITS:
+            cell = fact[(fact.tokenizer == tok) & (fact.init == init)] if len(fact) else fact
+            for split, value in (("validation", "val_loss"), ("test", "test_loss")):
+                d = (_pair(cell, {"family": "standard"}, {"family": "fixed"}, value) if len(cell)
+                     else pd.DataFrame(columns=["seed", "diff"]))
+                per[(tok, init, split)] = d.set_index("seed")["diff"]
+                e = _est(d["diff"])
+                rows.append({"effect": f"{tok}, {init} init", "split": split, "diff": e.mean, "lo": e.lo,
+                             "hi": e.hi, "n": e.n})
+    (t0, _), (t1, _) = TOKENIZERS
+    i0, i1 = INITS
+    for split in ("validation", "test"):
+        g = {k[:2]: v for k, v in per.items() if k[2] == split}
+        effects = {
+            f"tokenizer: {t0} minus {t1}": (g[t0, i0] + g[t0, i1]) / 2 - (g[t1, i0] + g[t1, i1]) / 2,
+            f"initialisation: {i0} minus {i1}": (g[t0, i0] + g[t1, i0]) / 2 - (g[t0, i1] + g[t1, i1]) / 2,
+            "interaction": (g[t0, i0] - g[t0, i1]) - (g[t1, i0] - g[t1, i1]),
+        }
+        for name, v in effects.items():
+            e = _est(v.dropna())
+            rows.append({"effect": name, "split": split, "diff": e.mean, "lo": e.lo, "hi": e.hi, "n": e.n})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.headsize.budget",
+                                 description="Train chapter 04's budget store (resumable by run key).")
+    ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
+    ap.add_argument("--shard", default=None, help="i/N: train only this share of every grid")
+    ap.add_argument("--progress", action="store_true")
+    a = ap.parse_args(argv)
+    store = Path(a.store).expanduser()
+    if store.suffix != ".jsonl" or store.is_dir():
+        print(f"error: --store must name a .jsonl file, got {str(a.store)[:200]!r}", file=sys.stderr)
+        return 2
+    try:
+        parse_shard(a.shard)
+    except ValueError as e:
+        print(f"error: --shard: {e}", file=sys.stderr)
+        return 2
+    run(store, shard=a.shard, progress=a.progress)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,129 @@
+"""Figures and reading tables of chapter 04's budget store (:mod:`.budget`), for the page.
+
+Each plot function draws on axes it is given and returns nothing; each display function returns
+a DataFrame with readable columns. With a partial store they draw what is stored and say what is
+missing, so the page renders at every stage of the runs.
+"""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from . import budget
+
+__all__ = ["ROW_TITLES", "plot_budget_gaps", "plot_lr_check", "plot_factorial", "budget_display",
+           "factorial_display", "lr_check_display"]
+
+# What each row of budget.ROWS compares, as a panel title (a minus b; positive: the claim holds).
+ROW_TITLES = {"gap": "h = 32: standard $-$ fixed",
+              "match": "standard $d$ = 112 $-$ fixed $h$ = 32",
+              "stdheads": "standard: $h$ = 32 $-$ $h$ = 4",
+              "fixedheads": "fixed $d_p$ = 16: $h$ = 4 $-$ $h$ = 32"}
+_SPLIT_STYLE = {"validation": dict(marker="o", color="black", offset=0.94),
+                "test": dict(marker="s", color="grey", offset=1.06)}
+
+
+def _interval(d: float, lo: float, hi: float, n: int) -> str:
+    if n == 0 or (isinstance(d, float) and math.isnan(d)):
+        return "not stored yet"
+    if n < 2 or math.isnan(lo):
+        return f"{d:+.3f} (one seed)"
+    return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
+    """One panel per row of :data:`budget.ROWS`: the paired gap (model a minus b, nats) against
+    training tokens a run on a log axis, validation and test side by side, with 95 % intervals."""
+    for ax, (row, _, _) in zip(axes, budget.ROWS):
+        c = comps[comps.row == row]
+        for split, st in _SPLIT_STYLE.items():
+            s = c[(c.split == split) & (c.n > 0)]
+            x = s.tokens * st["offset"]
+            err = [(s["diff"] - s.lo).fillna(0), (s.hi - s["diff"]).fillna(0)]
+            ax.errorbar(x, s["diff"], yerr=err, fmt=st["marker"] + "-", color=st["color"], capsize=3,
+                        markersize=4, label=split)
+        ax.axhline(0, color="grey", linewidth=1, linestyle="--")
+        ax.set_xscale("log")
+        ax.set_xticks([t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in budget.BUDGET_STEPS],
+                      [f"{t * budget.BASE['batch_size'] * budget.BASE['seq_len'] / 1e6:.1f}M"
+                       for t in budget.BUDGET_STEPS])
+        ax.minorticks_off()
+        ax.set_title(ROW_TITLES[row], fontsize="small")
+        if not len(c[c.n > 0]):
+            ax.text(0.5, 0.5, "no run stored yet", transform=ax.transAxes, ha="center", va="center",
+                    fontsize="small", color="grey")
+        ax.set_xlabel("training tokens a run")
+
+
+def plot_lr_check(ax, check: pd.DataFrame) -> None:
+    """Final validation loss against the learning rate (log axis), one line per model, one seed."""
+    if check is None or not len(check):
+        ax.text(0.5, 0.5, "no run stored yet", transform=ax.transAxes, ha="center", va="center", color="grey")
+    else:
+        for (model, s), marker in zip(check.sort_values("lr").groupby("model"), "os^v"):
+            ax.plot(s.lr, s.val_loss, marker=marker, color="black" if "fixed" in model else "grey", label=model)
+        ax.legend(fontsize="small")
+    ax.set_xscale("log")
+    ax.set_xticks(list(budget.LR_CHECK_RATES), [f"{r:g}" for r in budget.LR_CHECK_RATES])
+    ax.minorticks_off()
+    ax.set_xlabel("peak learning rate")
+    ax.set_ylabel("validation loss (nats)")
+
+
+def plot_factorial(ax, effects: pd.DataFrame) -> None:
+    """Standard minus fixed at h = 32 in each cell of the factorial and each factor's effect, both
+    splits, with 95 % intervals (horizontal bars; right of 0: the fixed head size is better)."""
+    names = list(dict.fromkeys(effects.effect))
+    y = {n: len(names) - 1 - i for i, n in enumerate(names)}
+    for split, st, dy in (("validation", _SPLIT_STYLE["validation"], 0.12), ("test", _SPLIT_STYLE["test"], -0.12)):
+        s = effects[(effects.split == split) & (effects.n > 0)]
+        err = [(s["diff"] - s.lo).fillna(0), (s.hi - s["diff"]).fillna(0)]
+        ax.errorbar(s["diff"], [y[n] + dy for n in s.effect], xerr=err, fmt=st["marker"], color=st["color"],
+                    capsize=3, markersize=4, label=split)
+    ax.axvline(0, color="grey", linewidth=1, linestyle="--")
+    ax.set_yticks(list(y.values()), list(y.keys()), fontsize="small")
+    ax.set_xlabel("difference in loss (nats / token)")
+
+
+def budget_display(comps: pd.DataFrame) -> pd.DataFrame:
+    """One row per comparison and budget: both splits' paired gaps with intervals, the change
+    from the previous budget (validation) and how many of the two models' runs are stored."""
+    rows = []
+    for r in comps[comps.split == "validation"].itertuples():
+        t = comps[(comps.row == r.row) & (comps.steps == r.steps) & (comps.split == "test")].iloc[0]
+        rows.append({"comparison (a minus b)": f"{r.a} minus {r.b}", "steps": f"{r.steps:,}",
+                     "tokens a run": f"{r.tokens / 1e6:.1f} M",
+                     "validation (nats, 95 % interval)": _interval(r.diff, r.lo, r.hi, r.n),
+                     "test (nats, 95 % interval)": _interval(t["diff"], t.lo, t.hi, int(t.n)),
+                     "change from the previous budget (validation)":
+                         "first budget" if r.steps == budget.BUDGET_STEPS[0] else
+                         _interval(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
+                     "runs stored": f"{r.runs} of {2 * len(budget.SEEDS)}"})
+    return pd.DataFrame(rows)
+
+
+def factorial_display(effects: pd.DataFrame) -> pd.DataFrame:
+    """The factorial's cells and effects, both splits, as text with intervals."""
+    v = effects[effects.split == "validation"].set_index("effect")
+    t = effects[effects.split == "test"].set_index("effect")
+    return pd.DataFrame({
+        "standard minus fixed at h = 32 (nats)": list(v.index),
+        "validation (95 % interval)": [_interval(r["diff"], r.lo, r.hi, int(r.n)) for _, r in v.iterrows()],
+        "test (95 % interval)": [_interval(r["diff"], r.lo, r.hi, int(r.n)) for _, r in t.iterrows()],
+        "seeds": [int(n) for n in v.n]})
+
+
+def lr_check_display(check: pd.DataFrame, table: pd.DataFrame | None) -> pd.DataFrame:
+    """The learning-rate check: final validation and test loss of each run (one seed), with each
+    model's regret at every rate once the check is complete."""
+    if check is None or not len(check):
+        return pd.DataFrame({"learning-rate check": ["no run stored yet"]})
+    out = check.sort_values(["model", "lr"])[["model", "lr", "val_loss", "test_loss"]].copy()
+    if table is not None:
+        reg = {(f, h, lr): r for f, h, lr, r in zip(table.family, table.h, table.lr, table.regret)}
+        chosen = float(table.loc[table.chosen, "lr"].iloc[0])
+        out["regret (nats)"] = [reg[(m.split()[0], int(m.split()[-1]), lr)] for m, lr in zip(out.model, out.lr)]
+        out["chosen"] = ["yes" if lr == chosen else "" for lr in out.lr]
+    return out.rename(columns={"model": "model (one seed)", "lr": "peak learning rate",
+                               "val_loss": "validation loss (nats)", "test_loss": "test loss (nats)"})

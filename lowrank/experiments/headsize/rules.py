@@ -1,0 +1,238 @@
+"""One rule for chapter 04's training claims, judged on paired gaps at the largest budget.
+
+Every training row compares two models, a minus b, paired by seed, where a positive difference
+of loss is what the claim says (the claim's worse model minus its better one). The evidence of a
+row, from a source ``src`` ("budget": the budget store; "long": the long-scale sweep; "live":
+this page's own runs), sits in headline keys ``ch04_rule_<src>_<row>_<field>`` built by
+:func:`row_evidence`; :func:`judge_row` decides on them. Written and registered before the
+budget store's runs.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, PROOF_CHECK, REPRODUCED, TRAINING, Claim, Judgement,
+                        is_missing, need)
+
+__all__ = ["HORIZON_DOUBLINGS", "MATCH_TOLERANCE", "RULE_LEVEL", "EVIDENCE_FIELDS", "row_evidence", "judge_row",
+           "evidence_keys", "CLAIMS", "LIVE_RULES", "rule_parameter_counts", "rule_fixed_heads",
+           "rule_parameter_matched", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size"]
+
+# Every interval the rule reads is a two-sided 95 % Student-t interval over seeds.
+RULE_LEVEL = 0.95
+# A gap detectably moving toward 0 keeps its verdict only if it would not reach 0 within this many
+# more doublings of the budget at its last measured rate: the span the three budgets cover (1,000 to
+# 4,000 steps), and no further, since a trend in log budget is not known beyond what was measured.
+HORIZON_DOUBLINGS = 2
+# Fig. 1 compares models on a common parameter axis: a baseline whose parameter count differs
+# from the fixed-head model's by more than 10 % is not a parameter-matched comparison.
+MATCH_TOLERANCE = 0.10
+
+_SPLITS = (("val", "validation"), ("test", "test"))
+EVIDENCE_FIELDS = ("what", "steps", "tokens", "planned", "stored", "prev_steps", "param_gap",
+                   *(f"{s}_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")),
+                   *(f"{s}_change_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")))
+
+
+def evidence_keys(src: str, rows) -> tuple[str, ...]:
+    """The headline keys of :func:`row_evidence` for every row of ``rows`` from ``src``."""
+    return tuple(f"ch04_rule_{src}_{r}_{f}" for r in rows for f in EVIDENCE_FIELDS)
+
+
+def row_evidence(src: str, row: str, what: str, comps: pd.DataFrame, *, planned: int,
+                 param_gap: float = float("nan")) -> dict:
+    """Headline keys of one row from its comparison table ``comps`` (one row per budget and split:
+    ``steps``, ``tokens``, ``split`` 'validation' / 'test', ``diff``, ``lo``, ``hi``, ``n``, ``runs``
+    stored of the two models, ``change_diff`` .. ``change_n`` from the previous budget), judged at
+    the largest budget in it; ``planned`` is how many runs of the two models that budget needs."""
+    p = f"ch04_rule_{src}_{row}_"
+    nan = float("nan")
+    steps = sorted(int(s) for s in comps["steps"].unique())
+    last = comps[comps.steps == steps[-1]]
+    out = {p + "what": what, p + "steps": steps[-1], p + "tokens": float(last["tokens"].iloc[0]),
+           p + "planned": int(planned), p + "stored": int(last["runs"].iloc[0]),
+           p + "prev_steps": float(steps[-2]) if len(steps) > 1 else nan, p + "param_gap": float(param_gap)}
+    for s, split in _SPLITS:
+        r = last[last.split == split].iloc[0]
+        for x in ("diff", "lo", "hi"):
+            out[f"{p}{s}_{x}"] = float(r[x])
+            out[f"{p}{s}_change_{x}"] = float(r[f"change_{x}"]) if len(steps) > 1 else nan
+        out[f"{p}{s}_n"] = int(r["n"])
+        out[f"{p}{s}_change_n"] = int(r["change_n"]) if len(steps) > 1 else 0
+    return out
+
+
+def _interval(diff: float, lo: float, hi: float, n: int) -> str:
+    if n == 0:
+        return "not measured"
+    if n < 2 or is_missing(lo) or is_missing(hi):
+        return f"{diff:+.3f} nats (one seed, no interval)"
+    return f"{diff:+.3f} nats ({RULE_LEVEL:.0%} interval {lo:+.3f} to {hi:+.3f}, {n} seeds)"
+
+
+def judge_row(H: Mapping, src: str, row: str) -> Judgement:
+    """The rule every training row of chapter 04 shares: the claim's worse model minus its better
+    one, paired by seed, at the largest budget; both splits must agree; a gap detectably moving
+    toward 0 fast enough to reach it within HORIZON_DOUBLINGS doublings is not judged, whichever
+    its sign."""
+    p = f"ch04_rule_{src}_{row}_"
+    what, steps, tokens = need(H, p + "what"), need(H, p + "steps"), need(H, p + "tokens")
+    planned, stored, prev = need(H, p + "planned"), need(H, p + "stored"), need(H, p + "prev_steps")
+    budget = f"{int(steps):,} steps ({tokens / 1e6:.1f} M training tokens a run)"
+    if stored < planned:
+        return Judgement(INCONCLUSIVE, f"{what}: {int(stored)} of the {int(planned)} runs at the largest budget, "
+                                       f"{budget}, are stored",
+                         "the rule needs every seed of both models at the largest budget; the runs resume by "
+                         "run key")
+    sides, parts, half = {}, [], 0.0
+    for s, split in _SPLITS:
+        d, lo, hi, n = (need(H, f"{p}{s}_{x}") for x in ("diff", "lo", "hi", "n"))
+        parts.append(f"{split} {_interval(d, lo, hi, n)}")
+        if n < 2 or is_missing(lo) or is_missing(hi):
+            sides[s] = None
+            continue
+        sides[s] = 1 if lo > 0 else -1 if hi < 0 else 0
+        half = max(half, (hi - lo) / 2)
+    one_budget = is_missing(prev)
+    if not one_budget:
+        for s, split in _SPLITS:
+            c = [need(H, f"{p}{s}_change_{x}") for x in ("diff", "lo", "hi", "n")]
+            parts.append(f"change over the last doubling from {int(prev):,} steps, {split}: {_interval(*c)}")
+    ev = f"{what} at {budget}: " + "; ".join(parts)
+    if one_budget:
+        ev += "; measured at this one budget, so whether the gap still moves was not measured"
+    if None in sides.values():
+        return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
+    if sides["val"] != sides["test"]:
+        return Judgement(INCONCLUSIVE, ev, "the validation and test splits do not agree, and the rule needs both")
+    side = sides["val"]
+    if side == 0:
+        return Judgement(INCONCLUSIVE, ev, f"both intervals contain 0; the smallest effect this run could detect is "
+                                           f"{half:.3f} nats (the larger half-width)")
+    if not one_budget:
+        for s, split in _SPLITS:
+            d = need(H, f"{p}{s}_diff")
+            cd, clo, chi, cn = (need(H, f"{p}{s}_change_{x}") for x in ("diff", "lo", "hi", "n"))
+            if cn < 2 or is_missing(clo) or is_missing(chi):
+                return Judgement(INCONCLUSIVE, ev, "the change of the gap over the last doubling has no interval, "
+                                                   "so whether it still moves toward 0 cannot be said")
+            toward = chi < 0 if side > 0 else clo > 0
+            if toward and side * (d + HORIZON_DOUBLINGS * cd) <= 0:
+                return Judgement(INCONCLUSIVE, ev, (
+                    f"on the {split} split the gap is still moving toward 0 ({cd:+.3f} nats per doubling, interval "
+                    f"excludes 0) and would reach it within {HORIZON_DOUBLINGS} more doublings of the budget"))
+    return Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev)
+
+
+# ---------------------------------------------------------------------------------------------
+# Claims of Bhojanapalli et al. (2020) that chapter 04 tests, with their rules.
+
+# Below this the difference between our count and the paper's is float round-off in millions.
+_ROUNDOFF_M = 1e-9
+
+
+def rule_parameter_counts(H: Mapping) -> Judgement:
+    """Reproduced when every row of Tables 1-3 is within 0.5 M of our BERT-style count (the paper prints integer millions); contradicted otherwise.
+
+    The feed-forward widths are inferred (the paper does not state them), which the evidence says.
+    """
+    rows, within = need(H, "ch04_table_rows"), need(H, "ch04_table_within")
+    worst, tol = need(H, "ch04_table_max_diff"), need(H, "ch04_table_tolerance")
+    ev = (f"{within} of {rows} rows within {tol:g} M of the reported counts (largest difference {worst:.2f} M), "
+          f"with d_ff = 4096 (d = 512, 1024) and 3072 (d = 768) inferred")
+    if within == rows and worst <= tol + _ROUNDOFF_M:
+        return Judgement(REPRODUCED, ev)
+    return Judgement(CONTRADICTED, ev)
+
+
+def _matched(H: Mapping, src: str) -> Judgement:
+    """The shared rule for the parameter-matched row, after its precondition: the two models'
+    parameter counts within MATCH_TOLERANCE of each other."""
+    gap = need(H, f"ch04_rule_{src}_match_param_gap")
+    if is_missing(gap) or gap > MATCH_TOLERANCE:
+        return Judgement(INCONCLUSIVE, f"{need(H, f'ch04_rule_{src}_match_what')}; parameter counts differ by {gap:.0%}",
+                         f"not parameter-matched: the baseline is not within {MATCH_TOLERANCE:.0%} of the fixed-head "
+                         f"model's parameters, so no effect can be attributed to the head size")
+    return judge_row(H, src, "match")
+
+
+def rule_fixed_heads(H: Mapping) -> Judgement:
+    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the standard model's loss at h = 32 (d_h = 2) minus the fixed-head model's (d_p = 16), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+
+    The one rule of every training row of the chapter (:func:`judge_row`).
+    """
+    return judge_row(H, "budget", "gap")
+
+
+def rule_parameter_matched(H: Mapping) -> Judgement:
+    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the standard model at d = 112 (within 10 % of the parameters) minus the fixed-head model at d = 64, h = 32, in loss paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when the parameter counts differ by more than 10 %, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+
+    The one rule of every training row of the chapter (:func:`judge_row`).
+    """
+    return _matched(H, "budget")
+
+
+def rule_more_heads_standard(H: Mapping) -> Judgement:
+    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the standard model's loss at h = 32 minus at h = 4 (d_h = d / h, width 64), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+
+    The one rule of every training row of the chapter (:func:`judge_row`). h = 4 at d = 64 has
+    d_h = 16, the head size at which the paper's d = 256 models stop improving (h = 16).
+    """
+    return judge_row(H, "budget", "stdheads")
+
+
+def rule_more_heads_fixed(H: Mapping) -> Judgement:
+    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the fixed-head model's loss (d_p = 16, width 64) at h = 4 minus at h = 32, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+
+    The one rule of every training row of the chapter (:func:`judge_row`). At h = 4, d_p = 16 is
+    the standard model.
+    """
+    return judge_row(H, "budget", "fixedheads")
+
+
+def rule_head_size(H: Mapping) -> Judgement:
+    """Reproduced when, on the long-scale sweep at h = 4 and its one budget (1,000 steps), the smallest head size's loss minus the largest's, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when an interval contains 0, the splits disagree, or with one seed.
+
+    The one rule of every training row of the chapter (:func:`judge_row`), at a single budget, so
+    the evidence says that the gap's movement was not measured. The larger head also has more
+    parameters, as in the paper's Table 2(B).
+    """
+    return judge_row(H, "long", "dpsize")
+
+
+# The same rule on this execution's own (live) runs, for the chapter's table; chapter 08 judges
+# the claims on the long-scale keys only.
+LIVE_RULES = {"bhojanapalli-fixed-heads-training": lambda H: judge_row(H, "live", "gap"),
+              "bhojanapalli-parameter-matched": lambda H: _matched(H, "live"),
+              "bhojanapalli-head-size-capacity": lambda H: judge_row(H, "live", "dpsize"),
+              "bhojanapalli-more-heads-hurt-standard": lambda H: judge_row(H, "live", "stdheads"),
+              "bhojanapalli-more-heads-help-fixed": lambda H: judge_row(H, "live", "fixedheads")}
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("bhojanapalli-parameter-counts", BHOJANAPALLI, "04", "sec-ch04-parameter-table",
+          "Parameter counts of Tables 1-3 (BERT-style models with standard and fixed head sizes)",
+          rule_parameter_counts, kind=PROOF_CHECK, where="Tables 1-3"),
+    Claim("bhojanapalli-fixed-heads-training", BHOJANAPALLI, "04", "sec-ch04-heads",
+          "Training: at many heads, a fixed head size gives lower perplexity than the standard d/h",
+          rule_fixed_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a"),
+    Claim("bhojanapalli-parameter-matched", BHOJANAPALLI, "04", "sec-ch04-matched",
+          "Training, parameter-matched: a fixed head size at a smaller width beats a standard model of "
+          "about the same number of parameters",
+          rule_parameter_matched, scale_key="ch04_long_scale", kind=TRAINING,
+          where="Sec. 4, Fig. 1"),
+    Claim("bhojanapalli-more-heads-hurt-standard", BHOJANAPALLI, "04", "sec-ch04-heads",
+          "Training at a fixed width with the standard head size d/h: \"increasing the number of heads beyond "
+          "16 hurts the performance\"",
+          rule_more_heads_standard, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a"),
+    Claim("bhojanapalli-more-heads-help-fixed", BHOJANAPALLI, "04", "sec-ch04-heads",
+          "Training at a fixed width with a fixed head size: \"increasing the number of heads monotonically "
+          "improves the performance\"",
+          rule_more_heads_fixed, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a"),
+    Claim("bhojanapalli-head-size-capacity", BHOJANAPALLI, "04", "sec-ch04-sizes",
+          "Training: at a fixed number of heads, a larger head size gives lower perplexity "
+          "(head size controls capacity)",
+          rule_head_size, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)"),
+)

@@ -1,0 +1,180 @@
+"""The rules ledger: every rule registered, any change to a rule caught until it is recorded as an amendment."""
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+
+from lowrank.experiments import ledger as L
+from lowrank.experiments.synthesis import collect_claims
+from lowrank.experiments.verdicts import REPRODUCED, Claim, Judgement
+
+CLAIMS = [c for c in collect_claims().claims if c.rule is not None]
+
+
+def _numeric(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def test_every_rule_is_registered_and_unchanged():
+    problems = L.check(CLAIMS, L.read_ledger())
+    assert not problems, "\n".join(f"{m.claim}: {m.problem}" for m in problems)
+
+
+def test_every_claim_has_at_least_one_event():
+    registered = L.latest(L.read_ledger())
+    assert {c.key for c in CLAIMS} <= set(registered)
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.key)
+def test_changing_any_threshold_fails_until_an_amendment_is_recorded(claim, tmp_path, monkeypatch):
+    numeric = {k: v for k, v in L.thresholds(claim.rule).items() if _numeric(v)}
+    if not numeric:
+        pytest.skip(f"{claim.key}: its rule reads no numeric threshold")
+    ledger = tmp_path / "ledger.jsonl"
+    shutil.copy(L.LEDGER_PATH, ledger)
+    for name, value in numeric.items():
+        before = L.fingerprint(claim.rule)
+        # The constant lives in the globals of whichever experiment function reads it.
+        owners = [fn for fn in _functions(claim.rule) if name in fn.__globals__]
+        for fn in owners:
+            monkeypatch.setitem(fn.__globals__, name, value * 2 + 1)
+        after = L.fingerprint(claim.rule)
+        assert after != before, f"{claim.key}: changing {name} left the fingerprint unchanged"
+        problems = L.check([claim], [e for e in L.read_ledger(ledger) if e.claim == claim.key])
+        assert [m.claim for m in problems] == [claim.key], f"{claim.key}: changing {name} was not caught"
+        last = L.latest(L.read_ledger(ledger))[claim.key]
+        L.append_event(dict(event="amend", claim=claim.key, date="2026-12-03", fingerprint=after,
+                            thresholds=L.thresholds(claim.rule), data_seen=True, reason="test",
+                            previous=last.fingerprint, verdict_before=REPRODUCED, verdict_after=REPRODUCED),
+                       ledger)
+        assert not L.check([claim], [e for e in L.read_ledger(ledger) if e.claim == claim.key])
+        monkeypatch.undo()
+        assert L.fingerprint(claim.rule) == before
+
+
+def _functions(rule):
+    found, todo, seen = [], [rule], set()
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        found.append(fn)
+        for name in fn.__code__.co_names:
+            obj = fn.__globals__.get(name)
+            if isinstance(obj, types.FunctionType) and obj.__module__.startswith("lowrank.experiments"):
+                todo.append(obj)
+    return found
+
+
+def _module_rule(tmp_path, body, name="scratch_rule"):
+    """A rule defined in a scratch module under lowrank.experiments' name space, loaded from source."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"lowrank.experiments.{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module.rule
+
+
+RULE = '''
+from lowrank.experiments.verdicts import Judgement, REPRODUCED, CONTRADICTED
+LIMIT = 0.5  # why: the pre-stated margin
+
+def _decide(x):
+    return x > LIMIT
+
+def rule(h):
+    """Reproduced when x exceeds the limit."""
+    return Judgement(REPRODUCED if _decide(h["x"]) else CONTRADICTED, "x")
+'''
+
+
+def test_fingerprint_follows_code_helpers_and_constants_not_comments(tmp_path):
+    base = L.fingerprint(_module_rule(tmp_path, RULE, "a"))
+    assert L.fingerprint(_module_rule(tmp_path, RULE.replace("# why", "# because"), "b")) == base
+    assert L.fingerprint(_module_rule(tmp_path, RULE.replace("LIMIT = 0.5", "LIMIT = 0.6"), "c")) != base
+    assert L.fingerprint(_module_rule(tmp_path, RULE.replace("x > LIMIT", "x >= LIMIT"), "d")) != base
+    assert L.fingerprint(_module_rule(tmp_path, RULE.replace("exceeds the limit", "is large"), "e")) != base
+    assert L.thresholds(_module_rule(tmp_path, RULE, "f"))["LIMIT"] == 0.5
+
+
+def _event(**kw):
+    base = dict(event="register", claim="x", date="2026-12-03", fingerprint="a" * 64)
+    return {**base, **kw}
+
+
+def test_amendments_must_chain_and_say_why(tmp_path):
+    rule = _module_rule(tmp_path, RULE, "g")
+    claim = Claim("x", "Paper", "05", "sec", "x is large", rule)
+    fp = L.fingerprint(rule)
+    with pytest.raises(ValueError, match="needs reason"):
+        L.Event(**_event(event="amend", fingerprint=fp, previous="a" * 64, verdict_before="x", verdict_after="y"))
+    reg = L.Event(**_event())
+    wrong = L.Event(**_event(event="amend", fingerprint=fp, previous="b" * 64, reason="r", verdict_before="x",
+                             verdict_after="y"))
+    assert any("previous" in m.problem for m in L.check([claim], [reg, wrong]))
+    right = L.Event(**_event(event="amend", fingerprint=fp, previous="a" * 64, reason="r", verdict_before="x",
+                             verdict_after="y"))
+    assert not L.check([claim], [reg, right])
+    twice = L.Event(**_event(fingerprint=fp))
+    assert any("second time" in m.problem for m in L.check([claim], [reg, twice]))
+    assert any("no chapter defines" in m.problem for m in L.check([], [reg]))
+
+
+def test_a_damaged_line_names_the_file_and_line(tmp_path):
+    p = tmp_path / "l.jsonl"
+    p.write_text(json.dumps(_event()) + "\n{not json\n")
+    with pytest.raises(ValueError, match=r"l.jsonl:2"):
+        L.read_ledger(p)
+
+
+def test_the_note_shows_an_amendment_with_its_verdicts():
+    note = L.ledger_note("bhojanapalli-fixed-heads-training")
+    assert "registered" in note and "amended" in note
+    assert "verdict before: contradicted; after: inconclusive" in note
+
+
+def _git_ok():
+    return shutil.which("git") and subprocess.run(["git", "-C", str(L.ROOT), "rev-parse"],
+                                                  capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _git_ok(), reason="no git history (source archive)")
+def test_the_ledger_was_only_ever_appended_to():
+    rel = str(L.LEDGER_PATH.relative_to(L.ROOT))
+    revs = subprocess.run(["git", "-C", str(L.ROOT), "log", "--format=%H", "--", rel],
+                          capture_output=True, text=True).stdout.split()
+    # Branches append in parallel, so a merge interleaves their lines: the test is that no line any
+    # commit held was ever removed or edited, and that each commit's own lines keep their order.
+    current = L.LEDGER_PATH.read_text(encoding="utf8").splitlines()
+    for rev in revs:
+        old = subprocess.run(["git", "-C", str(L.ROOT), "show", f"{rev}:{rel}"], capture_output=True, text=True)
+        if old.returncode != 0:
+            continue
+        lines = iter(current)
+        for line in old.stdout.splitlines():
+            assert any(line == c for c in lines), f"a ledger line of {rev[:8]} was removed, edited or moved: {line[:80]}"
+
+
+def test_command_line_status_and_refusals(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "lowrank.experiments.ledger", *a],
+                                    capture_output=True, text=True, cwd=tmp_path)
+    ok = run("status")
+    assert ok.returncode == 0 and "0 problems" in ok.stdout
+    again = run("register", "theorem1-sufficiency", "--data-seen", "no")
+    assert again.returncode == 2 and "registered already" in again.stderr
+    same = run("amend", "theorem1-sufficiency", "--reason", "r", "--data-seen", "no", "--before", "a",
+               "--after", "b")
+    assert same.returncode == 2 and "not changed" in same.stderr
+    assert run("register", "no-such-claim", "--data-seen", "no").returncode == 2

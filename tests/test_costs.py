@@ -148,7 +148,20 @@ def test_list_prints_each_sets_hardware_estimate_and_measured_time(capsys):
 
 def test_the_readme_table_is_the_one_the_metadata_gives():
     readme = (ROOT / "README.md").read_text(encoding="utf8")
-    assert sets.markdown_table(ROOT) in readme, "README's cost table is stale: python -m lowrank.book.sets"
+    assert sets.markdown_table(ROOT) in readme, (
+        "README's cost table differs from the sets' metadata and measured times (a chapter was re-executed?): "
+        "run .venv/bin/python -m lowrank.book.sets --readme")
+
+
+def test_the_readme_table_is_rewritten_in_place(tmp_path):
+    (tmp_path / "chapters").symlink_to(ROOT / "chapters")
+    (tmp_path / "README.md").write_text("# x\n\n| chapter | scale | hardware | estimate | measured |\n|---|\n"
+                                        "| stale |\n\n## After\n")
+    assert sets.main([str(tmp_path), "--readme"]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert "| stale |" not in text and text.endswith("\n\n## After\n") and "| 06 | default |" in text
+    (tmp_path / "README.md").write_text("no table\n")
+    assert sets.main([str(tmp_path), "--readme"]) == 2
 
 
 def test_every_chapter_has_a_cost_model():

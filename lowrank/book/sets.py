@@ -3,7 +3,7 @@
 Reads each set's ``metadata`` block (:mod:`lowrank.book.costs`) and computes its estimate from
 its full parameters (the notebook's defaults updated by the set), the numbers ``lowrank list``,
 ``lowrank book --dry-run``, the README table and the "Paper scale" page show.
-``python -m lowrank.book.sets [ROOT]`` prints the README's table.
+``python -m lowrank.book.sets [ROOT]`` prints the README's table; ``--readme`` writes it there.
 """
 from __future__ import annotations
 
@@ -70,13 +70,30 @@ def markdown_table(root: Path, scales=("default", "long", "paper")) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m lowrank.book.sets [ROOT]``: print the table of every set's costs (Markdown)."""
-    argv = sys.argv[1:] if argv is None else argv
-    root = Path(argv[0]) if argv else find_root()
+    """``python -m lowrank.book.sets [ROOT] [--readme]``: print the table of every set's costs
+    (Markdown), or with ``--readme`` replace the table in ROOT/README.md with it."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    readme = "--readme" in argv
+    args = [a for a in argv if a != "--readme"]
+    root = Path(args[0]) if args else find_root()
     if root is None or not (root / "chapters").is_dir():
-        print(f"lowrank.book.sets: error: no chapters/ folder in {root}", file=sys.stderr)
+        print(f"lowrank.book.sets: error: no chapters/ folder in {str(root)[:200]}", file=sys.stderr)
         return 2
-    sys.stdout.write(markdown_table(root))
+    table = markdown_table(root)
+    if not readme:
+        sys.stdout.write(table)
+        return 0
+    path = root / "README.md"
+    text = path.read_text(encoding="utf8") if path.is_file() else ""
+    start = text.find(table.splitlines()[0])
+    if start < 0:
+        print(f"lowrank.book.sets: error: {path} has no cost table (a line {table.splitlines()[0]!r})",
+              file=sys.stderr)
+        return 2
+    end = text.find("\n\n", start)
+    end = len(text) if end < 0 else end + 1
+    path.write_text(text[:start] + table + text[end:], encoding="utf8")
+    print(f"lowrank.book.sets: table in {path} updated")
     return 0
 
 

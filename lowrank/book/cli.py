@@ -2,7 +2,7 @@
 
     lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|long|paper] [-o OUTDIR]
     lowrank list [CHAPTER]
-    lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR]
+    lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR] [--dry-run]
     lowrank probe PATH [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
 
 Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) are described in
@@ -76,6 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     book.add_argument("--rerun", action="store_true", help="re-execute chapters even if a finished run matches")
     book.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                       help="set a parameter in every chapter that has it (e.g. -p device cpu with --allow-cpu)")
+    book.add_argument("--dry-run", action="store_true",
+                      help="print every chapter's estimate at this scale and the total; start nothing")
     _add_probe(sub)
     return p
 
@@ -174,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             return _list(args, root)
         if root is None:
             raise runner.UsageError("no book found: run from the book's folder or pass --root")
+        if args.dry_run:
+            return _book_dry_run(args, root)
         html = runner.build_book(root, scale=args.scale, out=args.out, allow_cpu=args.allow_cpu,
                                  kernel=args.kernel, rerun=args.rerun, progress_bar=not args.no_progress,
                                  log_output=args.log_output,
@@ -257,6 +261,7 @@ def _run(args, root, command: str) -> int:
         print(f"requires:   {', '.join(plan.requires) or 'nothing'}")
         for name, value in plan.injected.items():
             print(f"set:        {name} = {value!r}  ({plan.sources[name]})")
+        print(f"estimate:   {_cost_text(plan.cost)}")
         print(f"would write {Path(outdir).resolve()}")
         return 0
     for attempt in range(10):
@@ -275,6 +280,52 @@ def _run(args, root, command: str) -> int:
     return 0
 
 
+def _cost_text(cost) -> str:
+    """One line: wall time, device time and memory of an estimate (lowrank.experiments.costs.Cost)."""
+    from .costs import duration
+
+    if cost is None:
+        return "none (this chapter has no cost model)"
+    workers = f" with {cost.workers} workers" if cost.workers > 1 else ""
+    return (f"{duration(cost.wall_s)} of wall time{workers} ({cost.hours_text()}), about "
+            f"{cost.bytes / 2**30:,.1f} GiB of memory: {cost.what}")
+
+
+def _book_dry_run(args, root) -> int:
+    """Every chapter's estimate at ``args.scale`` on the device its set names, and the total."""
+    from . import runner
+    from .costs import METADATA_KEY, duration, estimate, read_metadata
+    from .sets import set_parameters
+
+    overrides = [(n, runner.parse_value(v)) for n, v in args.param]
+    total = {"cpu": 0.0, "cuda": 0.0}
+    wall = 0.0
+    for chapter in runner.list_chapters(root):
+        values: dict = {}
+        device = None
+        if args.scale != "default":
+            path = chapter.param_file(args.scale)
+            if not path.is_file():
+                print(f"{chapter.name}: no {args.scale!r} set")
+                continue
+            raw = runner.load_yaml(path.read_text(encoding="utf8")) or {}
+            device = read_metadata(path, raw)["devices"]
+            values = {k: v for k, v in raw.items() if k != METADATA_KEY}
+        known = runner.notebook_parameters(chapter, papermill=False)
+        values.update({n: v for n, v in overrides if n in known})
+        params = set_parameters(chapter.path, values)
+        if device is None or "device" in values:
+            device = "cuda" if params.get("device") == "cuda" else "cpu"
+        cost = estimate(chapter.name, params, device=device, root=root)
+        print(f"{chapter.name}: {_cost_text(cost)}")
+        if cost is not None:
+            total[cost.device] += cost.device_s
+            wall += cost.wall_s
+    print(f"total: {duration(wall)} of wall time, one chapter after another "
+          f"({total['cpu'] / 3600:,.2f} CPU hours, {total['cuda'] / 3600:,.2f} GPU hours); nothing was run")
+    return 0
+
+
 def _headline_outputs(notebook: Path) -> list[str]:
     """Printed text of the cells marked ``# NBVAL_CHECK_OUTPUT`` (the chapter's headline numbers)."""
     import nbformat
@@ -286,6 +337,7 @@ def _headline_outputs(notebook: Path) -> list[str]:
 
 def _list(args, root) -> int:
     from . import runner
+    from .sets import set_info
     from .params import SCHEMAS
 
     if args.chapter:
@@ -301,9 +353,14 @@ def _list(args, root) -> int:
         for scale in scales:
             header = runner.parameter_file_header(chapter.param_file(scale))
             print(f"    {scale}: " + "\n      ".join(textwrap.wrap(" ".join(header.split()), 96) or ["(no header)"]))
+        if chapter.name in SCHEMAS:
+            for scale in ("default", *[s for s in scales if s != "smoke"]):
+                info = set_info(root or chapter.path.parent.parent, chapter.path, scale)
+                print(f"    {scale} needs {info.hardware}; {info.devices}; estimate {info.estimate_text()}; "
+                      f"{info.measured.text()}")
         spec = SCHEMAS.get(chapter.name, {})
         if not spec:
-            print("  no schema registered in lowrank/params.py")
+            print("  no schema registered in lowrank/book/params.py")
         params = runner.notebook_parameters(chapter, papermill=False)
         w_name = max((len(n) for n in params), default=0)
         w_default = max((len(p["default_text"]) for p in params.values()), default=0)

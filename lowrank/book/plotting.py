@@ -1,9 +1,13 @@
 """One figure style for the whole book: seaborn, colour-blind palette, sharp at page width."""
 from __future__ import annotations
 
+import os
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import seaborn as sns
+
+from .outputs import FORMATS_ENV
 
 PALETTE = "colorblind"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -27,9 +31,11 @@ def use_style() -> None:
     # its 1x size as width/height metadata. The book keeps only the width (the largest size shown)
     # and lets the height follow, so figures keep their aspect ratio at every width
     # (_ext/book_ui.py); a figure wider than the ~700 px column is scaled down, never squeezed.
+    # A `lowrank run` kernel also asks for SVG (LOWRANK_FIGURE_FORMATS), which lowrank.book.outputs
+    # saves into the run folder beside each figure's PNG.
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
-        set_matplotlib_formats("png2x")
+        set_matplotlib_formats(*os.environ.get(FORMATS_ENV, "png2x").split(","))
     except ImportError:  # outside IPython
         pass
 

@@ -9,6 +9,13 @@
   "use strict";
   const COLLAPSED = "book-primary-collapsed";
 
+  // The chapter list is part of the layout (wide screen), not an off-screen drawer (phone).
+  function inLayout(sidebar) {
+    const style = getComputedStyle(sidebar);
+    const box = sidebar.getBoundingClientRect();
+    return style.visibility !== "hidden" && style.position !== "fixed" && box.right > 0 && box.width > 0;
+  }
+
   function wire(selector, sidebarSelector) {
     const bound = document.querySelector(selector);
     if (!bound) { return; }
@@ -21,7 +28,7 @@
         const sidebar = sidebarSelector ? document.querySelector(sidebarSelector) : null;
         if (sidebar && document.body.classList.contains(COLLAPSED)) {
           document.body.classList.remove(COLLAPSED);
-        } else if (sidebar && sidebar.offsetWidth > 0) {
+        } else if (sidebar && inLayout(sidebar)) {
           document.body.classList.add(COLLAPSED);
         } else {
           bound.click();

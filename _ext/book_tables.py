@@ -4,7 +4,8 @@
   each body cell whose text is a number, an interval or a mean ± half-width gets the class ``num``
   (``book_ui.css`` right-aligns it in tabular figures), a header over a column of such cells gets
   it too, and e-notation in a cell (``9.5e-08``) is written as ``9.5 × 10⁻⁸``. Padding, header and
-  row rules come from ``book_ui.css``, so no chapter styles a table itself.
+  row rules come from ``book_ui.css``, so no chapter styles a table itself. Tables written in
+  markdown get the same classes.
 - **Numbered captions.** A ``table-caption`` directive placed right after the code cell that prints
   a table (at the top of the next markdown cell) becomes that table's caption, set above it and
   numbered with the book's figures' scheme ("Table 3.2"); ``:name:`` makes it referable with
@@ -110,6 +111,31 @@ def style_table_html(html: str) -> str:
     return ROW.sub(header_row, out[:head_end]) + out[head_end:]
 
 
+def style_docutils_tables(doctree: nodes.document) -> int:
+    """Mark numeric cells of tables written in markdown (docutils tables) the same way."""
+    marked = 0
+    for tgroup in doctree.findall(nodes.tgroup):
+        numeric_cols: dict[int, bool] = {}
+        for body in tgroup.findall(nodes.tbody):
+            for row in body.findall(nodes.row):
+                for col, entry in enumerate(e for e in row.children if isinstance(e, nodes.entry)):
+                    text = " ".join(entry.astext().split())
+                    numeric = is_numeric(text)
+                    if text not in EMPTY:
+                        numeric_cols[col] = numeric_cols.get(col, True) and numeric
+                    if numeric:
+                        entry["classes"].append("num")
+                        marked += 1
+        if any(e.get("morecols") or e.get("morerows") for e in tgroup.findall(nodes.entry)):
+            continue
+        for head in tgroup.findall(nodes.thead):
+            for row in head.findall(nodes.row):
+                for col, entry in enumerate(e for e in row.children if isinstance(e, nodes.entry)):
+                    if numeric_cols.get(col):
+                        entry["classes"].append("num")
+    return marked
+
+
 def style_tables(doctree: nodes.document) -> int:
     """Apply :func:`style_table_html` to every raw HTML table; e-notation in pasted values too."""
     changed = 0
@@ -193,6 +219,7 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
 def on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     # After the post-transforms: glued tables and pasted values only exist from here on.
     style_tables(doctree)
+    style_docutils_tables(doctree)
 
 
 def setup(app: Sphinx) -> dict:

@@ -108,3 +108,19 @@ def test_a_caption_that_follows_no_table_fails_the_build(tmp_path):
 def test_a_caption_without_a_name_fails_the_build(tmp_path):
     result = _book(tmp_path, "```{table-caption}\n\nA caption.\n```")
     assert "needs :name:" in str(result)
+
+
+def test_markdown_tables_get_the_same_numeric_classes():
+    from docutils.core import publish_doctree
+    doctree = publish_doctree("""
+=====  =====  ======
+size   name   ratio
+=====  =====  ======
+1      a      0.112
+16     b      7.18
+=====  =====  ======
+""")
+    assert book_tables.style_docutils_tables(doctree) == 4
+    heads = [e.get("classes") for e in next(iter(doctree.findall(book_tables.nodes.thead))).findall(
+        book_tables.nodes.entry)]
+    assert heads == [["num"], [], ["num"]]

@@ -119,3 +119,26 @@ def test_missing_fields_and_empty_input_are_refused():
     with pytest.raises(ValueError, match="empty"):
         verdict_cards([])
     assert set(FIELDS) == set(_row("reproduced"))
+
+
+def test_rows_from_a_chapters_claims_carry_verdict_reason_rule_and_evidence():
+    from lowrank.book.verdict_view import rows_from_claims
+    from lowrank.experiments.verdicts import Claim, Judgement
+
+    def rule_low(h):
+        """Reproduced in a weaker form when x is below 1."""
+        return Judgement("reproduced in a weaker form", f"x = {h['x']}", qualifier="only as an upper bound")
+
+    def rule_high(h):
+        """Reproduced when x is at least 1."""
+        return Judgement("reproduced", f"x = {h['x']}")
+
+    claims = [Claim("a", "Min & Li", "05", "sec-a", "Claim A", rule_low),
+              Claim("b", "Min & Li", "05", "sec-b", "Claim B", rule_high)]
+    rows = rows_from_claims(claims, {"x": 0.5})
+    assert [r["verdict"] for r in rows] == ["reproduced in a weaker form", "reproduced"]
+    assert [r["reason"] for r in rows] == ["only as an upper bound", "holds as stated"]
+    assert rows[0]["href"] == "#sec-a" and rows[0]["rule"] == "Reproduced in a weaker form when x is below 1."
+    assert rows[1]["evidence"] == "x = 0.5"
+    out = parse(str(verdict_cards(rows)))
+    assert [cells[1] for cells in out.rows] == ["reproduced in a weaker form", "reproduced"]

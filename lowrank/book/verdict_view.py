@@ -95,6 +95,23 @@ def _details(row: Mapping) -> str:
             f'</summary><dl>{body}</dl></details></td></tr>')
 
 
+def rows_from_claims(claims: Iterable, headline: Mapping, *, page: str = "", section_text: str = "tested here",
+                     scale: str = "default", kind: str = "", ledger: str = "") -> list[dict]:
+    """Rows for :func:`verdict_cards` from a chapter's ``CLAIMS`` judged on its ``headline``.
+
+    Each claim links to its section on ``page`` ("" for the page showing the cards); the reason is
+    the verdict's qualifier, or "holds as stated" for a verdict without one.
+    """
+    rows = []
+    for claim in claims:
+        judgement = claim.judge(headline)
+        rows.append(dict(claim=claim.statement, paper=claim.paper, href=f"{page}#{claim.section}",
+                         section_text=section_text, verdict=judgement.verdict, qualifier="",
+                         reason=judgement.qualifier or "holds as stated", evidence=judgement.evidence,
+                         rule=claim.rule_sentence, scale=scale, kind=kind, ledger=ledger))
+    return rows
+
+
 def verdict_cards(rows: Iterable[Mapping], base: str = "", *, brief: bool = False) -> VerdictCards:
     """One row per claim: claim | verdict badge | reason | section link (``base`` + ``href``).
 

@@ -3,7 +3,8 @@
 - **One table style.** Tables reach the page as HTML (pandas ``Styler`` outputs, glued tables). Here
   each body cell whose text is a number, an interval or a mean ± half-width gets the class ``num``
   (``book_ui.css`` right-aligns it in tabular figures), a header over a column of such cells gets
-  it too, and e-notation in a cell (``9.5e-08``) is written as ``9.5 × 10⁻⁸``. Padding, header and
+  it too, e-notation in a cell (``9.5e-08``) is written as ``9.5 × 10⁻⁸``, and ``$...$`` in a cell
+  or header is typeset by MathJax (as in Jupyter). Padding, header and
   row rules come from ``book_ui.css``, so no chapter styles a table itself. Tables written in
   markdown get the same classes.
 - **Numbered captions.** A ``table-caption`` directive placed right after the code cell that prints
@@ -40,6 +41,46 @@ EMPTY = {"", "-", "–", "—", "nan", "NaN", "n/a"}
 CELL = re.compile(r"(<(t[dh])\b)([^>]*)>(.*?)(</\2>)", re.DOTALL)
 ROW = re.compile(r"<tr\b.*?</tr>", re.DOTALL)
 TAG = re.compile(r"<[^>]+>")
+DOLLARS = re.compile(r"(?<![\\$])\$([^$<>\n]+?)\$(?!\$)")
+TABLE_TAG = re.compile(r"<table\b([^>]*)>")
+
+
+# Plain-text formulas the chapters' tables print (column names and law names come from code, where
+# they must stay plain strings), and their typeset form. Longest first; applied to header and body
+# cells alike, so the same formula reads the same wherever it appears.
+PLAIN_MATHS = (
+    ("sqrt(1 - d^2/(n(n-1)))", r"\sqrt{1 - d^2/(n(n-1))}"),
+    ("max |softmax(logits) - P|", r"\max\,\lvert\operatorname{softmax}(S) - P\rvert"),
+    ("max |f(X) - g(X)|", r"\max\,\lvert f(X) - g(X)\rvert"),
+    ("n(1-(1-1/n)^n)", r"n(1-(1-1/n)^n)"),
+    ("c (ln n)^beta", r"c\,(\ln n)^\beta"),
+    ("(1-1/e) n", r"(1-1/e)\,n"),
+    ("floor(n/2)", r"\lfloor n/2 \rfloor"),
+    ("a + b ln n", r"a + b \ln n"),
+    ("c n^alpha", r"c\,n^\alpha"),
+    ("chi^2 / dof", r"\chi^2/\mathrm{dof}"),
+    ("ratio to 4d^2", r"\text{ratio to } 4d^2"),
+    ("d_p = n", "d_p = n"),
+    ("d_p", "d_p"),
+    ("d_h", "d_h"),
+    ("d/h", "d/h"),
+    ("n - 1", "n - 1"),
+)
+_PLAIN = re.compile("|".join(re.escape(p) for p, _ in PLAIN_MATHS))
+_TEX = dict(PLAIN_MATHS)
+# A header that names its variable after a word ("heads h", "head size r") or is only the variable.
+_HEADER_VARIABLE = re.compile(r"^(?:(.*\b(?:heads|head size|inputs|tokens|sequence length|width|layers)) )?([a-z])$")
+
+
+def typeset_plain_maths(text: str, header: bool = False) -> str:
+    """Known plain-text formulas in a table cell as MathJax inline maths (\\(...\\))."""
+    if "\\(" in text or "$" in text:
+        return text
+    if header:
+        m = _HEADER_VARIABLE.match(text.strip())
+        if m:
+            return (f"{m.group(1)} " if m.group(1) else "") + f"\\({m.group(2)}\\)"
+    return _PLAIN.sub(lambda m: f"\\({_TEX[m.group(0)]}\\)", text)
 
 
 def times_ten(text: str) -> str:
@@ -74,7 +115,8 @@ def style_table_html(html: str) -> str:
     def cell(m: re.Match, col: int) -> str:
         inner = m.group(4)
         if "<" not in inner:
-            inner = times_ten(inner)
+            inner = DOLLARS.sub(lambda d: f"\\({d.group(1)}\\)", times_ten(inner))
+            inner = typeset_plain_maths(inner, header=m.group(2) == "th")
         text = TAG.sub("", inner).strip()
         attrs = m.group(3)
         if m.group(2) == "td":
@@ -90,6 +132,8 @@ def style_table_html(html: str) -> str:
         return CELL.sub(lambda c: cell(c, next(counter)), m.group(0))
 
     out = ROW.sub(row, html)
+    if "\\(" in out:  # typeset by the book's MathJax, which only looks inside marked elements
+        out = TABLE_TAG.sub(lambda t: f"<table{_add_class(t.group(1), 'tex2jax_process')}>", out, count=1)
     if spanned or not numeric_cols:
         return out
 

@@ -39,7 +39,7 @@ def test_numeric_cells_are_recognised(text, numeric):
 
 def test_numeric_cells_and_headers_of_numeric_columns_are_marked():
     out = book_tables.style_table_html(TABLE_HTML)
-    assert '<th class="col_heading num">heads h</th>' in out
+    assert '<th class="col_heading num">heads \\(h\\)</th>' in out
     assert "<th>layer</th>" in out
     assert '<th class="num">error</th>' in out
     assert '<td class="num">1,024</td>' in out and "<td>standard</td>" in out
@@ -49,7 +49,7 @@ def test_numeric_cells_and_headers_of_numeric_columns_are_marked():
 
 def test_a_column_with_one_word_is_not_numeric():
     mixed = TABLE_HTML.replace("<td>1,024</td>", "<td>many</td>")
-    assert '<th class="col_heading">heads h</th>' in book_tables.style_table_html(mixed)
+    assert '<th class="col_heading">heads \\(h\\)</th>' in book_tables.style_table_html(mixed)
 
 
 @pytest.mark.parametrize("source, tags, table, display, role", [
@@ -93,7 +93,7 @@ def test_caption_is_numbered_above_its_table_and_setup_code_hidden(tmp_path):
     text = page.read_text(encoding="utf8")
     box = text.index('<div class="book-table')
     caption = text.index('<span class="caption-number">Table 1 </span>Standard heads fail at')
-    assert box < caption < text.index('<table id="T">')
+    assert box < caption < text.index('<table id="T"')
     assert '<span class="std std-numref">Table 1</span>' in text
     assert '<td class="num">9.5 × 10⁻⁸</td>' in text
     for prompt in ("Show the parameters", "Show the imports and setup", "Show the code behind this table"):
@@ -124,3 +124,30 @@ size   name   ratio
     heads = [e.get("classes") for e in next(iter(doctree.findall(book_tables.nodes.thead))).findall(
         book_tables.nodes.entry)]
     assert heads == [["num"], [], ["num"]]
+
+
+def test_dollar_maths_in_headers_is_typeset_and_prices_are_not():
+    out = book_tables.style_table_html(TABLE_HTML.replace("heads h", "heads $h$").replace(">layer<", ">$d_p$ = 6<"))
+    assert '<table id="T" class="tex2jax_process">' in out
+    assert "heads \\(h\\)" in out and "\\(d_p\\) = 6" in out
+    assert "tex2jax" not in book_tables.style_table_html(TABLE_HTML.replace("heads h", "heads"))
+
+
+@pytest.mark.parametrize("text, header, expected", [
+    ("heads h", True, "heads \\(h\\)"),
+    ("n", True, "\\(n\\)"),
+    ("n", False, "n"),
+    ("standard", True, "standard"),
+    ("needed causally: floor(n/2)", True, "needed causally: \\(\\lfloor n/2 \\rfloor\\)"),
+    ("fixed, d_p = n = 128", True, "fixed, \\(d_p = n\\) = 128"),
+    ("c (ln n)^beta", False, "\\(c\\,(\\ln n)^\\beta\\)"),
+    ("chi^2 / dof", True, "\\(\\chi^2/\\mathrm{dof}\\)"),
+    ("$d_p$ already", True, "$d_p$ already"),
+])
+def test_plain_text_formulas_in_tables_are_typeset(text, header, expected):
+    assert book_tables.typeset_plain_maths(text, header=header) == expected
+
+
+def test_a_table_with_formulas_is_handed_to_mathjax():
+    out = book_tables.style_table_html(TABLE_HTML)
+    assert '<table id="T" class="tex2jax_process">' in out and "heads \\(h\\)" in out

@@ -83,7 +83,7 @@ def hide_setup_cells(doctree: nodes.document) -> int:
     """Put the code of parameter, import and table cells behind a toggle. Returns cells hidden."""
     hidden = 0
     for cell in doctree.findall(nodes.container):
-        if cell.get("nb_element") != "cell_code" or cell.get("hide_mode"):
+        if cell.get("nb_element") != "cell_code" or cell.get("hide_mode") not in (None, "input"):
             continue
         if not any(c.get("nb_element") == "cell_code_source" for c in cell.children):
             continue
@@ -93,6 +93,8 @@ def hide_setup_cells(doctree: nodes.document) -> int:
         role = quiet_role(_cell_source(cell), _tags(cell), has_table=has_table, has_display=has_display)
         if role is None:
             continue
+        # A hide-input tag (tools/tidy_notebooks.py) has already hidden it; the prompt still says what
+        # is hidden instead of myst-nb's generic "Show code cell source".
         cell["hide_mode"] = "input"
         cell["prompt_show"] = PROMPTS[role]
         cell["prompt_hide"] = "Hide the code"

@@ -95,7 +95,7 @@ def _details(row: Mapping) -> str:
             f'</summary><dl>{body}</dl></details></td></tr>')
 
 
-def rows_from_claims(claims: Iterable, headline: Mapping, *, page: str = "", section_text: str = "tested here",
+def rows_from_claims(claims: Iterable, headline: Mapping, *, page: str = "", section_text: str = "its section",
                      scale: str = "default", kind: str = "", ledger: str = "") -> list[dict]:
     """Rows for :func:`verdict_cards` from a chapter's ``CLAIMS`` judged on its ``headline``.
 

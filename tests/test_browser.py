@@ -24,6 +24,13 @@ names of the chapter's parameters. Each failure names the page, the width and th
 section, file name or text). The re-run box must list every scale with its hardware and time, and
 link the source archive and "Running it yourself".
 
+And as a reader who wants the answer on any screen: at 390 px the visible hamburger opens the
+chapter list and the contents button the page contents (at 1280 px the hamburger hides and shows
+the chapter list); every table cell is padded by at least 3 px and numbers are right-aligned; every
+table in a chapter has a numbered caption; pasted values are not bold in running text; no raw
+MyST role or directive markup is left; parameter cells are folded away; and the landing page's
+first screen, at both widths, shows the verdict counts and the verdict chart.
+
 Without Chromium (``tools/ensure_chromium.sh`` installs it when it can) or Playwright the browser
 tests are skipped with the reason, except under CI (``CI=true``), where they fail.
 """
@@ -489,10 +496,13 @@ READER_PROBE = r"""() => {
     const m = n.nodeValue.match(markup);
     if (m) { rawMarkup.push({ text: clean(n.nodeValue.slice(Math.max(0, m.index - 30), m.index + 50)), where: where(parent) }); }
   }
+  const shownSetup = Array.from(article.querySelectorAll('div.cell.tag_parameters'))
+    .filter((cell) => { const input = cell.querySelector('.cell_input'); return input && !input.closest('details'); })
+    .map((cell) => clean(cell.textContent).slice(0, 60));
   const found = article.querySelector('.book-found');
   const onFirstScreen = (el) => !!el && el.getBoundingClientRect().top < window.innerHeight && el.getBoundingClientRect().height > 0;
   return {
-    tables, boldPasted, rawMarkup,
+    tables, boldPasted, rawMarkup, shownSetup,
     found: found ? {
       text: clean(found.textContent).slice(0, 400),
       countsTable: onFirstScreen(found.querySelector('table')),
@@ -906,6 +916,12 @@ def test_no_bold_pasted_values_or_raw_markup(visit, page):
     assert not bold, f"{page}: pasted values in bold inside running text:\n" + "\n".join(bold[:10])
     raw = [f"{r['where']}: ...{r['text']}..." for r in reader["rawMarkup"]]
     assert not raw, f"{page}: raw MyST markup in the text:\n" + "\n".join(raw[:10])
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_parameter_cells_are_folded_away(visit, page):
+    shown = _reader(visit(page))["shownSetup"]
+    assert not shown, f"{page}: the parameters cell is shown open, not behind its toggle: {shown}"
 
 
 @pytest.mark.parametrize("width", WIDTHS)

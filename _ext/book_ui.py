@@ -17,7 +17,8 @@ Safety nets applied to every page at build time, so that a chapter cannot undo t
   does the same; this catches glued or nested outputs too).
 - **Setup out of the way.** Parameter, import and table-formatting cells show their code behind a
   one-line toggle (``lowrank.book.cells`` decides which; ``tools/tidy_notebooks.py`` writes the
-  same decision into the notebooks as tags).
+  same decision into the notebooks as tags), and a cell tagged ``provenance`` (revisions, dates,
+  costs) folds, output and all, into one box.
 - **Navigation on every screen.** ``book_nav.js`` makes the visible hamburger and contents buttons
   open the chapter list and the page contents (the installed theme pair binds hidden copies).
 - **Nothing wider than the column.** ``book_ui.css`` wraps long code lines, lets wide display
@@ -33,7 +34,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
-from lowrank.book.cells import PROMPTS, quiet_role
+from lowrank.book.cells import PROMPTS, PROVENANCE, quiet_role
 
 STATIC = Path(__file__).resolve().parent / "static"
 CSS_FILE = "book_ui.css"
@@ -83,7 +84,15 @@ def hide_setup_cells(doctree: nodes.document) -> int:
     """Put the code of parameter, import and table cells behind a toggle. Returns cells hidden."""
     hidden = 0
     for cell in doctree.findall(nodes.container):
-        if cell.get("nb_element") != "cell_code" or cell.get("hide_mode") not in (None, "input"):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        if PROVENANCE in _tags(cell):
+            cell["hide_mode"] = "all"
+            cell["prompt_show"] = PROMPTS[PROVENANCE]
+            cell["prompt_hide"] = "Hide the provenance"
+            hidden += 1
+            continue
+        if cell.get("hide_mode") not in (None, "input"):
             continue
         if not any(c.get("nb_element") == "cell_code_source" for c in cell.children):
             continue

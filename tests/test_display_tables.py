@@ -79,11 +79,15 @@ def _book(folder: Path, caption: str) -> Path:
         new_code_cell("df.style", metadata={"tags": ["hide-input"]},  # as tools/tidy_notebooks.py tags it
                       outputs=[new_output("display_data", data={"text/html": TABLE_HTML, "text/plain": "df"})]),
         new_markdown_cell(caption + "\n\nAs {numref}`tab-heads` shows."),
+        new_code_cell("print(provenance)", metadata={"tags": ["provenance"]},
+                      outputs=[new_output("stream", name="stdout", text="git abc1234, 2026-12-03\n")]),
     ]
     nbformat.write(nb, folder / "index.ipynb")
     out = folder / "_build"
     result = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", str(folder), str(out)],
-                            capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")]))})
     return out / "index.html" if result.returncode == 0 else Path(result.stderr)
 
 
@@ -98,6 +102,8 @@ def test_caption_is_numbered_above_its_table_and_setup_code_hidden(tmp_path):
     assert '<td class="num">9.5 × 10⁻⁸</td>' in text
     for prompt in ("Show the parameters", "Show the imports and setup", "Show the code behind this table"):
         assert prompt in text
+    folded = text.index("Show the provenance: revisions, dates, machine and costs")
+    assert text.rfind("<details", 0, folded) > text.index('<table id="T"') and folded < text.index("git abc1234")
 
 
 def test_a_caption_that_follows_no_table_fails_the_build(tmp_path):

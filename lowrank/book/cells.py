@@ -10,6 +10,9 @@ from __future__ import annotations
 import ast
 
 PARAMETERS = "parameters"
+# A cell that prints where its numbers come from (git revisions, dates, machine, costs): the tag
+# folds the whole cell, output included, into one box the reader opens on demand.
+PROVENANCE = "provenance"
 SETUP = "setup"
 TABLE = "table"
 
@@ -18,6 +21,7 @@ PROMPTS = {
     PARAMETERS: "Show the parameters",
     SETUP: "Show the imports and setup",
     TABLE: "Show the code behind this table",
+    PROVENANCE: "Show the provenance: revisions, dates, machine and costs",
 }
 
 

@@ -31,6 +31,8 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from lowrank.book.plain_maths import typeset as typeset_plain_maths
+
 logger = logging.getLogger(__name__)
 
 SUPERSCRIPT = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
@@ -43,44 +45,6 @@ ROW = re.compile(r"<tr\b.*?</tr>", re.DOTALL)
 TAG = re.compile(r"<[^>]+>")
 DOLLARS = re.compile(r"(?<![\\$])\$([^$<>\n]+?)\$(?!\$)")
 TABLE_TAG = re.compile(r"<table\b([^>]*)>")
-
-
-# Plain-text formulas the chapters' tables print (column names and law names come from code, where
-# they must stay plain strings), and their typeset form. Longest first; applied to header and body
-# cells alike, so the same formula reads the same wherever it appears.
-PLAIN_MATHS = (
-    ("sqrt(1 - d^2/(n(n-1)))", r"\sqrt{1 - d^2/(n(n-1))}"),
-    ("max |softmax(logits) - P|", r"\max\,\lvert\operatorname{softmax}(S) - P\rvert"),
-    ("max |f(X) - g(X)|", r"\max\,\lvert f(X) - g(X)\rvert"),
-    ("n(1-(1-1/n)^n)", r"n(1-(1-1/n)^n)"),
-    ("c (ln n)^beta", r"c\,(\ln n)^\beta"),
-    ("(1-1/e) n", r"(1-1/e)\,n"),
-    ("floor(n/2)", r"\lfloor n/2 \rfloor"),
-    ("a + b ln n", r"a + b \ln n"),
-    ("c n^alpha", r"c\,n^\alpha"),
-    ("chi^2 / dof", r"\chi^2/\mathrm{dof}"),
-    ("ratio to 4d^2", r"\text{ratio to } 4d^2"),
-    ("d_p = n", "d_p = n"),
-    ("d_p", "d_p"),
-    ("d_h", "d_h"),
-    ("d/h", "d/h"),
-    ("n - 1", "n - 1"),
-)
-_PLAIN = re.compile("|".join(re.escape(p) for p, _ in PLAIN_MATHS))
-_TEX = dict(PLAIN_MATHS)
-# A header that names its variable after a word ("heads h", "head size r") or is only the variable.
-_HEADER_VARIABLE = re.compile(r"^(?:(.*\b(?:heads|head size|inputs|tokens|sequence length|width|layers)) )?([a-z])$")
-
-
-def typeset_plain_maths(text: str, header: bool = False) -> str:
-    """Known plain-text formulas in a table cell as MathJax inline maths (\\(...\\))."""
-    if "\\(" in text or "$" in text:
-        return text
-    if header:
-        m = _HEADER_VARIABLE.match(text.strip())
-        if m:
-            return (f"{m.group(1)} " if m.group(1) else "") + f"\\({m.group(2)}\\)"
-    return _PLAIN.sub(lambda m: f"\\({_TEX[m.group(0)]}\\)", text)
 
 
 def times_ten(text: str) -> str:

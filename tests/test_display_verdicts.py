@@ -142,3 +142,12 @@ def test_rows_from_a_chapters_claims_carry_verdict_reason_rule_and_evidence():
     assert rows[1]["evidence"] == "x = 0.5"
     out = parse(str(verdict_cards(rows)))
     assert [cells[1] for cells in out.rows] == ["reproduced in a weaker form", "reproduced"]
+
+
+def test_plain_text_formulas_in_claims_and_rules_are_typeset():
+    row = _row("reproduced", claim="The mean rank is at most n(1-(1-1/n)^n) -> 0.63 n",
+               rule="saturation grows like Omega(log n) with d_h* near c (ln n)^beta; head size floor(n/2)")
+    text = str(verdict_cards([row]))
+    assert "\\(n(1-(1-1/n)^n)\\) → 0.63 n" in text
+    assert "\\(\\Omega(\\log n)\\)" in text and "\\(d_h^\\ast\\)" in text and "\\(c\\,(\\ln n)^\\beta\\)" in text
+    assert "\\(\\lfloor n/2 \\rfloor\\)" in text

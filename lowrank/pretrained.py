@@ -118,8 +118,9 @@ def _self_attention_modules(model):
 
 
 @torch.no_grad()
-def truncate_logit_rank(model, rank: int):
-    """A copy of a BERT encoder whose every head's logit bilinear form has rank at most ``rank``.
+def truncate_logit_rank(model, rank: int, *, layers=None):
+    """A copy of a BERT encoder whose every head's logit bilinear form has rank at most ``rank``
+    (in the layers numbered ``layers`` only, from 0, when given; the others are left whole).
 
     Head h's logits are s_ij = (W_q x_i + b_q) . (W_k x_j + b_k) / sqrt(d_h). The terms that
     depend on the key j are [x_i, 1]^T M x_j with M = [W_q, b_q]^T W_k ((width + 1) x width, rank
@@ -133,7 +134,13 @@ def truncate_logit_rank(model, rank: int):
     import copy
 
     out = copy.deepcopy(model)
-    for sa in _self_attention_modules(out):
+    modules = list(_self_attention_modules(out))
+    if layers is not None:
+        bad = [l for l in layers if not 0 <= int(l) < len(modules)]
+        if bad:
+            raise ValueError(f"layers must be in [0, {len(modules) - 1}], got {bad}")
+        modules = [modules[int(l)] for l in layers]
+    for sa in modules:
         h, dh = sa.num_attention_heads, sa.attention_head_size
         if not 1 <= rank <= dh:
             raise ValueError(f"rank must be in [1, {dh}], got {rank}")

@@ -25,14 +25,15 @@ each and concatenate the files afterwards (records are self-contained lines; dup
 key are harmless, the last one wins). Then run the sweep once more without a shard: it finds
 every key done and only reads the store. Chapter 04 exposes this as its ``shard`` parameter::
 
-    lowrank run 04 --scale paper -p shard 0/2 -p results_store data/results/ch04.jsonl   # machine A
-    lowrank run 04 --scale paper -p shard 1/2 -p results_store data/results/ch04.jsonl   # machine B
-    lowrank run 04 --scale paper -p results_store data/results/ch04.jsonl               # render
+    lowrank run 04 --scale paper -p shard 0/2 -p results_store runs/ch04.jsonl   # machine A
+    lowrank run 04 --scale paper -p shard 1/2 -p results_store runs/ch04.jsonl   # machine B
+    lowrank run 04 --scale paper -p results_store runs/ch04.jsonl               # render
 """
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import multiprocessing as mp
 import os
 import time
@@ -49,6 +50,7 @@ from .provenance import provenance
 from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
+           "record_problem", "foreign_store", "manifest_conflict", "write_manifest", "OPERATIONAL",
            "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV", "KEEP_CHECKPOINTS_ENV"]
 
 DEVICES_ENV = "LOWRANK_DEVICES"             # "0,1,2,3": one sweep worker per listed GPU
@@ -103,8 +105,16 @@ def parse_devices(devices) -> list[str]:
     return out
 
 
+def _start_worker(parent: int, devices=None) -> None:
+    """Pool initializer: end with the parent (:func:`_die_with_parent`) and, given a queue of
+    devices, take one of them (:func:`_take_device`)."""
+    _die_with_parent(parent)
+    if devices is not None:
+        _take_device(devices)
+
+
 def _take_device(queue) -> None:
-    """Pool initializer: this worker's device, before anything in it touches CUDA."""
+    """This worker's device, before anything in it touches CUDA."""
     device = queue.get()
     os.environ[WORKER_DEVICE_ENV] = device
     if device.startswith("cuda:"):
@@ -125,6 +135,116 @@ def store_path(experiment: str, *, root: str | os.PathLike | None = None) -> Pat
     return data_root(root) / "results" / f"{experiment}.jsonl"
 
 
+def _finite(value, depth: int = 0) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if depth < 8 and isinstance(value, (list, tuple)):
+        return all(_finite(v, depth + 1) for v in value)
+    if depth < 8 and isinstance(value, dict):
+        return all(_finite(v, depth + 1) for v in value.values())
+    return True
+
+
+def record_problem(rec) -> str | None:
+    """Why ``rec`` is not a record a sweep wrote, or None: a dict with a string ``key`` equal to
+    :func:`run_key` of its dict ``config``, and a non-empty dict ``metrics`` of finite numbers.
+    A key that is not its config's hash means the line was edited or written by something else,
+    and a NaN metric would flow silently into every mean and figure."""
+    if not (isinstance(rec, dict) and isinstance(rec.get("key"), str)
+            and isinstance(rec.get("config"), dict) and isinstance(rec.get("metrics"), dict)):
+        return "not a record with a string 'key' and dict 'config' and 'metrics'"
+    if not rec["metrics"]:
+        return "its 'metrics' are empty"
+    try:
+        key = run_key(rec["config"])
+    except ValueError:  # a non-finite number in the config
+        return "its config holds a non-finite number"
+    if rec["key"] != key:
+        return f"its key {rec['key'][:20]!r} is not the hash of its config ({key})"
+    if not _finite(rec["metrics"]):
+        return "its metrics hold a non-finite number (NaN or infinity)"
+    return None
+
+
+def foreign_store(path: str | os.PathLike) -> str | None:
+    """Why the file at ``path`` is not a results store a sweep may append to, or None (it does not
+    exist, is empty, or its first line is a record of ours, :func:`record_problem`). Reads at most
+    the first 64 KiB line."""
+    path = Path(path)
+    if path.is_dir():
+        return "it is a folder; a results store is a .jsonl file"
+    if not path.exists():
+        return None
+    if not path.is_file():
+        return "it is not a regular file"
+    with open(path, "rb") as f:
+        first = f.readline(1 << 16)
+        while first and not first.strip():
+            first = f.readline(1 << 16)
+    if not first:
+        return None
+    try:
+        rec = json.loads(first.decode("utf8"))
+    except (UnicodeDecodeError, ValueError):
+        return "its first line is not a JSON record"
+    why = record_problem(rec)
+    return f"its first line is not a record a sweep wrote ({why})" if why else None
+
+
+# Parameters that say how a sweep runs, not what it computes: they may differ between the runs
+# that share a store (shards, workers, threads) without a new manifest.
+OPERATIONAL = frozenset({"shard", "workers", "num_threads", "threads", "results_store", "long_store",
+                         "retrieval_store", "retrieval_long_store", "progress"})
+
+
+def manifest_conflict(path: str | os.PathLike, params: dict) -> str | None:
+    """Why a run with ``params`` must not use the store whose manifest is ``path``, or None.
+
+    A manifest records the parameters its store's runs were made with; a run whose parameters
+    differ (outside :data:`OPERATIONAL`) would mix two grids in one store, and rewriting the
+    manifest would lose the first grid's parameters. A file of that name that is not a JSON
+    object (someone else's file) is a conflict too: it is never overwritten."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    if not path.is_file():
+        return f"{path} exists and is not a file"
+    try:
+        old = json.loads(path.read_text(encoding="utf8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return f"{path} exists and is not a parameter manifest (not JSON); it is never overwritten"
+    if not isinstance(old, dict):
+        return f"{path} exists and is not a parameter manifest (not a JSON object); it is never overwritten"
+    new = json.loads(json.dumps(params, sort_keys=True, default=str))
+    differ = sorted(k for k in set(old) | set(new) if k not in OPERATIONAL and old.get(k, None) != new.get(k, None))
+    if differ:
+        k = differ[0]
+        return (f"the store's manifest {path} was written with other parameters ({len(differ)} differ, first "
+                f"{k!r}: {str(old.get(k))[:40]} there, {str(new.get(k))[:40]} now); use a new store for a new grid")
+    return None
+
+
+def write_manifest(path: str | os.PathLike, params: dict) -> None:
+    """Write a store's parameter manifest once: created if missing, left as it is if it holds
+    the same parameters, ValueError (:func:`manifest_conflict`) otherwise."""
+    path = Path(path)
+    why = manifest_conflict(path, params)
+    if why:
+        raise ValueError(why)
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:  # another shard wrote it a moment ago: check that one instead
+        why = manifest_conflict(path, params)
+        if why:
+            raise ValueError(why) from None
+        return
+    with os.fdopen(fd, "w", encoding="utf8") as f:
+        f.write(json.dumps(params, indent=1, sort_keys=True, default=str) + "\n")
+
+
 class ResultStore:
     """Append-only JSONL file of finished runs."""
 
@@ -134,10 +254,11 @@ class ResultStore:
     def records(self) -> list[dict]:
         """All complete records, in file order.
 
-        A line that is not UTF-8, not JSON, or not a record (a dict with a string ``key``, a dict
-        ``config`` and a dict ``metrics``) is skipped with a warning naming the file and line
-        number; a last line cut short by a crash is skipped silently (the next append starts a
-        fresh line). A store path that is a folder raises ValueError naming it.
+        A line that is not UTF-8, not JSON, or not a record (:func:`record_problem`: a string
+        ``key`` that is the hash of its dict ``config``, and non-empty, finite ``metrics``) is
+        skipped with a warning naming the file and line number; a last line cut short by a crash
+        is skipped silently (the next append starts a fresh line). A store path that is a folder
+        raises ValueError naming it.
         """
         if self.path.is_dir():
             raise ValueError(f"results store {self.path} is a folder; expected a .jsonl file")
@@ -159,9 +280,7 @@ class ResultStore:
                     continue  # the unterminated last line of a killed writer
                 why = f"not JSON ({e.msg})"
             else:
-                if not (isinstance(rec, dict) and isinstance(rec.get("key"), str)
-                        and isinstance(rec.get("config"), dict) and isinstance(rec.get("metrics"), dict)):
-                    why = "not a record with a string 'key' and dict 'config' and 'metrics'"
+                why = record_problem(rec)
             if why:
                 warnings.warn(f"results store {self.path}, line {number}: {why}; skipped", RuntimeWarning,
                               stacklevel=2)
@@ -214,13 +333,42 @@ def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:
     return {k: v for k, v in res.items() if k != "config"}
 
 
-def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path, run_dir: Path) -> str:
-    t = time.perf_counter()
-    metrics = run_fn(config, run_dir=run_dir)
-    ResultStore(store).append({"key": key, "experiment": experiment, "config": config, "metrics": metrics,
-                               "wall_s": time.perf_counter() - t,
-                               "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
-                               "provenance": provenance()})
+def _die_with_parent(parent: int) -> None:
+    """Pool worker initializer: end this worker when the process that started it ends (SIGKILL
+    included), so no orphan keeps training and appends to the store after its sweep is gone."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG (Linux); elsewhere the check below stays
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+
+def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path, run_dir: Path,
+                   parent: int | None = None) -> str:
+    # One run folder per run, even across sweeps sharing a store: the second sweep to reach a key
+    # waits for the first and then finds it done, instead of training into the same checkpoint.
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(run_dir.parent / f".{run_dir.name}.lock", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if key in ResultStore(store).keys():
+            return key
+        t = time.perf_counter()
+        metrics = run_fn(config, run_dir=run_dir)
+        if parent is not None and os.getppid() != parent:
+            os._exit(1)  # the sweep that asked for this run is gone: append nothing
+        ResultStore(store).append({"key": key, "experiment": experiment, "config": config, "metrics": metrics,
+                                   "wall_s": time.perf_counter() - t,
+                                   "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                   "provenance": provenance()})
+    finally:
+        os.close(fd)  # closing releases the lock
     return key
 
 
@@ -253,6 +401,9 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
         unique.setdefault(run_key(c), dict(c))
     keys = list(unique)
     st = ResultStore(store if store is not None else store_path(experiment, root=root))
+    foreign = foreign_store(st.path)
+    if foreign:
+        raise ValueError(f"results store {st.path}: {foreign}; nothing is appended to it")
     runs = Path(runs_dir) if runs_dir is not None else data_root(root) / "runs" / experiment
     done = st.keys()
     todo = [k for k in keys if shard_of(k, n) == i and k not in done]
@@ -269,16 +420,16 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     else:
         ctx = mp.get_context("spawn")  # fork is unsafe once torch has started its thread pools
         with contextlib.ExitStack() as stack:
-            pool_args = {}
+            queue = None
             if pinned:
                 queue = stack.enter_context(ctx.Manager()).Queue()
                 for device in pinned:
                     queue.put(device)
-                pool_args = dict(initializer=_take_device, initargs=(queue,))
             pool = stack.enter_context(ProcessPoolExecutor(
-                max_workers=workers if pinned else min(workers, len(todo)), mp_context=ctx, **pool_args))
-            futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k)
-                       for k in todo]
+                max_workers=workers if pinned else min(workers, len(todo)), mp_context=ctx,
+                initializer=_start_worker, initargs=(os.getpid(), queue)))
+            futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k,
+                                   os.getpid()) for k in todo]
             for fut in as_completed(futures):
                 fut.result()  # re-raises a failed run's exception here
                 bar.update(1)

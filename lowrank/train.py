@@ -48,6 +48,17 @@ class NonFiniteLossError(RuntimeError):
     """The loss (or gradient norm) became NaN or infinite; the last good checkpoint is kept."""
 
 
+INT_CEILING = 2**32 - 1  # the largest int a config holds (seeds included)
+# (field, low, high, high included): the ranges a run can be trained with; outside them a run
+# ends in nonsense (a negative learning-rate floor diverges) or cannot start.
+RANGES = (
+    ("lr", 0.0, 10.0, True), ("min_lr_ratio", 0.0, 1.0, True), ("weight_decay", 0.0, 10.0, True),
+    ("beta1", 0.0, 1.0, False), ("beta2", 0.0, 1.0, False), ("grad_clip", 0.0, 1e6, True),
+    ("mlm_prob", 0.0, 1.0, False), ("dropout", 0.0, 1.0, False), ("seq_len", 2, 65536, True),
+    ("vocab_size", 1, 1 << 20, True), ("num_threads", 1, 4096, True), ("test_tokens", 1, INT_CEILING, True),
+)
+
+
 @dataclass
 class TrainConfig:
     """Everything that determines a run. ``batch_size`` is the global batch (all processes)."""
@@ -114,6 +125,14 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a non-negative int, got {v!r}")
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise ValueError(f"lr must be a positive finite number, got {self.lr!r}")
+        for f in fields(self):  # no int past what torch and NumPy seeds take (2**70 would wrap)
+            v = getattr(self, f.name)
+            if str(f.type).startswith("int") and isinstance(v, int) and not 0 <= v <= INT_CEILING:
+                raise ValueError(f"{f.name} must be in [0, {INT_CEILING}], got {_short(v)}")
+        for name, lo, hi, closed_hi in RANGES:
+            v = getattr(self, name)
+            if v is not None and not (lo <= v and (v <= hi if closed_hi else v < hi)):
+                raise ValueError(f"{name} must be in [{lo}, {hi}{']' if closed_hi else ')'}, got {_short(v)}")
         if self.device not in ("auto", "cpu", "cuda"):
             raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {self.device!r}")
         self.model_config(vocab_size=max(self.vocab_size, 1))  # shape errors surface now
@@ -582,6 +601,42 @@ def run_key(config: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def _not_resumable(out: Path, cfg: TrainConfig) -> str | None:
+    """Why a used run folder cannot be resumed with ``cfg``, or None: it must hold a checkpoint or
+    a finished result of this very config, so that resuming never overwrites someone's files."""
+    ckpt, result = out / "checkpoint.pt", out / "result.json"
+    if result.is_file():
+        try:
+            done = json.loads(result.read_bytes()[: 1 << 24])
+        except (OSError, ValueError):
+            return f"{result} cannot be read as JSON"
+        if not (isinstance(done, dict) and done.get("config") == cfg.to_dict()):
+            return f"{result} is the result of a different config"
+        return None
+    if ckpt.is_file():
+        return None  # its config is compared when it is loaded
+    held = ", ".join(sorted(p.name for p in out.iterdir())[:5])
+    return f"holds no checkpoint.pt or result.json of a run to continue ({held})"
+
+
+def _memory_needed(cfg: TrainConfig) -> float:
+    """Bytes of a training step, roughly: weights with Adam state, and activations with the
+    (batch, heads, n, n) attention matrices each layer keeps for the backward pass."""
+    d, n, h = cfg.d_model, cfg.seq_len, cfg.n_heads
+    dh = cfg.head_dim or max(d // max(h, 1), 1)
+    d_ff = cfg.d_ff or 4 * d
+    params = cfg.vocab_size * d + cfg.n_layers * (4 * d * h * dh + 2 * d * d_ff)
+    acts = cfg.batch_size * cfg.n_layers * (n * (10 * d + 2 * d_ff) + 3 * h * n * n) * 4.0
+    return 16.0 * params + acts
+
+
+def _physical_memory() -> float | None:
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m lowrank.train --config cfg.json [--out-dir DIR] [--resume]`` (also under torchrun).
 
@@ -638,6 +693,25 @@ def main(argv: list[str] | None = None) -> int:
         held = ", ".join(sorted(p.name for p in out.iterdir())[:5])
         return refuse(f"--out-dir {out} is not empty ({held}); nothing was changed: pass --resume to "
                       "continue the run there, or choose an empty or new folder")
+    if args.resume and out.is_dir() and any(out.iterdir()):
+        why = _not_resumable(out, cfg)
+        if why:
+            return refuse(f"--out-dir {out} --resume: {why}; nothing was changed")
+    need = _memory_needed(cfg)
+    have = _physical_memory()
+    if have and need > have and not (cfg.device != "cpu" and torch.cuda.is_available()):
+        return refuse(f"--config {path}: this run needs about {need / 2**30:,.1f} GiB of memory (batch_size "
+                      f"{cfg.batch_size}, seq_len {cfg.seq_len}, d_model {cfg.d_model}, n_layers {cfg.n_layers}); "
+                      f"this machine has {have / 2**30:,.1f} GiB")
+    import signal
+    import threading
+
+    def stop(signum, frame):  # SIGTERM, SIGHUP: end as Ctrl-C does (exit 130, checkpoint kept)
+        raise KeyboardInterrupt
+
+    signals = [sg for sg in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if sg is not None]
+    on_main = threading.current_thread() is threading.main_thread()
+    previous = {sg: signal.signal(sg, stop) for sg in signals} if on_main else {}
     try:
         result = train(cfg, out_dir=out, resume=args.resume, progress=not args.no_progress,
                        data_root=args.data_root)
@@ -658,6 +732,9 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(f"the run failed{f' after step {last}' if last is not None else ''}: "
                       f"{type(err).__name__}: {_clip(err, 300)} (--debug shows the traceback; "
                       "--resume continues from the last checkpoint)", status=1)
+    finally:
+        for sg, handler in previous.items():
+            signal.signal(sg, handler)
     if int(os.environ.get("RANK", "0")) == 0:
         print(json.dumps({k: v for k, v in result.items() if k != "config"}))
     return 0

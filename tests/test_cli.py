@@ -278,7 +278,7 @@ def test_interrupted_run_exits_130_and_leaves_only_the_failed_folder(book, tmp_p
 
     def interrupted(input_path, output_path, **kw):
         Path(output_path).write_text(Path(input_path).read_text())  # papermill saves as it goes
-        (Path(os.environ[runner.RUN_DIR_ENV]) / "half.csv").write_text("x\n")
+        (Path(output_path).parent / "files" / "half.csv").write_text("x\n")  # results_dir() in the kernel
         raise KeyboardInterrupt  # Ctrl-C, or SIGTERM through the command's handler
 
     monkeypatch.setattr(papermill, "execute_notebook", interrupted)

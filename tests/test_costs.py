@@ -24,6 +24,8 @@ def _measured_sets():
 
 @pytest.mark.parametrize("info", _measured_sets(), ids=lambda s: f"{s.chapter[:2]}-{s.scale}")
 def test_every_default_and_long_estimate_is_within_a_factor_of_3_of_its_measured_time(info):
+    if info.measured.done is not None:
+        pytest.skip(f"{info.chapter} {info.scale}: {info.measured.text()} (no time of the whole set yet)")
     assert info.measured.seconds is not None, f"{info.chapter} {info.scale} has no measured time"
     assert info.cost is not None, f"{info.chapter} has no cost model"
     ratio = info.cost.wall_s / info.measured.seconds
@@ -63,7 +65,8 @@ def test_a_store_that_exists_is_never_reported_as_not_yet_run():
     for info in sets.book_sets(ROOT, ("long", "paper")):
         meta = book_costs.read_metadata(ROOT / "chapters" / "params" / info.scale / f"{info.chapter}.yaml")
         if meta["measured"]["source"] == "store":
-            assert info.measured.seconds is not None, info
+            assert info.measured.seconds is not None or info.measured.done, info
+            assert "not yet run" not in info.measured.text()
     # a long store committed under data/results/ is cited by its set
     cited = {book_costs.read_metadata(p)["measured"].get("path") for p in SET_FILES}
     for store in (ROOT / "data" / "results").glob("*_long.jsonl"):
@@ -80,6 +83,14 @@ def test_the_measured_store_time_is_the_sum_of_its_records_wall_s(tmp_path):
     gone = book_costs.measured_time(tmp_path, ROOT / "chapters" / "01_attention_and_rank.ipynb",
                                     {"measured": {"source": "store", "path": "missing.jsonl"}})
     assert gone.seconds is None and gone.text() == "not yet run"
+    # a store holding only part of the set's grid is in progress, not a measurement of the set
+    part = book_costs.measured_time(tmp_path, ROOT / "chapters" / "01_attention_and_rank.ipynb",
+                                    {"measured": {"source": "store", "path": "s.jsonl"}}, keys={"0", "7", "8"})
+    assert part.seconds is None and (part.done, part.total, part.partial_s) == (1, 3, 10.0)
+    assert part.text().startswith("in progress: 1 of 3 runs in s.jsonl")
+    whole = book_costs.measured_time(tmp_path, ROOT / "chapters" / "01_attention_and_rank.ipynb",
+                                     {"measured": {"source": "store", "path": "s.jsonl"}}, keys={"0", "1"})
+    assert whole.seconds == pytest.approx(30.5) and whole.done is None
 
 
 @pytest.mark.parametrize("block, words", [

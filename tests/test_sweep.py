@@ -129,13 +129,14 @@ def test_concurrent_appends_never_interleave(tmp_path):
 def test_a_line_cut_by_a_crash_is_skipped_and_the_next_append_survives(tmp_path):
     path = tmp_path / "s.jsonl"
     store = ResultStore(path)
-    store.append({"key": "a", "config": {}, "metrics": {"v": 1}})
+    a, c = run_key({"k": "a"}), run_key({"k": "c"})
+    store.append({"key": a, "config": {"k": "a"}, "metrics": {"v": 1}})
     with open(path, "a") as f:
         f.write('{"key": "b", "v"')  # killed mid-write
-    assert [r["key"] for r in store.records()] == ["a"]  # an unterminated last line: silently skipped
-    store.append({"key": "c", "config": {}, "metrics": {"v": 3}})
+    assert [r["key"] for r in store.records()] == [a]  # an unterminated last line: silently skipped
+    store.append({"key": c, "config": {"k": "c"}, "metrics": {"v": 3}})
     with pytest.warns(RuntimeWarning, match=r"s.jsonl, line 2: not JSON"):
-        assert [r["key"] for r in store.records()] == ["a", "c"]
+        assert [r["key"] for r in store.records()] == [a, c]
     with pytest.raises(ValueError, match="needs a 'key'"):
         store.append({"v": 1})
 

@@ -94,13 +94,21 @@ def _tiny_pretrained_tables(rtols=(0.0, 1e-3)):
 
 
 def _truncation_records():
-    """Stored truncation records as truncation_run writes them (two n, ranks 1 and 4 of d_h = 4)."""
+    """Stored truncation records as truncation_run writes them (two n, ranks 1, 2 and 4 of d_h = 4,
+    12 documents; at n = 8 rank 2 keeps the neighbours, at n = 16 only the full rank does)."""
     recs = []
     for n in (8, 16):
+        keep2 = n == 8
+        by_layer = [{"layer": l, "r": 1, "overlap": [0.5 + 0.1 * l] * 12, "sim_corr": 0.9, "cos_mean": 0.9}
+                    for l in range(2)] if n == 8 else []
         recs.append({"config": {"n": n}, "wall_s": 3.0, "metrics": {
-            "docs": 10, "head_dim": 4, "full_acc": [0.9, 1.0],
-            "by_rank": [{"r": 1, "cos_mean": 0.6, "cos_sd": 0.1, "cos_min": 0.4, "acc": [0.7, 0.8]},
-                        {"r": 4, "cos_mean": 1.0, "cos_sd": 0.0, "cos_min": 1.0 - 1e-7, "acc": [0.9, 1.0]}]}})
+            "docs": 12, "head_dim": 4, "layers": 2, "full_acc": [0.9, 1.0], "by_layer": by_layer,
+            "by_rank": [{"r": 1, "overlap": [0.3] * 12, "sim_corr": 0.5, "cos_mean": 0.6, "cos_sd": 0.1,
+                         "cos_min": 0.4, "acc": [0.7, 0.8]},
+                        {"r": 2, "overlap": [1.0] * 12 if keep2 else [0.8] * 12, "sim_corr": 0.99 if keep2 else 0.9,
+                         "cos_mean": 0.95, "cos_sd": 0.01, "cos_min": 0.9, "acc": [0.9, 1.0]},
+                        {"r": 4, "overlap": [1.0] * 12, "sim_corr": 1.0, "cos_mean": 1.0, "cos_sd": 0.0,
+                         "cos_min": 1.0 - 1e-7, "acc": [0.9, 1.0]}]}})
     return recs
 
 
@@ -109,15 +117,17 @@ def test_headline_keys_and_values(tmp_path):
 
     tables = _tiny_pretrained_tables()
     store = tmp_path / "ret.jsonl"
-    kw = dict(ns=[8, 16], head_dims=[1, 8], n_seeds=2, steps=30, d_model=16, n_values=4, lr=3e-3, tokens_per_step=128,
-              test_sequences=50, rank_sequences=4, rank_rtol=1e-3)
+    kw = dict(ns=[8, 16], pair_ns=[8], head_dims=[1, 8], n_seeds=2, pair_seeds=2, max_steps=40, min_steps=20,
+              d_model=16, n_values=4, lr=3e-3, tokens_per_step=128, test_sequences=50, rank_sequences=4,
+              rank_rtol=1e-3)
     tables.update(X.run_retrieval(**kw, run=True, store=store, threads=1))
     # the same grid read back from the store, read only: identical table, nothing appended
     size = store.stat().st_size
     again = X.run_retrieval(**kw, run=False, read_store=store)
     assert again["retrieval_source"] == "store" and store.stat().st_size == size
     assert again["retrieval"].test_acc.tolist() == tables["retrieval"].test_acc.tolist()
-    tables["truncation"] = X.truncation_table(_truncation_records())
+    recs = _truncation_records()
+    tables["truncation"], tables["truncation_layers"] = X.truncation_table(recs), X.layer_table(recs)
     h = X.headline(tables)
     assert set(h) == set(X.HEADLINE_KEYS)
     # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
@@ -134,21 +144,87 @@ def test_headline_keys_and_values(tmp_path):
     assert h["ch07_f32_rtol_nmax"] == pytest.approx(12 * np.finfo(np.float32).eps)
     assert h["ch07_heads"] == 8 and 0 <= h["ch07_heads_above"] <= 8
     assert h["ch07_head_mean_lo"] <= h["ch07_head_mean"] <= h["ch07_head_mean_hi"]
-    # retrieval part: 2 n x 2 d_h x 2 seeds, logit rank within min(d_h, n) in every run, provenance read
-    assert (h["ch07_ret_runs"], h["ch07_ret_seeds"], h["ch07_ret_n_count"]) == (8, 2, 2)
-    assert h["ch07_ret_bounded"] == h["ch07_ret_cases"] == 8
-    assert h["ch07_ret_ns"] == "8 and 16" and h["ch07_ret_dh"] == "1 and 8"
-    assert h["ch07_ret_dacc_nmin_lo"] <= h["ch07_ret_dacc_nmin"] <= h["ch07_ret_dacc_nmin_hi"]
-    assert h["ch07_ret_dacc_nmin"] in (1, 8) and h["ch07_ret_drank_nmax"] in (1, 8)
+    # retrieval part: 2 n x 2 d_h x 2 seeds one-key, 1 n two-key; too few seeds for any n to be judged
+    assert (h["ch07_ret_runs"], h["ch07_ret_grid_runs"], h["ch07_ret_seeds"]) == (12, 12, 2)
+    assert h["ch07_ret_plateau"] + h["ch07_ret_capped"] == 12
+    assert h["ch07_ret_bounded"] == h["ch07_ret_cases"] == 12
+    assert h["ch07_ret_ns"] == "8 and 16" and h["ch07_ret_dh"] == "1 and 8" and h["ch07_ret_pair_ns"] == "8"
+    assert h["ch07_red_single"] == "" and h["ch07_red_single_judged"] == "none"
+    assert h["ch07_red_laws"].startswith("not decided")
     assert h["ch07_ret_git"] not in ("", "not recorded") and h["ch07_ret_cpu_min"] > 0
-    assert h["ch07_ret_log_alpha"] == pytest.approx(X.log_law_exponent([8, 16]))
-    assert h["ch07_ret_best_law"].startswith("none")  # two lengths: no law fitted
-    # truncation part
+    assert h["ch07_verdict_reduction"].startswith("inconclusive")
+    # truncation part: rank 2 keeps the neighbours at n = 8 (interval (1, 2]); nothing below 4 at n = 16
     assert h["ch07_tr_ns"] == "8 and 16" and h["ch07_tr_dh"] == 4 and h["ch07_tr_full_dev"] == pytest.approx(1e-7)
-    assert h["ch07_tr_cos_r1"] == pytest.approx(0.6) and h["ch07_tr_cos_first"] == "r = 4"
-    assert h["ch07_tr_drop_r1"] == pytest.approx(0.2) and h["ch07_tr_acc_first"] == "r = 4"
+    assert h["ch07_trr_points"] == "8:1:2;16:2:4"
+    assert h["ch07_tr_cos_r1"] == pytest.approx(0.6) and h["ch07_tr_overlap_r1_lo"] == pytest.approx(0.3)
+    assert h["ch07_tr_drop_r1"] == pytest.approx(0.2) and h["ch07_tr_acc_first"] == "r = 2"
+    assert (h["ch07_trl_n"], h["ch07_trl_worst"], h["ch07_trl_best"]) == (8, 0, 1)
+    assert h["ch07_verdict_truncation"] == "contradicted"
     for c in X.CLAIMS:
         assert c.judge(h).verdict
+
+
+def _synthetic_runs(d_star, ns=(16, 32), dims=(1, 2, 3, 4, 8), seeds=5, task="single", capped=()):
+    """Runs whose accuracy and rank / n step from 0.5 to 1 at d_star[n] (with a small seed offset)."""
+    import pandas as pd
+    rows, grid = [], []
+    for n in ns:
+        for s in range(seeds):
+            for d in dims:
+                v = 1.0 if d >= d_star[n] else 0.5 + 0.01 * s
+                grid.append(dict(task=task, n=n, head_dim=d, seed=s))
+                rows.append(dict(task=task, n=n, head_dim=d, seed=s, test_acc=v, hardmax_rank=v * n,
+                                 plateau=(n, d, s) not in capped))
+    return pd.DataFrame(rows), pd.DataFrame(grid)
+
+
+def test_grid_intervals_are_never_zero_width_and_use_plateau_runs_only():
+    from lowrank.experiments import trained as X
+
+    runs, grid = _synthetic_runs({16: 3, 32: 8})
+    p = X.grid_intervals(runs, grid, "single").set_index("n")
+    # every seed agrees: the bootstrap is degenerate, the grid still gives (2, 3] and (4, 8] (open top: 8 is the last)
+    assert (p.loc[16, "a_lo"], p.loc[16, "a_hi"]) == (2, 3) and p.loc[16, "d_acc"] == 3
+    assert p.loc[32, "a_lo"] == 4 and p.loc[32, "a_hi"] == float("inf")
+    assert (p.a_hi > p.a_lo).all() and (p.r_hi > p.r_lo).all()
+    # three seeds capped at n = 16: two complete seeds remain, fewer than MIN_SEEDS: n = 16 is not judged
+    runs, grid = _synthetic_runs({16: 3, 32: 8}, capped={(16, 3, 0), (16, 2, 1), (16, 1, 2)})
+    t = X.plateau_table(runs, grid).set_index("n")
+    assert (t.loc[16, "capped"], t.loc[16, "complete_seeds"], bool(t.loc[16, "judged"])) == (3, 2, False)
+    assert "d_h 3 seed 0" in t.loc[16, "capped_runs"]
+    assert X.grid_intervals(runs, grid, "single").n.tolist() == [32]
+    # a partial store: n = 32 missing d_h = 8 for every seed is not judged either
+    part = runs[~((runs.n == 32) & (runs.head_dim == 8))]
+    assert X.grid_intervals(part, grid, "single").empty
+
+
+def test_neighbour_overlap_and_similarity_correlation_can_fail():
+    from lowrank.experiments import trained as X
+
+    g = torch.Generator().manual_seed(0)
+    E = torch.randn(40, 8, generator=g)
+    assert X.neighbour_overlap(E, E).tolist() == [1.0] * 40 and X.similarity_correlation(E, E) == pytest.approx(1)
+    # a rotation keeps every cosine: full agreement
+    Q, _ = torch.linalg.qr(torch.randn(8, 8, generator=g))
+    assert X.neighbour_overlap(E @ Q, E).mean() == 1.0
+    # unrelated embeddings: about k / (docs - 1) of the neighbours shared by chance
+    F = torch.randn(40, 8, generator=g)
+    assert X.neighbour_overlap(F, E).mean() < 0.5 and abs(X.similarity_correlation(F, E)) < 0.5
+    a = X.agreement(E + 0.01 * F, E)
+    assert a["cos_min"] > 0.99 and len(a["overlap"]) == 40
+
+
+def test_redundant_rank_interval_needs_both_measures():
+    from lowrank.experiments import trained as X
+
+    tr = X.truncation_table(_truncation_records())
+    red = X.redundant_ranks(tr).set_index("n")
+    assert (red.loc[8, "prev"], red.loc[8, "r_red"]) == (1, 2) and red.loc[16, "r_red"] == 4
+    # perfect neighbours but a similarity correlation of 0.9 < 0.95 is not redundant
+    tr.loc[(tr.n == 16) & (tr.r == 2), "overlap_lb"] = 1.0
+    assert X.redundant_ranks(tr).set_index("n").loc[16, "r_red"] == 4
+    tr.loc[(tr.n == 16) & (tr.r == 2), "sim_corr"] = 0.96
+    assert X.redundant_ranks(tr).set_index("n").loc[16, "r_red"] == 2
 
 
 def test_missing_store_fails_loudly(tmp_path):

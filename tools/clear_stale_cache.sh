@@ -12,6 +12,11 @@
 # environment next to the cache (<cache>/../.doctrees) goes too, and the next build re-reads and
 # re-executes every chapter.
 #
+# A damaged cache (a database that is not SQLite or lacks its tables, a cached notebook that is
+# missing or not JSON: an interrupted build, a full disk) is detected by reading every record
+# through jupyter-cache itself, and cleared the same way, so the build re-executes instead of
+# failing with a traceback from inside jupyter-cache.
+#
 # usage: tools/clear_stale_cache.sh [CACHE_DIR]     (default: _build/.jupyter_cache)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +35,33 @@ fingerprint=$(
   } | sha256sum | cut -d' ' -f1
 )
 
-if [[ "$(cat "$stamp" 2>/dev/null || true)" != "$fingerprint" ]]; then
+python=${PYTHON:-.venv/bin/python}
+[[ -x $python ]] || python=python3
+damage=""
+if [[ -e $cache/global.db ]]; then
+  damage=$("$python" - "$cache" <<'PY' 2>/dev/null || true
+import sys
+
+try:
+    from jupyter_cache import get_cache
+
+    cache = get_cache(sys.argv[1])
+    for record in cache.list_cache_records():
+        cache.get_cache_bundle(record.pk)
+    cache.list_project_records()
+except ImportError:
+    pass  # no jupyter-cache here: nothing to check it with
+except Exception as e:  # any failure to read it back is damage
+    print(f"{type(e).__name__}: {' '.join(str(e).split())[:160]}")
+PY
+  )
+fi
+if [[ -n $damage ]]; then
+  echo "the book's cache $cache is damaged ($damage): clearing it and $doctrees"
+  rm -rf "$cache" "$doctrees"
+  mkdir -p "$cache"
+  echo "$fingerprint" > "$stamp"
+elif [[ "$(cat "$stamp" 2>/dev/null || true)" != "$fingerprint" ]]; then
   if [[ -e $cache || -e $doctrees ]]; then
     echo "lowrank/ or the lock file changed since the last build: clearing $cache and $doctrees"
   fi

@@ -82,6 +82,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _usable_stdout()
     try:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
@@ -141,6 +142,24 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
+def _usable_stdout() -> None:
+    """With stdout closed (``lowrank run 01 >&-``) a run would fail at its first line of output:
+    what it prints goes nowhere instead."""
+    import os
+
+    try:
+        os.fstat(1)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)  # lowest free number: often 1 itself
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+        os.set_inheritable(1, True)  # the kernel inherits it as its stdout
+        sys.stdout = open(1, "w", closefd=False)
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")
+
+
 def _debug(args) -> None:
     if getattr(args, "debug", False):
         import traceback
@@ -163,7 +182,7 @@ def _run(args, root, command: str) -> int:
                            kernel=args.kernel, allow_cpu=args.allow_cpu)
     for note in plan.notes:
         print(f"lowrank: warning: {note}", file=sys.stderr)
-    outdir = runner.check_outdir(args.out) if args.out else runner.default_outdir(plan, root)
+    outdir = runner.check_outdir(args.out, chapter.path.parent.parent) if args.out else runner.default_outdir(plan, root)
     if args.dry_run:
         print(f"chapter:    {chapter.name} ({chapter.path})")
         print(f"scale:      {plan.scale}" + "".join(f"\nfile:       {f}" for f in plan.files))
@@ -174,8 +193,16 @@ def _run(args, root, command: str) -> int:
         print(f"estimate:   {_cost_text(plan.cost)}")
         print(f"would write {Path(outdir).resolve()}")
         return 0
-    done = runner.execute(plan, outdir, progress_bar=not args.no_progress, log_output=args.log_output,
-                          command=command)
+    for attempt in range(10):
+        try:
+            done = runner.execute(plan, outdir, progress_bar=not args.no_progress, log_output=args.log_output,
+                                  command=command)
+            break
+        except runner.OutdirLocked:
+            if args.out or attempt == 9:
+                raise
+            # a twin run started in the same second took the default name: take the next one
+            outdir = runner.default_outdir(plan, root)
     for text in _headline_outputs(done / chapter.path.name):
         print(text.rstrip())
     print(f"lowrank: {chapter.name} finished; run folder: {done}")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["ParameterError", "Param", "short_repr", "MAX_LIST", "INT_CEILING", "Constraint",
-           "CONSTRAINTS", "PATHS", "check_constraints", "Int", "Float", "Bool", "Choice", "Str", "IntList",
+           "CONSTRAINTS", "PATHS", "MANIFESTS", "check_constraints", "Int", "Float", "Bool", "Choice", "Str", "IntList",
            "FloatList", "ChoiceList", "SCHEMAS", "register", "schema", "validate", "chapter_name"]
 
 
@@ -49,6 +49,7 @@ class Param:
     min_len: int = 1
     allow_none: bool = False
     max_len: int = MAX_LIST
+    distinct: bool = True  # lists: a value given twice would be run, and counted, twice
 
     def allowed(self) -> str:
         if self.kind in ("choice", "choice_list"):
@@ -60,7 +61,7 @@ class Param:
             rng = _range_text(self.lo, self._hi())
             what = f"{base}{' ' + rng if rng else ''}"
         if self.kind.endswith("_list"):
-            what = f"{what} ({self.min_len} to {self.max_len} items)"
+            what = f"{what} ({self.min_len} to {self.max_len} items{', no value twice' if self.distinct else ''})"
         return what + (" or None" if self.allow_none else "")
 
     def _hi(self):
@@ -88,6 +89,12 @@ class Param:
         if not good:
             raise ParameterError(f"parameter {name!r} = {short_repr(value)} is not allowed: expected {self.allowed()}"
                                  + (f" ({self.doc})" if self.doc else ""))
+        if self.kind.endswith("_list") and self.distinct:
+            seen: set = set()
+            twice = next((x for x in value if x in seen or seen.add(x)), None)
+            if len(seen) < len(value):
+                raise ParameterError(f"parameter {name!r} = {short_repr(value)} is not allowed: {short_repr(twice)} "
+                                     f"is given more than once; expected {self.allowed()}")
         if self.kind == "float":
             return float(value)
         if self.kind == "float_list":
@@ -151,8 +158,8 @@ def Choice(*choices, doc="") -> Param:
     return Param("choice", choices=tuple(choices), doc=doc)
 
 
-def IntList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST) -> Param:
-    return Param("int_list", lo, hi, doc=doc, min_len=min_len, max_len=max_len)
+def IntList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST, distinct=True) -> Param:
+    return Param("int_list", lo, hi, doc=doc, min_len=min_len, max_len=max_len, distinct=distinct)
 
 
 def FloatList(lo=None, hi=None, doc="", min_len=1, max_len=MAX_LIST) -> Param:
@@ -394,17 +401,21 @@ register(
     threads=Int(0, 1024, doc="torch CPU threads; 0 leaves torch's default"),
     minilm_corpora=ChoiceList("shakespeare", "bbcnews", doc="real text fed to MiniLM"),
     minilm_seq_lens=IntList(3, 512, doc="sequence lengths n for MiniLM, [CLS] and [SEP] included (512 positions)"),
-    minilm_counts=IntList(1, 1_000_000, doc="windows per corpus at each n, one entry per minilm_seq_lens entry"),
+    minilm_counts=IntList(1, 1_000_000, distinct=False,
+                          doc="windows per corpus at each n, one entry per minilm_seq_lens entry"),
     minilm_batch=Int(1, 4096, doc="windows per forward pass (memory: one layer of one batch)"),
     rtols=FloatList(0.0, 0.5, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
     energy=Float(0.5, 1.0, doc="fraction of sum sigma^2 for the energy rank"),
     retrieval_ns=IntList(2, 4096, doc="sequence lengths n of the retrieval task (context pairs = queries)"),
     retrieval_head_dims=IntList(1, 4096, doc="query/key sizes d_h of the retrieval head, ascending"),
-    retrieval_seeds=Int(1, 1000, doc="seeds per (n, d_h) of the retrieval task"),
-    retrieval_steps=Int(1, 10_000_000, doc="optimiser steps per retrieval run"),
+    retrieval_seeds=Int(1, 1000, doc="seeds per (n, d_h) of the one-key retrieval task"),
+    retrieval_pair_ns=IntList(2, 4096, doc="sequence lengths n of the two-key retrieval task"),
+    retrieval_pair_seeds=Int(0, 1000, doc="seeds per (n, d_h) of the two-key retrieval task (0: not run)"),
+    retrieval_max_steps=Int(1, 10_000_000, doc="step cap of a retrieval run (it stops earlier at its loss plateau)"),
+    retrieval_min_steps=Int(1, 10_000_000, doc="steps before a retrieval run's first plateau check"),
     retrieval_d_model=Int(1, 65536, doc="width of the retrieval model"),
     retrieval_values=Int(2, 65536, doc="number of distinct values (classes) in the retrieval task"),
-    retrieval_lr=Float(1e-6, 1.0, doc="peak learning rate of the retrieval runs (Adam, warm-up then cosine)"),
+    retrieval_lr=Float(1e-6, 1.0, doc="learning rate of the retrieval runs (Adam: warm-up, constant to the plateau, linear decay)"),
     retrieval_tokens=Int(1, 10_000_000, doc="queries per optimiser step (batch = this // n sequences)"),
     retrieval_test_sequences=Int(1, 10_000_000, doc="fresh test sequences per retrieval run"),
     retrieval_rank_sequences=Int(1, 100_000, doc="held-out sequences whose attention is ranked per run"),
@@ -419,6 +430,8 @@ register(
     truncation_per_class=Int(2, 10_000, doc="BBC News documents per topic for the probe"),
     truncation_folds=Int(2, 100, doc="cross-validation folds of the linear probe (stratified)"),
     truncation_l2=Float(0.0, 100.0, doc="L2 penalty of the probe's logistic regression"),
+    truncation_layer_n=Int(3, 512, doc="the length n at which MiniLM is cut one layer at a time (one of truncation_ns)"),
+    truncation_layer_ranks=IntList(1, 32, doc="logit ranks r of the one-layer-at-a-time cut"),
 )
 
 
@@ -442,6 +455,18 @@ def _divides(names_h: str, name_d: str):
         bad = [h for h in _as_list(p[names_h]) if p[name_d] % h]
         return (f"{names_h} {short_repr(bad)} must divide {name_d} = {p[name_d]}" if bad else None)
     return rule
+
+
+def _shard_problem(value) -> str | None:
+    """What is wrong with a ``shard`` value ('i/N', 0 <= i < N), or None (also for None: no shard)."""
+    if value is None:
+        return None
+    parts = str(value).strip().split("/")
+    if len(parts) == 2 and all(x.strip().isdigit() for x in parts):
+        i, n = (int(x) for x in parts)
+        if 0 <= i < n <= 1_000_000:
+            return None
+    return f"shard = {short_repr(value)} must look like 'i/N' with integers 0 <= i < N, e.g. '0/2'"
 
 
 def _as_list(v) -> list:
@@ -506,6 +531,18 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
         Constraint(("recovery_steps", "steps"), lambda p: None if (
             p["recovery_steps"] is None or p["recovery_steps"] > p["steps"]) else (
             f"recovery_steps = {p['recovery_steps']} must exceed steps = {p['steps']} (it is a larger budget)")),
+        Constraint(("heads", "d_model"), lambda p: None if any(p["d_model"] % h == 0 for h in p["heads"]) else (
+            f"heads {short_repr(p['heads'])}: at least one must divide d_model = {p['d_model']} (the standard "
+            "family, d_h = d_model / h, would be empty)")),
+        Constraint(("recovery_steps", "heads", "d_model", "head_dim"), lambda p: None if (
+            p["recovery_steps"] is None or any(p["d_model"] % h == 0 and p["d_model"] // h != p["head_dim"]
+                                               for h in p["heads"])) else (
+            f"recovery_steps needs a head count in heads {short_repr(p['heads'])} that divides d_model = "
+            f"{p['d_model']} with d_model / h != head_dim = {p['head_dim']} (the pair it trains longer)")),
+        Constraint(("shard",), lambda p: _shard_problem(p["shard"])),
+        Constraint(("shard", "results_store"), lambda p: None if (
+            p["shard"] is None or p["results_store"] is not None) else (
+            f"shard = {short_repr(p['shard'])} needs results_store: the store every shard appends to")),
     ),
     "05_rank_barrier": (
         Constraint(("heads", "heads_d_model"), lambda p: (
@@ -514,15 +551,29 @@ CONSTRAINTS: dict[str, tuple[Constraint, ...]] = {
             f"{p['heads_d_model']}: each head needs d_h = heads_d_model // h >= 1")),
         Constraint(("rtols",), _contains("rtols", 0.0, "the default tolerance the tables compare against")),
         Constraint(("scales",), _contains("scales", 1.0, "the standard temperature")),
+        *(Constraint((name,), _contains(name, 1, "the chapter's sentences compare every head size with d_h = 1"))
+          for name in ("head_dims", "setting_head_dims", "key_head_dims")),
     ),
     "06_rank_saturation": (
         Constraint(("ns",), _distinct_at_least("ns", 3, "the saturation law is fitted across three or more n")),
+        Constraint(("max_head_dim",), lambda p: None if p["max_head_dim"] >= 4 else (
+            f"max_head_dim = {p['max_head_dim']} must be at least 4: the saturation criteria need head sizes "
+            "over two octaves or more, or no n has a saturation point to plot")),
     ),
     "07_trained_attention": (
         Constraint(("minilm_seq_lens", "minilm_counts"), _same_length("minilm_seq_lens", "minilm_counts")),
         Constraint(("truncation_ranks",), _ascending("truncation_ranks")),
         Constraint(("retrieval_head_dims",), _ascending("retrieval_head_dims")),
         Constraint(("retrieval_ns",), _ascending("retrieval_ns")),
+        Constraint(("retrieval_min_steps", "retrieval_max_steps"), lambda p: None if p["retrieval_min_steps"] <= p[
+            "retrieval_max_steps"] else f"retrieval_min_steps = {p['retrieval_min_steps']} exceeds retrieval_max_steps = "
+                                        f"{p['retrieval_max_steps']}"),
+        Constraint(("truncation_layer_n", "truncation_ns"), lambda p: None if p["truncation_layer_n"] in p[
+            "truncation_ns"] else f"truncation_layer_n = {p['truncation_layer_n']} must be one of truncation_ns"),
+        Constraint(("truncation_folds", "truncation_per_class"), lambda p: None if (
+            p["truncation_folds"] <= p["truncation_per_class"]) else (
+            f"truncation_folds = {p['truncation_folds']} must not exceed truncation_per_class = "
+            f"{p['truncation_per_class']} (every fold of the stratified probe needs a document of each topic)")),
     ),
 }
 
@@ -543,13 +594,17 @@ def check_constraints(chapter: str, params: Mapping[str, Any]) -> None:
                 raise err
 
 
-# Parameters that name files or folders: "store" a JSONL results file (created or appended),
+# Parameters that name files or folders: "store" a JSONL results file (created or appended; never
+# a committed one, lowrank.book.guards), "read_store" an existing results file only read,
 # "folder" a folder the run keeps results in (created), "input_folder" an existing folder read,
 # "corpus" a corpus name or an existing local path. ``lowrank run`` resolves them against the
 # caller's working directory (values from the book's own parameter sets: the book's folder).
 PATHS: dict[str, dict[str, str]] = {
-    "04_head_size_training": {"results_store": "store", "long_store": "store", "corpus": "corpus"},
-    "07_trained_attention": {"retrieval_store": "store"},
+    "04_head_size_training": {"results_store": "store", "long_store": "read_store", "corpus": "corpus"},
+    "07_trained_attention": {"retrieval_store": "store", "retrieval_long_store": "read_store"},
     "08_synthesis": {"chapters_dir": "input_folder"},
 }
+# Store parameters whose chapter writes a parameter manifest beside the store
+# (lowrank.sweep.write_manifest): a run with other parameters is refused before it starts.
+MANIFESTS: dict[str, tuple[str, ...]] = {"04_head_size_training": ("results_store",)}
 CORPUS_NAMES = ("shakespeare", "bbcnews")

@@ -70,6 +70,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -82,12 +83,14 @@ import yaml
 
 from .. import __version__
 from .costs import METADATA_KEY, estimate
+from .guards import committed_store, inside_sources, sidecars
 from .outputs import kernel_env, write_outputs
-from .params import (CORPUS_NAMES, PATHS, SCHEMAS, ParameterError, check_constraints, short_repr,
+from .params import (CORPUS_NAMES, MANIFESTS, PATHS, SCHEMAS, ParameterError, check_constraints, short_repr,
                      validate)
 
-__all__ = ["RunError", "UsageError", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
-           "RUN_DIR_ENV", "MAX_PARAMETER_FILE", "load_yaml", "check_outdir", "execute_in_place", "find_root", "list_chapters", "resolve_chapter", "parse_value",
+__all__ = ["RunError", "UsageError", "OutdirLocked", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
+           "RUN_DIR_ENV", "MAX_PARAMETER_FILE", "load_yaml", "check_outdir", "execute_in_place",
+           "kernel_manager_with_env", "find_root", "list_chapters", "resolve_chapter", "parse_value",
            "load_parameter_file", "parameter_file_header", "notebook_parameters", "plan_run",
            "default_outdir", "execute", "build_book", "results_dir"]
 
@@ -114,6 +117,10 @@ class UsageError(RunError):
     status = 2
 
 
+class OutdirLocked(UsageError):
+    """Another live run holds the output folder's lock."""
+
+
 class ExecutionFailed(RunError):
     """A cell failed, the kernel died or the book did not render."""
 
@@ -137,6 +144,54 @@ _Loader.add_implicit_resolver(
     list("-+0123456789."),
 )
 
+# YAML 1.1 reads a leading-zero int as octal (010 -> 8, 0777 -> 511) and a colon-separated one as
+# base 60 (1:10 -> 70); nobody typing a parameter means either, so such a value is refused.
+_OCTAL = re.compile(r"^[-+]?0[0-7_]+$")
+
+
+def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    text = str(node.value)
+    if _OCTAL.match(text) or ":" in text:
+        kind = "octal" if _OCTAL.match(text) else "base 60 (sexagesimal)"
+        value = yaml.SafeLoader.construct_yaml_int(loader, node)
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{short_repr(text, 30)} would be read by YAML 1.1 as the {kind} number {value}; write "
+            f"{value} if you mean that, or quote it (\"{text[:30]}\") for a string", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> float:
+    if ":" in str(node.value):
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{short_repr(str(node.value), 30)} would be read by YAML 1.1 as a base 60 (sexagesimal) "
+            "number; write the number itself, or quote it for a string", node.start_mark)
+    return yaml.SafeLoader.construct_yaml_float(loader, node)
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
+    """A mapping whose keys are all different: with a key given twice YAML keeps the last one,
+    so one of the two values a user wrote would be dropped without a word."""
+    loader.flatten_mapping(node)
+    seen: dict = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:  # an unhashable key: the base constructor names it
+            duplicate = False
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping", node.start_mark,
+                f"found the key {short_repr(key, 40)} twice (first at line {seen[key].line + 1}); "
+                "each name may be set once", key_node.start_mark)
+        seen[key] = key_node.start_mark
+    return loader.construct_mapping(node, deep=True)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
+
 
 def load_yaml(text: str) -> Any:
     """The one YAML reading of parameters (``lowrank run``, ``lowrank book``, the smoke tests):
@@ -148,7 +203,7 @@ def _yaml_problem(e: yaml.YAMLError) -> str:
     mark = getattr(e, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     what = getattr(e, "problem", None) or type(e).__name__
-    return f"{' '.join(str(what).split())[:120]}{where}"
+    return f"{' '.join(str(what).split())[:240]}{where}"
 
 
 def parse_value(text: str) -> Any:
@@ -191,10 +246,14 @@ def _read_parameter_file(path: Path) -> str:
     if not path.exists():
         raise UsageError(f"parameter file {path} does not exist")
     try:
-        size = path.stat().st_size
-        if size > MAX_PARAMETER_FILE:
-            raise UsageError(f"parameter file {path} is {size} bytes; at most {MAX_PARAMETER_FILE} allowed")
-        raw = path.read_bytes()
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
+            raise UsageError(f"parameter file {path} is not a regular file (a device, FIFO or socket); "
+                             "expected a YAML file")
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PARAMETER_FILE + 1)  # bounded, whatever st_size says
+        if len(raw) > MAX_PARAMETER_FILE:
+            raise UsageError(f"parameter file {path} is larger than {MAX_PARAMETER_FILE} bytes; "
+                             "a parameter file is a few lines")
     except OSError as e:
         raise UsageError(f"parameter file {path} cannot be read ({e.strerror or type(e).__name__})") from None
     try:
@@ -456,7 +515,7 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
             raise UsageError(f"{e} [set {sources[name]}]") from None
     for name, kind in PATHS.get(chapter.name, {}).items():
         if injected.get(name) is not None:
-            injected[name] = _check_path(name, injected[name], kind, bases[name], sources[name])
+            injected[name] = _check_path(name, injected[name], kind, bases[name], sources[name], book)
 
     merged = {**{k: v["default"] for k, v in known.items()}, **injected}
     try:
@@ -465,6 +524,7 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
         names = getattr(e, "names", ())
         where = "; ".join(f"{n} set {sources[n]}" for n in names if n in sources) or "the notebook's defaults"
         raise UsageError(f"{e} [{where}]") from None
+    _check_manifests(chapter, merged, injected, sources)
     device = merged.get("device")
     if device == "cuda" and not _cuda_available():
         raise UsageError(f"parameter 'device' = 'cuda' (set {sources.get('device', 'in the notebook')}) but no "
@@ -510,40 +570,67 @@ def _physical_memory() -> float | None:
         return None
 
 
-def _check_path(name: str, value: str, kind: str, base: Path, source: str) -> str:
+def _check_path(name: str, value: str, kind: str, base: Path, source: str, root: Path) -> str:
     """A path parameter resolved against ``base`` (the caller's folder) and checked for its kind."""
     if kind == "corpus" and value in CORPUS_NAMES:
         return value
     path = (base / Path(value).expanduser()).resolve()
     bad = None
-    if kind == "store":
+    if kind in ("store", "read_store"):
+        from ..sweep import foreign_store
+
         if path.suffix != ".jsonl":
             bad = "a results store must be a .jsonl file"
         elif path.is_dir():
             bad = "it is a folder; a results store is a .jsonl file"
-        elif path.exists() and path.stat().st_size:
-            with open(path, "rb") as f:
-                first = f.readline(1 << 16)
-            try:
-                ok = isinstance(json.loads(first.decode("utf8")), dict)
-            except (UnicodeDecodeError, ValueError):
-                ok = False
-            if not ok:
-                bad = "it exists and is not a results store (its first line is not a JSON record); nothing is appended to it"
+        elif kind == "read_store" and not path.is_file():
+            bad = "no such results store (it is read, never written)"
+        elif path.exists() and foreign_store(path):
+            bad = f"it exists and is not a results store ({foreign_store(path)}); nothing is appended to it"
         elif any(p.exists() and not p.is_dir() for p in path.parents):
             bad = "a file stands where its folder should be"
+        elif kind == "store":
+            bad = committed_store(path, root) or _unwritable(path)
     elif kind == "folder":
         if path.exists() and not path.is_dir():
             bad = "it is a file; a folder is expected"
+        else:
+            bad = _unwritable(path)
     elif kind == "input_folder":
         if not path.is_dir():
             bad = "no such folder"
     elif kind == "corpus":
         if not path.exists():
             bad = f"no such file or folder, and not a corpus name ({', '.join(CORPUS_NAMES)})"
+        elif path.is_dir() and next((f for f in path.rglob("*.txt") if f.is_file()), None) is None:
+            bad = "a corpus folder must hold .txt files (one document each), and this one holds none"
     if bad:
         raise UsageError(f"parameter {name!r} = {short_repr(value)} (set {source}) resolves to {path}: {bad}")
     return str(path)
+
+
+def _check_manifests(chapter: Chapter, merged: dict, injected: dict, sources: dict) -> None:
+    """A store written with a parameter manifest beside it takes only runs of the same parameters."""
+    for name, kind in PATHS.get(chapter.name, {}).items():
+        if kind != "store" or injected.get(name) is None or name not in MANIFESTS.get(chapter.name, ()):
+            continue
+        from ..sweep import manifest_conflict
+
+        store = Path(injected[name])
+        why = manifest_conflict(sidecars(store)[0], merged)
+        if why:
+            raise UsageError(f"parameter {name!r} = {short_repr(str(store))} (set {sources[name]}): {why}")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a run could not create or append to ``path``, or None: checked here, it is an input
+    error (status 2) instead of an OSError from a cell minutes later."""
+    target = path if path.exists() else next((p for p in path.parents if p.exists()), None)
+    if target is None:
+        return None
+    if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+        return f"cannot write {'in ' if target.is_dir() else ''}{target} (permission denied)"
+    return None
 
 
 def _yaml_text(value: Any) -> str:
@@ -595,23 +682,29 @@ def default_outdir(plan: RunPlan, root: Path | None) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     out = base / f"{stamp}-{plan.params_hash}"
     k = 2
-    while out.exists() or _failed(out).exists():
+    while out.exists() or _failed(out).exists() or _lock_holder(out):
         out, k = base / f"{stamp}-{plan.params_hash}-{k}", k + 1
     return out
 
 
-def check_outdir(outdir: Path) -> Path:
+def check_outdir(outdir: Path, root: Path | None = None) -> Path:
     """Refuse (UsageError) a run folder this run could not create and own; return it resolved.
 
-    Refused: OUTDIR exists and is a file or a non-empty folder; OUTDIR.failed exists and is not a
-    folder an earlier failed run left (a file, a symlink, a folder without ``FAILED``); a
-    parent that is a file or cannot be written; another live run holding OUTDIR's lock."""
+    Refused: OUTDIR inside the sources of the book at ``root`` (``chapters/``, ...) or holding it;
+    OUTDIR exists and is a file or a non-empty folder; OUTDIR.failed exists and is not a folder
+    an earlier failed run left (:func:`_our_failed_run`); a parent that is a file or cannot be
+    written; another live run holding OUTDIR's lock."""
     outdir = Path(outdir).expanduser().absolute()
+    if root is not None:
+        why = inside_sources(outdir.resolve(), Path(root).resolve())
+        if why:
+            raise UsageError(f"output folder {outdir}: {why}; choose a folder outside it, e.g. "
+                             f"{Path(root) / 'runs' / outdir.name}")
     if outdir.is_symlink() or (outdir.exists() and (not outdir.is_dir() or any(outdir.iterdir()))):
         raise UsageError(f"output folder {outdir} already exists and is not empty; "
                          "choose another -o or remove it")
     failed = _failed(outdir)
-    if failed.is_symlink() or (failed.exists() and not (failed.is_dir() and (failed / "FAILED").is_file())):
+    if failed.is_symlink() or (failed.exists() and not _our_failed_run(failed)):
         raise UsageError(f"{failed} exists and is not a failed run's folder (a failed run would replace it); "
                          "move it away or choose another -o")
     parent = next((p for p in outdir.parents if p.exists()), None)
@@ -621,9 +714,23 @@ def check_outdir(outdir: Path) -> Path:
         raise UsageError(f"output folder {outdir}: cannot write in {parent} (permission denied)")
     holder = _lock_holder(outdir)
     if holder:
-        raise UsageError(f"output folder {outdir} is being written by another run (pid {holder}); "
+        raise OutdirLocked(f"output folder {outdir} is being written by another run (pid {holder}); "
                          "choose another -o")
     return outdir.resolve()
+
+
+def _our_failed_run(folder: Path) -> bool:
+    """Whether ``folder`` is what a failed run of this module left: a real folder holding ``FAILED``
+    and the ``params.json`` record we wrote, status ``failed``. Only such a folder is ever replaced;
+    a folder that merely holds a file named ``FAILED`` is someone else's."""
+    if folder.is_symlink() or not folder.is_dir() or not (folder / "FAILED").is_file():
+        return False
+    try:
+        record = json.loads((folder / "params.json").read_bytes()[: 1 << 20])
+    except (OSError, ValueError):
+        return False
+    return (isinstance(record, dict) and record.get("status") == "failed" and isinstance(record.get("chapter"), str)
+            and "lowrank_version" in record and "started" in record)
 
 
 def _lock(outdir: Path) -> Path:
@@ -655,7 +762,7 @@ def _take_lock(outdir: Path) -> Path:
         except FileExistsError:
             holder = _lock_holder(outdir)
             if holder:
-                raise UsageError(f"output folder {outdir} is being written by another run (pid {holder}); "
+                raise OutdirLocked(f"output folder {outdir} is being written by another run (pid {holder}); "
                                  "choose another -o") from None
             lock.unlink(missing_ok=True)  # stale: its process is gone
             continue
@@ -663,6 +770,32 @@ def _take_lock(outdir: Path) -> Path:
             f.write(str(os.getpid()))
         return lock
     raise UsageError(f"cannot lock output folder {outdir} ({lock} keeps reappearing)")
+
+
+def kernel_manager_with_env(env: dict[str, str], log: Path | None = None) -> type:
+    """A kernel manager class whose kernels get ``env`` on top of this process's environment.
+
+    The variables go to the kernel only: this process's own environment, and so the temporary
+    folder ``tempfile`` caches on first use, stays as it was. Setting ``TMPDIR`` here instead
+    would make every later kernel of the same process (the next chapter of ``lowrank book``)
+    look for its files in a folder the previous run deleted. With ``log``, the kernel process's
+    own stderr (its start-up notices, and the socket errors it prints when a run is interrupted
+    mid-cell) goes to that file instead of the user's terminal; what cells print is not there.
+    """
+    from jupyter_client import AsyncKernelManager
+
+    extra = dict(env)
+
+    class _KernelWithEnv(AsyncKernelManager):
+        async def start_kernel(self, **kw):
+            merged = dict(kw.pop("env", None) or os.environ)
+            merged.update(extra)
+            if log is not None:
+                with open(log, "ab") as f:  # the kernel keeps its own copy of the descriptor
+                    return await super().start_kernel(env=merged, stderr=f, **kw)
+            return await super().start_kernel(env=merged, **kw)
+
+    return _KernelWithEnv
 
 
 def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_output: bool = False,
@@ -673,7 +806,7 @@ def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_outpu
     ExecutionFailed if the run fails. The kernel's temporary files (``TMPDIR``) go to a folder
     inside the hidden run folder, removed with it on every exit path.
     """
-    outdir = check_outdir(outdir)
+    outdir = check_outdir(outdir, plan.chapter.path.parent.parent)
     try:
         outdir.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -726,15 +859,15 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     t0 = time.perf_counter()
     failure, status, trace = None, 1, ""
     env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch), **kernel_env(scratch)}
-    previous = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # the kernel inherits the environment of this process
-    streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if log_output else {}
+    kernel_log = tmp / "kernel.log"
+    streams = {"stdout_file": _Copy(sys.stdout), "stderr_file": _Copy(sys.stderr)} if log_output else {}
     try:
         with _quiet_papermill():
             pm.execute_notebook(str(plan.chapter.path), str(notebook), parameters=plan.injected,
                                 kernel_name=plan.kernel, cwd=str(plan.chapter.path.parent),
                                 execution_timeout=timeout, progress_bar=progress_bar,
-                                request_save_on_cell_execute=True, **streams)
+                                request_save_on_cell_execute=True,
+                                kernel_manager_class=kernel_manager_with_env(env, kernel_log), **streams)
     except pm.PapermillExecutionError as e:
         failure = _describe_cell_failure(e, plan)
         trace = _ANSI.sub("", "\n".join(e.traceback or []))
@@ -742,27 +875,28 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
         failure, status = "interrupted", 130
     except Exception as e:  # kernel died, timed out or could not start: still a failed run
         failure = f"the kernel failed ({type(e).__name__}: {' '.join(str(e).split())[:300]})"
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     record.update(finished=_now(), wall_s=round(time.perf_counter() - t0, 3))
     shutil.rmtree(scratch, ignore_errors=True)
 
+    # kept only when the kernel itself failed: then its own messages say why; otherwise they are
+    # start-up notices and the noise of a shutdown mid-cell
+    if kernel_log.exists() and not (failure or "").startswith("the kernel failed"):
+        kernel_log.unlink()
     if failure is not None:
         shutil.rmtree(files, ignore_errors=True)
         record.update(status="failed", error=failure)
         _write_json(tmp / "params.json", record)
         (tmp / "FAILED").write_text(failure + "\n\n" + trace + "\n", encoding="utf8")
         failed = _failed(outdir)
-        if failed.is_dir() and not failed.is_symlink() and (failed / "FAILED").is_file():
+        if _our_failed_run(failed):
             shutil.rmtree(failed)  # an older failed run of this folder (checked in check_outdir)
         os.replace(tmp, failed)
         kept = failed / notebook.name
         where = f"partial notebook kept: {kept}" if kept.exists() else f"no notebook was written; see {failed}"
-        raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}\n{where}",
+        if (failed / "kernel.log").exists():
+            where += f" (the kernel's own messages: {failed / 'kernel.log'})"
+        # an interruption is one line: the user knows why it stopped
+        raise ExecutionFailed(f"chapter {plan.chapter.name} failed: {failure}{'; ' if status == 130 else chr(10)}{where}",
                               status=status, partial=failed, traceback=trace)
 
     _stamp_scale(notebook, plan.scale)
@@ -783,6 +917,29 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     return outdir
 
 
+class _Copy:
+    """A terminal stream the cells' output is copied to (``--log-output``); once its reader has
+    gone (``| less`` quit, a closed terminal) copying stops and the run goes on."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text):
+        if self.stream is not None:
+            try:
+                self.stream.write(text)
+            except (BrokenPipeError, OSError, ValueError):
+                self.stream = None
+        return len(text)
+
+    def flush(self):
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                self.stream = None
+
+
 def _stamp_scale(notebook: Path, scale: str) -> None:
     """Record the parameter set in the executed notebook, where chapter 08 reads each row's scale."""
     import nbformat
@@ -794,7 +951,7 @@ def _stamp_scale(notebook: Path, scale: str) -> None:
 
 def _keep_as_failed(tmp: Path, outdir: Path) -> None:
     failed = _failed(outdir)
-    if failed.is_dir() and (failed / "FAILED").is_file():
+    if _our_failed_run(failed):
         shutil.rmtree(failed)
     (tmp / "FAILED").write_text(f"finished, but {outdir} was not empty when the run ended\n", encoding="utf8")
     os.replace(tmp, failed)
@@ -821,13 +978,12 @@ def execute_in_place(path: Path, *, kernel: str = "python3", timeout: int | None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".ipynb")
     os.close(fd)
     scratch = tempfile.mkdtemp(prefix=f"lowrank-{path.stem}-")  # the kernel's TMPDIR, removed below
-    previous = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = scratch
     try:
         try:
             with _quiet_papermill():
                 pm.execute_notebook(str(path), tmp, kernel_name=kernel, cwd=str(path.parent),
-                                    execution_timeout=timeout, progress_bar=False)
+                                    execution_timeout=timeout, progress_bar=False,
+                                    kernel_manager_class=kernel_manager_with_env({"TMPDIR": scratch}))
         except pm.PapermillExecutionError as e:
             first = next((line for line in (e.source or "").splitlines() if line.strip()), "")
             raise ExecutionFailed(f"cell {e.cell_index + 1} of {path.name} (starting {first.strip()!r}) raised "
@@ -850,10 +1006,6 @@ def execute_in_place(path: Path, *, kernel: str = "python3", timeout: int | None
         os.replace(tmp, path)
         return duration
     finally:
-        if previous is None:
-            os.environ.pop("TMPDIR", None)
-        else:
-            os.environ["TMPDIR"] = previous
         shutil.rmtree(scratch, ignore_errors=True)
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .costs import DEFAULT_HARDWARE, METADATA_KEY, SetInfo, estimate, measured_time, read_metadata
+from ..experiments.costs import run_keys
 from .params import SCHEMAS, validate
 from .runner import Chapter, find_root, load_yaml, notebook_parameters
 
@@ -46,7 +47,8 @@ def set_info(root: Path, notebook: Path, scale: str) -> SetInfo:
     else:
         device, hardware, memory, disk = meta["devices"], meta["hardware"], meta["memory"], str(meta.get("disk", ""))
     cost = estimate(name, params, device=device, root=root) if params is not None else None
-    return SetInfo(name, scale, hardware, device, memory, disk, cost, measured_time(root, notebook, meta))
+    keys = run_keys(name, params) if params is not None and meta is not None else None
+    return SetInfo(name, scale, hardware, device, memory, disk, cost, measured_time(root, notebook, meta, keys))
 
 
 def book_sets(root: Path, scales=("default", "long", "paper")) -> list[SetInfo]:

@@ -40,7 +40,7 @@ import pandas as pd
 
 from ...models import bert_parameter_count
 from ...stats import Estimate, paired_difference
-from ...sweep import ResultStore, parse_shard, run_key, sweep
+from ...sweep import ResultStore, parse_shard, run_key, sweep, write_manifest
 from ...train import TrainConfig
 from . import budget, figures
 from .rules import HORIZON_DOUBLINGS, evidence_keys, row_evidence
@@ -633,7 +633,7 @@ def run_training(P: Mapping, *, progress: bool = False, read_only: bool = False,
         store = Path(store)
         if not read_only:
             store.parent.mkdir(parents=True, exist_ok=True)
-            manifest_path(store).write_text(json.dumps(_json_params(P), indent=1, sort_keys=True) + "\n")
+            write_manifest(manifest_path(store), _json_params(P))
         frames, lr, grids = grids_at(store)
         store_text = str(store)
     expected = {run_key(c) for grid in grids.values() for _, c in grid}

@@ -1,0 +1,98 @@
+"""Chapter 07: attention ranks in trained models, model reduction on retrieval heads, head truncation.
+
+- :mod:`.minilm`: every head of all-MiniLM-L6-v2 ranked on real text.
+- :mod:`.reduction`: Min & Li's model-reduction experiment on two retrieval tasks, each run
+  trained to its loss plateau (or its step cap), read from the committed long-scale store.
+- :mod:`.truncation`: every MiniLM head cut to logit rank r, judged by neighbour overlap,
+  similarity correlation, a topic probe, and layer by layer.
+- :mod:`.rules`: the four claims' rules and their thresholds (registered in the rules ledger).
+
+:func:`headline` turns the tables into every number the chapter glues (``HEADLINE_KEYS``).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...rank import DEFAULT_TOL, FLOAT32_TOL
+from .minilm import (argmax_patterns, as_rtols, barrier_fraction, coarse_tolerance, per_head_fractions,
+                     pretrained_headline, pretrained_ranks, run_pretrained, tolerance_names, with_float32)
+from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, equivalent_from, grid_configs, grid_intervals,
+                        law_bands, law_table, plateau_table, read_retrieval_store, resolve_store, retrieval_configs,
+                        retrieval_headline, retrieval_run, retrieval_table, run_retrieval)
+from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS, COSINE_LEVEL, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
+                    MIN_PAIR_NS, MIN_SEEDS, NEIGHBOUR_MARGIN, NEIGHBOURS, PLATEAU_TOL, REDUCTION_MARGIN,
+                    SIMILARITY_LEVEL, barrier_class, format_points, law_fit, parse_points, rule_mechanism,
+                    rule_model_reduction, rule_trained_barrier, rule_truncation, wilson_interval)
+from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbour_overlap, probe_accuracy,
+                         probe_documents, redundant_ranks, run_truncation, similarity_correlation, stratified_folds,
+                         truncation_configs, truncation_headline, truncation_run, truncation_table)
+
+__all__ = ["DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
+           "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
+           "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
+           "plateau_table", "read_retrieval_store", "resolve_store", "retrieval_configs", "retrieval_run",
+           "retrieval_table", "run_retrieval", "BARRIER_MARGIN", "CEILING_SHARE", "CLAIMS", "COSINE_LEVEL", "LAWS",
+           "LEVEL", "LOG_FACTOR", "MIN_LAW_NS", "MIN_PAIR_NS", "MIN_SEEDS", "NEIGHBOUR_MARGIN", "NEIGHBOURS",
+           "PLATEAU_TOL", "REDUCTION_MARGIN", "SIMILARITY_LEVEL", "barrier_class", "format_points", "law_fit",
+           "parse_points", "rule_mechanism", "rule_model_reduction", "rule_trained_barrier", "rule_truncation",
+           "wilson_interval", "TRUNCATION_EXPERIMENT", "agreement", "layer_table", "neighbour_overlap",
+           "probe_accuracy", "probe_documents", "redundant_ranks", "run_truncation", "similarity_correlation",
+           "stratified_folds", "truncation_configs", "truncation_run", "truncation_table", "headline",
+           "HEADLINE_KEYS"]
+
+_PRETRAINED_KEYS = (
+    "ch07_mini_layers", "ch07_mini_heads", "ch07_mini_dh", "ch07_mini_maps",
+    "ch07_logit_min", "ch07_logit_max", "ch07_logit_range", "ch07_logit_coarse_min", "ch07_logit_maps",
+    "ch07_f32_tol", "ch07_logit_f32_min", "ch07_logit_f32_max", "ch07_full_f32", "ch07_f32_frac_nmax",
+    "ch07_f32_head_lo", "ch07_f32_head_hi", "ch07_default_frac_nmax", "ch07_default_head_lo", "ch07_default_head_hi",
+    "ch07_f32_frac_nmin", "ch07_f32_rtol_nmax",
+    "ch07_head_mean", "ch07_head_mean_lo", "ch07_head_mean_hi", "ch07_heads", "ch07_heads_above",
+    "ch07_heads_above_lo", "ch07_heads_above_hi", "ch07_windows_nmax",
+    "ch07_logit_eff_nmax", "ch07_logit_eff_nmax_hi", "ch07_coarse_tol", "ch07_full_default",
+    "ch07_n_max", "ch07_n_min", "ch07_barrier", "ch07_hard_frac_nmax", "ch07_hard_frac_nmin",
+    "ch07_eff_frac_nmax", "ch07_coarse_frac_nmax", "ch07_coarse_frac_nmin", "ch07_above_barrier",
+    "ch07_hard_frac_head_max",
+    "ch07_high_count", "ch07_pat_count", "ch07_high_neighbour", "ch07_low_count", "ch07_low_first",
+    "ch07_first_all",
+    "ch07_layer_first", "ch07_layer_last", "ch07_layer_peak", "ch07_layer_peak_value",
+)
+_RETRIEVAL_KEYS = (
+    "ch07_ret_ns", "ch07_ret_dh", "ch07_ret_pair_ns", "ch07_ret_seeds", "ch07_ret_pair_seeds", "ch07_ret_cap",
+    "ch07_ret_min_steps", "ch07_ret_test_seq", "ch07_ret_runs", "ch07_ret_grid_runs", "ch07_ret_plateau",
+    "ch07_ret_capped", "ch07_ret_plateau_tol", "ch07_ret_margin", "ch07_ret_acc_se_max", "ch07_ret_acc_min",
+    "ch07_ret_acc_max", "ch07_ret_corr", "ch07_ret_pair_corr", "ch07_ret_bounded", "ch07_ret_cases",
+    *(f"ch07_red_{t}{s}" for t in ("single", "pair") for s in ("", "_runs", "_grid", "_plateau", "_judged", "_text")),
+    "ch07_ret_capped_where", "ch07_red_laws", "ch07_red_pred",
+    "ch07_bar_ret_dh", "ch07_bar_ret_ns", "ch07_bar_ret_runs", "ch07_bar_ret_above", "ch07_bar_ret_mean",
+    "ch07_bar_ret_lo", "ch07_bar_ret_hi", "ch07_bar_ret_share_lo", "ch07_bar_ret_share_hi",
+    "ch07_ret_git", "ch07_ret_code", "ch07_ret_dates", "ch07_ret_machine", "ch07_ret_cpu", "ch07_ret_cpu_min",
+    "ch07_ret_source", "ch07_ret_scale",
+)
+_TRUNCATION_KEYS = (
+    "ch07_tr_ns", "ch07_tr_ranks", "ch07_tr_dh", "ch07_tr_docs", "ch07_tr_folds", "ch07_tr_cos_level", "ch07_tr_k",
+    "ch07_tr_overlap_level", "ch07_tr_sim_level", "ch07_tr_log_factor", "ch07_tr_full_dev", "ch07_tr_full_acc_lo",
+    "ch07_tr_full_acc_hi", "ch07_tr_cos_r1", "ch07_tr_acc_r1_lo", "ch07_tr_acc_r1_hi", "ch07_tr_drop_r1",
+    "ch07_tr_acc_first", "ch07_tr_overlap_r1_lo", "ch07_tr_overlap_r1_hi", "ch07_tr_sim_r1_lo", "ch07_tr_sim_r1_hi",
+    "ch07_trr_points", "ch07_trr_text", "ch07_trl_n", "ch07_trl_r", "ch07_trl_worst", "ch07_trl_worst_overlap",
+    "ch07_trl_best", "ch07_trl_best_overlap", "ch07_tr_cpu_min",
+)
+_VERDICT_NAMES = ("mechanism", "barrier", "reduction", "truncation")
+HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS,
+                 *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES))
+
+
+def _join(xs: Sequence[Any]) -> str:
+    xs = [str(x) for x in xs]
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
+    """Every number chapter 07 glues, from ``{**run_pretrained(...), **run_retrieval(...), **run_truncation(...)}``."""
+    coarse = coarse_tolerance(tables["rtols"])
+    out = {**pretrained_headline(tables, coarse), **retrieval_headline(tables, _join),
+           **truncation_headline(tables, _join)}
+    for name, claim in zip(_VERDICT_NAMES, CLAIMS):
+        out[f"ch07_verdict_{name}"] = claim.judge(out).label
+    assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))
+    return out

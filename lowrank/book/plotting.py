@@ -12,11 +12,14 @@ from .outputs import FORMATS_ENV
 PALETTE = "colorblind"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", "-.", ":")
+FONT_SCALE = 1.15
 
 
 def use_style() -> None:
     """Apply the book style; call once at the top of a chapter."""
-    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
+    # Larger type than seaborn's "notebook" context: a figure is shown shrunk to the column (and
+    # further on a phone), and "small" legends must stay legible there.
+    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE, font_scale=FONT_SCALE)
     mpl.rcParams.update({
         "figure.figsize": (7.0, 4.0),
         "figure.dpi": 110,

@@ -1,0 +1,288 @@
+"""The ``lowrank`` command: re-execute chapters with checked parameters, list them, build a book from runs.
+
+    lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|long|paper] [-o OUTDIR]
+    lowrank list [CHAPTER]
+    lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR]
+    lowrank probe PATH [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
+
+Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) are described in
+:mod:`lowrank.book.runner`. ``python -m lowrank`` is the same command.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+SCALES = ("default", "smoke", "long", "paper")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (the usage itself is one ``--help`` away)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="lowrank", description="Re-execute the book's chapters with checked parameters.",
+        epilog="Exit status: 0 done, 1 a cell failed (the cell is named), 2 refused before any kernel "
+               "started (the input, its value and what is allowed are named), 130 interrupted.")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks of errors")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,list,book,probe}")
+
+    common = _Parser(add_help=False)
+    common.add_argument("--root", type=Path, default=None,
+                        help="the book's folder (default: the nearest folder holding chapters/)")
+
+    execution = _Parser(add_help=False)
+    execution.add_argument("--allow-cpu", action="store_true",
+                           help="run a parameter set that declares '# requires: gpu' without CUDA")
+    execution.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
+    execution.add_argument("--no-progress", action="store_true", help="hide papermill's progress bar")
+    execution.add_argument("--log-output", action="store_true",
+                           help="copy what the cells print to this terminal while they run")
+
+    run = sub.add_parser(
+        "run", parents=[common, execution], help="execute one chapter",
+        description="Execute a chapter through papermill with checked parameters. Later settings win: "
+                    "notebook defaults < --scale set < -f files < -p values.")
+    run.add_argument("chapter", help="number (01), name (01_attention_and_rank) or path of the notebook")
+    run.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                     help="set a parameter; VALUE is YAML: 48, 0.5, 1e-3, true, wikitext, '[1, 2, 4]'")
+    run.add_argument("-f", "--file", action="append", default=[], type=Path, metavar="FILE",
+                     help="a YAML file of parameters (repeatable)")
+    run.add_argument("--scale", choices=SCALES, default="default",
+                     help="parameter set: chapters/params/<scale>/<chapter>.yaml (default: none)")
+    run.add_argument("-o", "--out", type=Path, metavar="OUTDIR",
+                     help="run folder (default: runs/<chapter>/<UTC time>-<parameter hash>/)")
+    run.add_argument("--dry-run", action="store_true",
+                     help="check everything, print the plan, start no kernel")
+
+    lst = sub.add_parser("list", parents=[common], help="chapters, their parameters and parameter sets")
+    lst.add_argument("chapter", nargs="?", help="show only this chapter")
+
+    book = sub.add_parser(
+        "book", parents=[common, execution], help="run every chapter with a parameter set, render the book",
+        description="Execute every chapter with its --scale set into a staged copy of the book and render "
+                    "that copy (execution off). Finished runs are reused unless --rerun.")
+    book.add_argument("--scale", choices=("default", "smoke", "paper"), default="paper", help="parameter set (default: paper)")
+    book.add_argument("--out", type=Path, metavar="DIR",
+                      help="staging folder (default: runs/book-<scale>); HTML in DIR/_build/html")
+    book.add_argument("--rerun", action="store_true", help="re-execute chapters even if a finished run matches")
+    book.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                      help="set a parameter in every chapter that has it (e.g. -p device cpu with --allow-cpu)")
+    _add_probe(sub)
+    return p
+
+
+def _ints(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text[:40]!r}") from None
+
+
+def _add_probe(sub) -> None:
+    probe = sub.add_parser(
+        "probe", help="rank every attention head of your own Hugging Face checkpoint",
+        description="Measure the rank of every head's logits S and probabilities A of a local Hugging Face "
+                    "checkpoint (a save_pretrained folder with its tokenizer) on unpadded windows of text, or "
+                    "on images for vision models; writes ranks.csv, heads.csv, figures, report.md and "
+                    "provenance.json into OUTDIR. Needs the 'hf' extra.")
+    probe.add_argument("path", type=Path, metavar="PATH",
+                       help="checkpoint folder (config.json and weights), or a lowrank.train run folder")
+    probe.add_argument("--texts", metavar="SOURCE", help="FILE or folder of text, shakespeare or bbcnews "
+                                                         "(default for text models: shakespeare)")
+    probe.add_argument("--images", metavar="SOURCE", help="folder of images, or synthetic (default for vision models)")
+    probe.add_argument("--lengths", nargs="+", type=_ints, metavar="N",
+                       help="sequence lengths in tokens (default: those of 64 128 256 the model has positions for)")
+    probe.add_argument("--windows", type=_ints, default=4, metavar="K", help="windows (or images) per length (default 4)")
+    probe.add_argument("--layers", nargs="+", type=_ints, metavar="L", help="layer indices (default: all)")
+    probe.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default cpu)")
+    probe.add_argument("--dtype", default="float32", choices=("float32", "float64", "bfloat16", "float16"),
+                       help="dtype the model runs in (default float32); ranks are always computed in float64")
+    probe.add_argument("--batch-size", type=_ints, default=4, metavar="B", help="windows per forward pass (default 4)")
+    probe.add_argument("--seed", type=_ints, default=0, help="seed of the window and image choice (default 0)")
+    probe.add_argument("-o", "--out", type=Path, metavar="OUTDIR",
+                       help="new or empty output folder (default: probe-<checkpoint folder name>)")
+
+
+def _probe(args) -> int:
+    from ..probe_run import ProbeSpec, run_probe
+
+    out = args.out if args.out is not None else Path(f"probe-{args.path.resolve().name}")
+    done = run_probe(ProbeSpec(path=args.path, out=out, texts=args.texts, images=args.images, lengths=args.lengths,
+                               windows=args.windows, layers=args.layers, device=args.device, dtype=args.dtype,
+                               batch_size=args.batch_size, seed=args.seed))
+    print(f"lowrank: probe finished; report: {done / 'report.md'}")
+    return 0
+
+
+def _probe_main(args) -> int:
+    from ..probe import ProbeMismatchError
+    from ..probe_run import ProbeInputError
+
+    try:
+        return _probe(args)
+    except ProbeInputError as e:
+        _debug(args)
+        print(f"lowrank: error: {e}", file=sys.stderr)
+        return 2
+    except ProbeMismatchError as e:
+        _debug(args)
+        print(f"lowrank: error: {' '.join(str(e).split())[:400]}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("lowrank: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a failure no check foresaw: one line, the traceback on --debug
+        _debug(args)
+        print(f"lowrank: error: probe stopped: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+              + ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return e.code if isinstance(e.code, int) else 2
+    if args.command == "probe":  # needs neither the book nor its runner
+        return _probe_main(args)
+
+    from . import runner
+    from .params import ParameterError
+
+    # Only the main thread may set handlers (main() can be called from a worker thread).
+    on_main = threading.current_thread() is threading.main_thread()
+    handled = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {s: signal.signal(s, _terminate) for s in handled} if on_main else {}
+    try:
+        if args.root is not None and not args.root.is_dir():
+            raise runner.UsageError(f"--root {args.root}: no such folder")
+        root = args.root.resolve() if args.root else runner.find_root()
+        if args.command == "run":
+            return _run(args, root, "lowrank " + " ".join(argv))
+        if args.command == "list":
+            return _list(args, root)
+        if root is None:
+            raise runner.UsageError("no book found: run from the book's folder or pass --root")
+        html = runner.build_book(root, scale=args.scale, out=args.out, allow_cpu=args.allow_cpu,
+                                 kernel=args.kernel, rerun=args.rerun, progress_bar=not args.no_progress,
+                                 log_output=args.log_output,
+                                 overrides=[(n, runner.parse_value(v)) for n, v in args.param])
+        print(f"lowrank: book rendered: {html / 'index.html'}")
+        return 0
+    except runner.RunError as e:
+        if getattr(e, "traceback", ""):
+            print(e.traceback, file=sys.stderr)
+        _debug(args)
+        print(f"lowrank: error: {e}", file=sys.stderr)
+        return e.status
+    except ParameterError as e:
+        _debug(args)
+        print(f"lowrank: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lowrank: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `lowrank list | head`: the reader left; say nothing more
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as e:  # a bug, or a failure no check foresaw: one line, the traceback on --debug
+        _debug(args)
+        text = " ".join(str(e).split())
+        print(f"lowrank: error: {args.command} stopped: {type(e).__name__}: {text[:300]}"
+              + ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+        return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _debug(args) -> None:
+    if getattr(args, "debug", False):
+        import traceback
+
+        traceback.print_exc()
+
+
+def _terminate(signum, frame):
+    # A killed run (timeout, scheduler, a closed terminal: SIGHUP) then leaves OUTDIR.failed like
+    # Ctrl-C, not a temporary folder.
+    raise KeyboardInterrupt
+
+
+def _run(args, root, command: str) -> int:
+    from . import runner
+
+    overrides = [(name, runner.parse_value(value)) for name, value in args.param]
+    chapter = runner.resolve_chapter(args.chapter, root)
+    plan = runner.plan_run(chapter, scale=args.scale, files=args.file, overrides=overrides,
+                           kernel=args.kernel, allow_cpu=args.allow_cpu)
+    for note in plan.notes:
+        print(f"lowrank: warning: {note}", file=sys.stderr)
+    outdir = runner.check_outdir(args.out) if args.out else runner.default_outdir(plan, root)
+    if args.dry_run:
+        print(f"chapter:    {chapter.name} ({chapter.path})")
+        print(f"scale:      {plan.scale}" + "".join(f"\nfile:       {f}" for f in plan.files))
+        print(f"kernel:     {plan.kernel}")
+        print(f"requires:   {', '.join(plan.requires) or 'nothing'}")
+        for name, value in plan.injected.items():
+            print(f"set:        {name} = {value!r}  ({plan.sources[name]})")
+        print(f"would write {Path(outdir).resolve()}")
+        return 0
+    done = runner.execute(plan, outdir, progress_bar=not args.no_progress, log_output=args.log_output,
+                          command=command)
+    for text in _headline_outputs(done / chapter.path.name):
+        print(text.rstrip())
+    print(f"lowrank: {chapter.name} finished; run folder: {done}")
+    return 0
+
+
+def _headline_outputs(notebook: Path) -> list[str]:
+    """Printed text of the cells marked ``# NBVAL_CHECK_OUTPUT`` (the chapter's headline numbers)."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    return ["".join(o.get("text", "") for o in c.outputs if o.output_type == "stream")
+            for c in nb.cells if c.cell_type == "code" and c.source.lstrip().startswith("# NBVAL_CHECK_OUTPUT")]
+
+
+def _list(args, root) -> int:
+    from . import runner
+    from .params import SCHEMAS
+
+    if args.chapter:
+        chapters = [runner.resolve_chapter(args.chapter, root)]
+    elif root is None:
+        raise runner.UsageError("no book found: run from the book's folder or pass --root")
+    else:
+        chapters = runner.list_chapters(root)
+    for chapter in chapters:
+        print(f"{chapter.name}  {chapter.title()}")
+        scales = chapter.param_sets()
+        print(f"  parameter sets: {', '.join(scales) or 'none'}   (lowrank run {chapter.name.split('_')[0]} --scale SET)")
+        for scale in scales:
+            header = runner.parameter_file_header(chapter.param_file(scale))
+            print(f"    {scale}: " + "\n      ".join(textwrap.wrap(" ".join(header.split()), 96) or ["(no header)"]))
+        spec = SCHEMAS.get(chapter.name, {})
+        if not spec:
+            print("  no schema registered in lowrank/params.py")
+        params = runner.notebook_parameters(chapter, papermill=False)
+        w_name = max((len(n) for n in params), default=0)
+        w_default = max((len(p["default_text"]) for p in params.values()), default=0)
+        for name, info in params.items():
+            allowed = f"  [{spec[name].allowed()}]" if name in spec else ""
+            unread = "" if info["papermill"] is not False else "  (papermill's parser skips this line: remove '=' from its comment)"
+            print(f"  {name:<{w_name}} = {info['default_text']:<{w_default}}  # {info['help']}{allowed}{unread}")
+        print()
+    return 0

@@ -1,0 +1,428 @@
+"""Chapter 08: collect every chapter's claims, judge them on that chapter's headline values, tabulate.
+
+The claims and their rules live in the chapters' experiment modules (``CLAIMS``, see
+:mod:`lowrank.experiments.verdicts`); this module only gathers them from the modules listed in
+:data:`CLAIM_CHAPTERS`, judges each on the headline values of its own chapter, and lays the
+judgements out as the book's verdict table. It holds no rule of its own.
+
+Evidence arrives as one dict of glued values (``chNN_*`` keys, as
+``lowrank.book.glued.read_book_glue`` returns them from the executed notebooks, or as the
+chapters' ``headline()`` dicts merged), and is split per chapter by the key prefix. A chapter with
+no values is "not executed"; a claim whose rule asks for a value its chapter did not provide
+gets a row that says so. Neither stops the table. A chapter whose module is missing or defines
+no ``CLAIMS`` contributes no claim, and the table says so in a row of its own.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .verdicts import SCALES, VERDICT_MEANING, VERDICTS, Claim, Judgement, MissingEvidence
+
+__all__ = ["ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
+           "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
+           "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
+           "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
+           "HEADLINE_KEYS", "plot_verdicts_by_paper"]
+
+
+@dataclass(frozen=True)
+class ChapterSource:
+    """A chapter that tests claims: its number, its notebook's stem and its experiment module."""
+    number: str
+    stem: str
+    module: str
+
+
+# The one place that lists where claims come from. A chapter joins by defining CLAIMS in its module.
+CLAIM_CHAPTERS: tuple[ChapterSource, ...] = (
+    ChapterSource("02", "02_representation_theorem", "representation"),
+    ChapterSource("03", "03_multihead_bottleneck", "multihead"),
+    ChapterSource("04", "04_head_size_training", "headsize"),
+    ChapterSource("05", "05_rank_barrier", "barrier"),
+    ChapterSource("06", "06_rank_saturation", "saturation"),
+    ChapterSource("07", "07_trained_attention", "trained"),
+)
+
+# What a row says in the verdict column when no rule could be applied (not one of the five verdicts).
+NOT_JUDGED = "not judged"
+
+
+# --- collecting ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Collection:
+    """The claims gathered, and the chapters that gave none with the reason (number -> reason)."""
+    claims: tuple[Claim, ...]
+    silent: dict[str, str]
+    sources: tuple[ChapterSource, ...]
+
+    def source(self, number: str) -> ChapterSource | None:
+        return next((s for s in self.sources if s.number == number), None)
+
+
+def _import(name: str) -> ModuleType | None:
+    """lowrank.experiments.<name>, or None if that module does not exist (any other error is raised)."""
+    full = f"{__package__}.{name}"
+    try:
+        return importlib.import_module(full)
+    except ModuleNotFoundError as e:
+        if e.name == full:
+            return None
+        raise
+
+
+def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
+                   load: Callable[[str], ModuleType | None] = _import) -> Collection:
+    """Every Claim of the listed chapters' modules, in chapter order; chapters without any are named.
+
+    ``load(module_name)`` returns the module or None when it does not exist (tests pass fakes).
+    A claim filed under another chapter than the module's, or a key used twice, is an error.
+    """
+    sources = tuple(sources)
+    claims: list[Claim] = []
+    silent: dict[str, str] = {}
+    for src in sources:
+        module = load(src.module)
+        if module is None:
+            silent[src.number] = f"module lowrank.experiments.{src.module} does not exist yet"
+            continue
+        found = getattr(module, "CLAIMS", None)
+        if found is None:
+            silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS yet"
+            continue
+        found = tuple(found)
+        if not found:
+            silent[src.number] = f"lowrank.experiments.{src.module} lists no claim"
+        for c in found:
+            if not isinstance(c, Claim):
+                raise TypeError(f"{src.module}.CLAIMS holds {type(c).__name__}, not a Claim")
+            if c.chapter != src.number:
+                raise ValueError(f"claim {c.key} of {src.module} names chapter {c.chapter}, not {src.number}")
+        claims += found
+    keys = Counter(c.key for c in claims)
+    twice = sorted(k for k, n in keys.items() if n > 1)
+    if twice:
+        raise ValueError(f"claim keys used more than once: {', '.join(twice)}")
+    return Collection(tuple(claims), silent, sources)
+
+
+# --- evidence and scale ----------------------------------------------------------------------
+
+_PREFIX = re.compile(r"ch(\d\d)_")
+
+
+def split_by_chapter(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """{'05': {every chNN_ key of chapter 05: value}, ...}; keys without a chNN_ prefix are dropped."""
+    out: dict[str, dict[str, Any]] = {}
+    for key, value in values.items():
+        m = _PREFIX.match(key)
+        if m:
+            out.setdefault(m.group(1), {})[key] = value
+    return out
+
+
+def notebook_scale(path: str | Path) -> str:
+    """The parameter set an executed notebook was run with, from its metadata.
+
+    ``metadata.lowrank_execution.scale`` (written by tools/execute_notebooks.py and by a runner
+    that records it); without it, "custom" if papermill injected parameters, else "default".
+    """
+    meta = json.loads(Path(path).read_text(encoding="utf8")).get("metadata", {})
+    scale = (meta.get("lowrank_execution") or {}).get("scale")
+    if scale:
+        return str(scale)
+    injected = (meta.get("papermill") or {}).get("parameters")
+    return "custom" if injected else "default"
+
+
+def read_scales(folder: str | Path, sources: Iterable[ChapterSource] = CLAIM_CHAPTERS) -> dict[str, str]:
+    """{chapter number: scale} for each listed chapter whose notebook exists in ``folder``."""
+    folder = Path(folder)
+    return {s.number: notebook_scale(folder / f"{s.stem}.ipynb") for s in sources
+            if (folder / f"{s.stem}.ipynb").is_file()}
+
+
+# --- judging ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the verdict table: a judged claim, an unjudged one, or a chapter with no claim."""
+    chapter: str
+    stem: str
+    section: str          # the label of the section that tests the claim ("" for a silent chapter)
+    paper: str
+    statement: str
+    evidence: str
+    verdict: str          # one of VERDICTS, or NOT_JUDGED
+    qualifier: str
+    scale: str
+    rule: str
+    key: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.verdict}: {self.qualifier}" if self.qualifier else self.verdict
+
+    @property
+    def judged(self) -> bool:
+        return self.verdict in VERDICTS
+
+
+def judge_claims(collection: Collection, values: Mapping[str, Any],
+                 scales: Mapping[str, str] | None = None) -> list[Row]:
+    """Judge every collected claim on its own chapter's values; one row per claim, then one per silent chapter.
+
+    A chapter with no value at all gives its claims the evidence "chapter NN not executed"; a
+    claim whose rule needs a value the chapter lacks names that value. Both are NOT_JUDGED.
+    ``scales`` maps chapter numbers to the scale they were run at (default: "default"); a claim
+    with a ``scale_key`` whose value is one of SCALES is judged at that scale instead.
+    """
+    by_chapter = split_by_chapter(values)
+    scales = dict(scales or {})
+    rows = []
+    for c in collection.claims:
+        src = collection.source(c.chapter)
+        stem = src.stem if src else c.chapter
+        scale = scales.get(c.chapter, "default")
+        if c.scale_key:  # the claim names the scale of its evidence itself (one of SCALES, else ignored)
+            own = by_chapter.get(c.chapter, {}).get(c.scale_key)
+            if own in SCALES:
+                scale = own
+        common = dict(chapter=c.chapter, stem=stem, section=c.section, paper=c.paper,
+                      statement=c.statement, rule=c.rule_sentence, key=c.key)
+        if c.chapter not in by_chapter:
+            rows.append(Row(**common, evidence=f"chapter {c.chapter} not executed", verdict=NOT_JUDGED,
+                            qualifier="", scale="none"))
+            continue
+        try:
+            j: Judgement = c.judge(by_chapter[c.chapter])
+        except MissingEvidence as e:
+            key = getattr(e, "key", "")
+            m = _PREFIX.match(key)
+            if m and m.group(1) != c.chapter:
+                evidence = (f"the rule reads {key}, a value of chapter {m.group(1)}; a rule may read only "
+                            f"its own chapter's values (chapter {c.chapter})")
+            else:
+                evidence = (f"chapter {c.chapter} was executed without the value {key or e.args[0]}; "
+                            "re-execute it with its current code")
+            rows.append(Row(**common, evidence=evidence, verdict=NOT_JUDGED, qualifier="", scale=scale))
+            continue
+        rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale=scale))
+    for number, reason in collection.silent.items():
+        src = collection.source(number)
+        rows.append(Row(chapter=number, stem=src.stem if src else number, section="", paper="",
+                        statement="(no claim collected)", evidence=reason, verdict=NOT_JUDGED, qualifier="",
+                        scale=scales.get(number, "none"), rule=""))
+    return rows
+
+
+# --- links and tables ------------------------------------------------------------------------
+
+def section_anchor(label: str) -> str:
+    """The HTML id Sphinx gives a section labelled ``(label)=`` (docutils' make_id)."""
+    anchor = re.sub(r"[^a-z0-9]+", "-", label.lower())
+    return re.sub(r"^[^a-z]+", "", anchor).strip("-")
+
+
+def chapter_link(row: Row, base: str = "") -> str:
+    """An HTML link to the section that tests the row's claim (to the chapter if there is no section).
+
+    ``base`` is the path from the page showing the table to the chapters folder: "" in a chapter,
+    "chapters/" in intro.md.
+    """
+    href = f"{base}{row.stem}.html"
+    if row.section:
+        href += f"#{section_anchor(row.section)}"
+    return f'<a href="{href}">chapter {row.chapter}</a>'
+
+
+COLUMNS = ("Claim", "Paper", "Chapter", "Evidence (with uncertainty)", "Verdict", "Scale", "Rule")
+
+
+def verdict_table(rows: Iterable[Row], *, base: str = "", brief: bool = False):
+    """The verdict table as a DataFrame (Chapter holds an HTML link; show it with :func:`style_table`).
+
+    ``brief`` keeps Claim, Paper, Chapter and Verdict, for the intro.
+    """
+    import pandas as pd
+
+    records = [{"Claim": r.statement, "Paper": r.paper or "-", "Chapter": chapter_link(r, base),
+                "Evidence (with uncertainty)": r.evidence, "Verdict": r.label, "Scale": r.scale,
+                "Rule": r.rule or "-"} for r in rows]
+    table = pd.DataFrame(records, columns=list(COLUMNS))
+    return table[["Claim", "Paper", "Chapter", "Verdict"]] if brief else table
+
+
+def style_table(table):
+    """A Styler for reading: no index column, left-aligned, every column but Chapter HTML-escaped."""
+    text = [c for c in table.columns if c != "Chapter"]
+    return (table.style.hide(axis="index")
+            .format(escape="html", subset=text)
+            .set_properties(**{"text-align": "left", "vertical-align": "top"})
+            .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
+
+
+def reading_table(rows: Iterable[Row], base: str = ""):
+    """The verdict table laid out for reading in a ~700 px column: three columns (the claim with
+    its paper and a link to its section; the evidence with the rule under it; the verdict with its
+    scale), every text HTML-escaped. A Styler without an index column."""
+    import html
+
+    import pandas as pd
+
+    e = html.escape
+    records = [{
+        "Claim": f"{e(r.statement)}<br><small>{e(r.paper or '-')}, {chapter_link(r, base)}</small>",
+        "Evidence, and the rule that judged it": f"{e(r.evidence)}<br><small><em>Rule:</em> {e(r.rule or '-')}</small>",
+        "Verdict": (f"<strong>{e(r.verdict)}</strong>" + (f": {e(r.qualifier)}" if r.qualifier else "")
+                    + f"<br><small>scale: {e(r.scale)}</small>"),
+    } for r in rows]
+    table = pd.DataFrame(records, columns=["Claim", "Evidence, and the rule that judged it", "Verdict"])
+    return (table.style.hide(axis="index")
+            .set_properties(**{"text-align": "left", "vertical-align": "top"})
+            .set_properties(subset=["Claim"], **{"width": "32%"})
+            .set_properties(subset=["Verdict"], **{"width": "22%"})
+            .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
+
+
+def meanings_table():
+    """The five verdicts and what each means, from verdicts.VERDICT_MEANING (the one definition)."""
+    import pandas as pd
+
+    return pd.DataFrame({"Verdict": list(VERDICTS), "Meaning": [VERDICT_MEANING[v] for v in VERDICTS]})
+
+
+# --- sentences -------------------------------------------------------------------------------
+
+def count_phrase(count: int, noun: str = "claim", plural: str | None = None) -> str:
+    """'no claims', '1 claim', '3 claims': a count with its noun, agreeing for every count."""
+    if count == 0:
+        return f"no {plural or noun + 's'}"
+    return f"{count} {noun if count == 1 else (plural or noun + 's')}"
+
+
+def verdict_counts(rows: Iterable[Row]) -> dict[str, int]:
+    """{verdict: number of claims} for the five verdicts and NOT_JUDGED (claim rows only)."""
+    counts = Counter(r.verdict for r in rows if r.statement != "(no claim collected)")
+    return {v: counts.get(v, 0) for v in (*VERDICTS, NOT_JUDGED)}
+
+
+# Each verdict as a predicate, singular and plural, so that "1 claim is ..." and "3 are ..." parse.
+_PREDICATE = {
+    VERDICTS[0]: ("is reproduced", "are reproduced"),
+    VERDICTS[1]: ("is reproduced in a weaker form", "are reproduced in a weaker form"),
+    VERDICTS[2]: ("holds only under stated conditions", "hold only under stated conditions"),
+    VERDICTS[3]: ("is inconclusive", "are inconclusive"),
+    VERDICTS[4]: ("is contradicted", "are contradicted"),
+    NOT_JUDGED: ("is not judged yet, its evidence missing", "are not judged yet, their evidence missing"),
+}
+
+
+def _clause(count: int, verdict: str) -> str:
+    one, many = _PREDICATE[verdict]
+    if count == 0:
+        return f"none {one}"
+    return f"{count} {one if count == 1 else many}"
+
+
+def totals_sentence(rows: Iterable[Row]) -> str:
+    """'Of the 12 claims collected, 1 is reproduced, 3 are inconclusive, none is contradicted...' for any counts."""
+    counts = verdict_counts(rows)
+    total = sum(counts.values())
+    if total == 0:
+        return "No claim was collected from the chapters, so none was judged."
+    clauses = [_clause(counts[v], v) for v in VERDICTS]
+    if counts[NOT_JUDGED]:
+        clauses.append(_clause(counts[NOT_JUDGED], NOT_JUDGED))
+    head = "Of the one claim collected, " if total == 1 else f"Of the {total} claims collected, "
+    return head + ", ".join(clauses[:-1]) + " and " + clauses[-1] + "."
+
+
+def silent_sentence(collection: Collection) -> str:
+    """Which listed chapters contributed no claim (and why), or that every one did."""
+    numbers = [s.number for s in collection.sources]
+    if not collection.silent:
+        return f"Every chapter listed ({', '.join(numbers)}) contributed claims."
+    parts = [f"chapter {n} ({why})" for n, why in collection.silent.items()]
+    joined = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    listed = "it as a row" if len(parts) == 1 else "them as rows"
+    return f"No claim was collected from {joined}; the table lists {listed} without a verdict."
+
+
+# --- the chapter -----------------------------------------------------------------------------
+
+def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = None, *,
+                  sources: Iterable[ChapterSource] = CLAIM_CHAPTERS,
+                  load: Callable[[str], ModuleType | None] = _import) -> dict[str, Any]:
+    """Collect, judge and tabulate: {'collection', 'rows', 'table' (links from a chapter page),
+    'brief' (links from intro.md), 'meanings'}."""
+    collection = collect_claims(sources, load=load)
+    rows = judge_claims(collection, values, scales)
+    return {"collection": collection, "rows": rows, "table": verdict_table(rows),
+            "brief": verdict_table(rows, base="chapters/", brief=True), "meanings": meanings_table()}
+
+
+HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
+                 *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
+
+
+def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
+    """Every value chapter 08 glues: counts per verdict, the totals sentence, the brief and meanings tables."""
+    rows = tables["rows"]
+    counts = verdict_counts(rows)
+    out: dict[str, Any] = {
+        "ch08_n_claims": sum(counts.values()),
+        "ch08_totals": totals_sentence(rows),
+        "ch08_silent": silent_sentence(tables["collection"]),
+        "ch08_brief": style_table(tables["brief"]),
+        "ch08_verdict_meanings": style_table(tables["meanings"]),
+    }
+    for v, n in counts.items():
+        out[f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}"] = n
+    assert tuple(out) == HEADLINE_KEYS
+    return out
+
+
+def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
+    """Horizontal stacked bars: for each paper, how many of its claims got each verdict."""
+    import textwrap
+
+    import numpy as np
+
+    rows = [r for r in rows if r.paper]
+    papers = list(dict.fromkeys(r.paper for r in rows))
+    if not papers:
+        ax.text(0.5, 0.5, "no claim collected yet", ha="center", va="center", transform=ax.transAxes)
+        ax.set(xticks=[], yticks=[])
+        return
+    # light to dark from contradicted to reproduced, with hatches so the bars stay apart in grey scale
+    shades = {VERDICTS[0]: "#5aae61", VERDICTS[1]: "#a6dba0", VERDICTS[2]: "#fee08b", VERDICTS[3]: "#d9d9d9",
+              VERDICTS[4]: "#c2a5cf", NOT_JUDGED: "#ffffff"}
+    hatches = {VERDICTS[0]: "", VERDICTS[1]: "//", VERDICTS[2]: "..", VERDICTS[3]: "", VERDICTS[4]: "xx",
+               NOT_JUDGED: "--"}
+    left = np.zeros(len(papers))
+    for v in (*VERDICTS, NOT_JUDGED):
+        counts = np.array([sum(r.verdict == v for r in rows if r.paper == p) for p in papers], float)
+        if not counts.any():
+            continue
+        ax.barh(range(len(papers)), counts, left=left, color=shades[v], hatch=hatches[v],
+                edgecolor="black", linewidth=0.6, label=v)
+        for i, (c, x) in enumerate(zip(counts, left)):
+            if c:
+                ax.text(x + c / 2, i, f"{int(c)}", ha="center", va="center", fontsize="small",
+                        bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none"))
+        left += counts
+    ax.set_yticks(range(len(papers)), [textwrap.fill(p, 22) for p in papers])
+    ax.invert_yaxis()
+    ax.set_xlabel("number of claims")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.grid(axis="y", visible=False)
+    ax.legend(title="verdict", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)

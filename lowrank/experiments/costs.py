@@ -249,7 +249,8 @@ def _truncation_configs_07(p) -> list[dict]:
 
 
 # A retrieval run stops at its loss plateau, checked from min_steps on; the estimate charges
-# min_steps plus this share of the rest, then the cool-down the config adds after the stop.
+# min_steps plus this share of the rest, then the cool-down the config adds after the stop. A step
+# costs more beyond n = 128 (every query attends over n keys), in proportion to n.
 PLATEAU_SHARE = 1 / 3
 
 

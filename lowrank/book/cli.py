@@ -361,8 +361,8 @@ def _list(args, root) -> int:
         if chapter.name in SCHEMAS:
             for scale in ("default", *[s for s in scales if s != "smoke"]):
                 info = set_info(root or chapter.path.parent.parent, chapter.path, scale)
-                print(f"    {scale} needs {info.hardware}; {info.devices}; estimate {info.estimate_text()}; "
-                      f"{info.measured.text()}")
+                print(f"    {scale}: needs {info.hardware}; computes on {'a GPU' if info.devices == 'cuda' else 'the CPU'}; "
+                      f"estimate: {info.estimate_text()}; {info.measured.text()}")
         spec = SCHEMAS.get(chapter.name, {})
         if not spec:
             print("  no schema registered in lowrank/book/params.py")

@@ -122,7 +122,7 @@ def scale_needs(notebook: Path, scale: str) -> tuple[str, str]:
     info = scale_info(notebook, scale)
     hardware = info.hardware[:1].upper() + info.hardware[1:]
     estimate = info.estimate_text()
-    if info.measured.seconds is None:
+    if info.measured.seconds is None and info.measured.done is None:
         if info.measured.source == "not_recorded":
             return hardware, f"seconds; estimated {estimate}"
         return hardware, f"not yet run; estimated {estimate}"
@@ -384,7 +384,7 @@ class PaperScale(Directive):
             row += nodes.entry("", nodes.paragraph("", "", link))
             row += nodes.entry("", nodes.paragraph(text="GPU" if info.devices == "cuda" else "CPU"))
             row += nodes.entry("", nodes.paragraph(text=info.estimate_text()))
-            measured = info.measured.text() if info.measured.seconds is not None else "not yet run"
+            measured = info.measured.text()
             row += nodes.entry("", nodes.paragraph(text=measured))
             row += nodes.entry("", nodes.paragraph(text=info.disk or "a few MB (the run folder)"))
             row += nodes.entry("", nodes.paragraph(text=str(meta.get("gives", ""))))

@@ -106,7 +106,7 @@ def parse_devices(devices) -> list[str]:
 
 
 def _take_device(queue) -> None:
-    """Pool initializer: this worker's device, before anything in it touches CUDA."""
+    """This worker's device, before anything in it touches CUDA."""
     device = queue.get()
     os.environ[WORKER_DEVICE_ENV] = device
     if device.startswith("cuda:"):

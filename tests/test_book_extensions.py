@@ -103,7 +103,7 @@ def test_a_set_without_its_metadata_block_stops_the_build(tmp_path):
 
 @pytest.mark.parametrize("chapter, scale, hardware, time", [
     ("04_head_size_training", "long", "One CPU core", "measured: 1 h"),
-    ("07_trained_attention", "long", "One CPU core", "sum of wall_s in data/results/07_trained_attention_long.jsonl"),
+    ("07_trained_attention", "long", "One CPU core", "data/results/07_trained_attention_long.jsonl"),
     ("04_head_size_training", "paper", "One CUDA GPU", "not yet run; estimated about"),
     ("06_rank_saturation", "default", "A CPU", "the notebook's execution record"),
 ])

@@ -128,19 +128,21 @@ def train_run() -> tuple[float, float]:
 
 def retrieval() -> tuple[float, float]:
     from lowrank.retrieval import train_retrieval
-    cfg = dict(n=32, head_dim=4, seed=0, steps=200, d_model=64, n_values=16, lr=0.003, tokens_per_step=2048,
-               test_sequences=100, rank_sequences=4, rank_rtol=1e-3)
+    # min_steps = max_steps and no cool-down: exactly 240 steps
+    cfg = dict(n=32, head_dim=4, seed=0, max_steps=240, min_steps=240, check_every=80, cooldown=0.0, d_model=64,
+               n_values=16, lr=0.003, tokens_per_step=2048, test_sequences=100, rank_sequences=4, rank_rtol=1e-3)
     s = _timed(lambda: train_retrieval(cfg))
-    return s, 200
+    return s, 240
 
 
 def retrieval_run() -> tuple[float, float]:
     """Testing on fresh sequences: per 160,000 test queries (10,000 sequences at n = 16)."""
     from lowrank.retrieval import train_retrieval
-    cfg = dict(n=32, head_dim=4, seed=0, steps=40, d_model=64, n_values=16, lr=0.003, tokens_per_step=2048,
-               test_sequences=5000, rank_sequences=64, rank_rtol=1e-3)
+    cfg = dict(n=32, head_dim=4, seed=0, max_steps=60, min_steps=60, check_every=20, cooldown=0.0, d_model=64,
+               n_values=16, lr=0.003, tokens_per_step=2048, test_sequences=5000, rank_sequences=64, rank_rtol=1e-3)
     s = _timed(lambda: train_retrieval(cfg))
-    steps_s = retrieval()[0] / 200 * 40
+    seconds, steps = retrieval()
+    steps_s = seconds / steps * 60
     return max(s - steps_s, 0.0), 5000 * 32 / 160_000
 
 
@@ -149,7 +151,7 @@ def truncation() -> tuple[float, float]:
     cfg = truncation_configs(ns=[64], ranks=[1, 32], per_class=4, folds=2, seed=0, l2=0.01)[0]
     truncation_run(dict(cfg, n=16))  # MiniLM and the corpus into the caches
     s = _timed(lambda: truncation_run(cfg))
-    return s, 5 * 4 * 64 * 3
+    return s, 5 * 4 * 64 * (1 + 2)
 
 
 def bootstrap() -> tuple[float, float]:

@@ -295,6 +295,7 @@ def _book_dry_run(args, root) -> int:
     """Every chapter's estimate at ``args.scale`` on the device its set names, and the total."""
     from . import runner
     from .costs import METADATA_KEY, duration, estimate, read_metadata
+    from .params import ParameterError
     from .sets import set_parameters
 
     overrides = [(n, runner.parse_value(v)) for n, v in args.param]
@@ -313,7 +314,11 @@ def _book_dry_run(args, root) -> int:
             values = {k: v for k, v in raw.items() if k != METADATA_KEY}
         known = runner.notebook_parameters(chapter, papermill=False)
         values.update({n: v for n, v in overrides if n in known})
-        params = set_parameters(chapter.path, values)
+        try:
+            params = set_parameters(chapter.path, values)
+        except ParameterError as e:
+            print(f"{chapter.name}: no estimate: {e}")
+            continue
         if device is None or "device" in values:
             device = "cuda" if params.get("device") == "cuda" else "cpu"
         cost = estimate(chapter.name, params, device=device, root=root)
@@ -356,8 +361,8 @@ def _list(args, root) -> int:
         if chapter.name in SCHEMAS:
             for scale in ("default", *[s for s in scales if s != "smoke"]):
                 info = set_info(root or chapter.path.parent.parent, chapter.path, scale)
-                print(f"    {scale} needs {info.hardware}; {info.devices}; estimate {info.estimate_text()}; "
-                      f"{info.measured.text()}")
+                print(f"    {scale}: needs {info.hardware}; computes on {'a GPU' if info.devices == 'cuda' else 'the CPU'}; "
+                      f"estimate: {info.estimate_text()}; {info.measured.text()}")
         spec = SCHEMAS.get(chapter.name, {})
         if not spec:
             print("  no schema registered in lowrank/book/params.py")

@@ -48,8 +48,14 @@ class Measured:
     source: str
     where: str = ""
     when: str = ""
+    done: int | None = None   # a store that holds only part of the set's runs: how many so far,
+    total: int | None = None  # of how many; ``seconds`` is then None (no measurement of the set)
+    partial_s: float = 0.0    # and their summed wall_s
 
     def text(self) -> str:
+        if self.done is not None and self.seconds is None:
+            return (f"in progress: {self.done} of {self.total} runs in {self.where} so far, "
+                    f"{duration(self.partial_s)} of wall_s")
         if self.seconds is None:
             return "run by the tests, time not recorded" if self.source == "not_recorded" else "not yet run"
         what = {"execution_record": "the notebook's execution record", "store": f"sum of wall_s in {self.where}",
@@ -120,20 +126,25 @@ def read_metadata(path: Path, values: Mapping[str, Any] | None = None) -> dict[s
     return dict(meta)
 
 
-def _store_seconds(path: Path) -> tuple[float | None, str]:
-    """Sum of the records' ``wall_s`` in a results store (the runs ran one at a time), and the date
-    of the last record."""
-    total, last, n = 0.0, "", 0
+def _store_seconds(path: Path, keys: set[str] | None = None) -> tuple[float | None, str, int]:
+    """Sum of the records' ``wall_s`` in a results store (the runs ran one at a time), the date of
+    the last record and the number of distinct runs, counting only records whose key is in ``keys``
+    when given."""
+    total, last, seen = 0.0, "", set()
     for line in path.read_text(encoding="utf8").splitlines():
         try:
             rec = json.loads(line)
         except ValueError:
             continue
-        if isinstance(rec, dict) and isinstance(rec.get("wall_s"), (int, float)):
-            total += float(rec["wall_s"])
-            last = max(last, str(rec.get("finished_at", "")))
-            n += 1
-    return (total if n else None), last[:10]
+        if not (isinstance(rec, dict) and isinstance(rec.get("wall_s"), (int, float))):
+            continue
+        key = rec.get("key")
+        if (keys is not None and key not in keys) or key in seen:
+            continue
+        seen.add(key)
+        total += float(rec["wall_s"])
+        last = max(last, str(rec.get("finished_at", "")))
+    return (total if seen else None), last[:10], len(seen)
 
 
 def _execution_record(notebook: Path) -> tuple[float | None, str]:
@@ -148,9 +159,11 @@ def _execution_record(notebook: Path) -> tuple[float | None, str]:
     return float(seconds), str(end)[:10]
 
 
-def measured_time(root: Path, notebook: Path, meta: Mapping[str, Any] | None) -> Measured:
+def measured_time(root: Path, notebook: Path, meta: Mapping[str, Any] | None,
+                  keys: set[str] | None = None) -> Measured:
     """The measured wall time of a scale: the notebook's execution record for the default run
-    (``meta`` None), else what the metadata's ``measured`` names."""
+    (``meta`` None), else what the metadata's ``measured`` names. ``keys``: the run keys of the
+    set's grid; a store holding only some of them is reported in progress, not measured."""
     if meta is None:
         seconds, when = _execution_record(notebook)
         return Measured(seconds, "execution_record", notebook.name, when)
@@ -161,7 +174,9 @@ def measured_time(root: Path, notebook: Path, meta: Mapping[str, Any] | None) ->
     if m["source"] == "store":
         if not path.is_file():
             return Measured(None, "none")
-        seconds, when = _store_seconds(path)
+        seconds, when, done = _store_seconds(path, keys)
+        if keys is not None and done < len(keys):
+            return Measured(None, "store", m["path"], when, done=done, total=len(keys), partial_s=seconds or 0.0)
         return Measured(seconds, "store", m["path"], when)
     if not path.is_file():
         return Measured(None, "none")

@@ -83,7 +83,6 @@ import yaml
 
 from .. import __version__
 from .costs import METADATA_KEY, estimate
-from .glued import read_glue
 from .guards import committed_store, inside_sources, sidecars
 from .outputs import kernel_env, write_outputs
 from .params import (CORPUS_NAMES, MANIFESTS, PATHS, SCHEMAS, ParameterError, check_constraints, short_repr,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 __all__ = ["Cost", "CPU_RATES", "GPU_SPEEDUP", "OVERHEAD_S", "UNITS", "units", "rates", "estimate",
-           "chapter_device"]
+           "chapter_device", "run_keys", "training_runs_04", "lm_units"]
 
 # Seconds of one notebook that computes almost nothing: kernel start, imports, figures, glue
 # (chapter 08's committed execution record, 9.1 s on the build machine).
@@ -225,32 +225,52 @@ def _units_06(p) -> tuple[dict[str, float], str]:
             f"{draws:,} nested hardmax draws (no SVD) over {len(grid)} head sizes, softmax SVDs on {len(sgrid)}")
 
 
+def _retrieval_configs_07(p) -> list[dict]:
+    from .trained import grid_configs
+
+    if not p["retrieval_run"]:
+        return []
+    return grid_configs(ns=p["retrieval_ns"], pair_ns=p["retrieval_pair_ns"], head_dims=p["retrieval_head_dims"],
+                        n_seeds=p["retrieval_seeds"], pair_seeds=p["retrieval_pair_seeds"], seed=p["seed"],
+                        max_steps=p["retrieval_max_steps"], min_steps=p["retrieval_min_steps"],
+                        d_model=p["retrieval_d_model"], n_values=p["retrieval_values"], lr=p["retrieval_lr"],
+                        tokens_per_step=p["retrieval_tokens"], test_sequences=p["retrieval_test_sequences"],
+                        rank_sequences=p["retrieval_rank_sequences"], rank_rtol=p["retrieval_rtol"])
+
+
+def _truncation_configs_07(p) -> list[dict]:
+    from .trained import truncation_configs
+
+    if not p["truncation_run"]:
+        return []
+    return truncation_configs(ns=p["truncation_ns"], ranks=p["truncation_ranks"], per_class=p["truncation_per_class"],
+                              folds=p["truncation_folds"], seed=p["seed"], l2=p["truncation_l2"],
+                              layer_n=p["truncation_layer_n"], layer_ranks=p["truncation_layer_ranks"])
+
+
+# A retrieval run stops at its loss plateau, checked from min_steps on; the estimate charges
+# min_steps plus this share of the rest, then the cool-down the config adds after the stop. A step
+# costs more beyond n = 128 (every query attends over n keys), in proportion to n.
+PLATEAU_SHARE = 1 / 3
+
+
 def _units_07(p) -> tuple[dict[str, float], str]:
     # every window: one forward pass and the SVDs of all 72 heads' logits and probabilities
     windows = len(p["minilm_corpora"]) * sum(k * n ** 3 for n, k in zip(p["minilm_seq_lens"], p["minilm_counts"]))
     out = {"minilm": windows}
     what = ["MiniLM ranks"]
-    if p["retrieval_run"]:
-        from .trained.reduction import grid_configs
-
-        configs = grid_configs(ns=p["retrieval_ns"], pair_ns=p["retrieval_pair_ns"],
-                               head_dims=p["retrieval_head_dims"], n_seeds=p["retrieval_seeds"],
-                               pair_seeds=p["retrieval_pair_seeds"], seed=p["seed"],
-                               max_steps=p["retrieval_max_steps"], min_steps=p["retrieval_min_steps"],
-                               d_model=p["retrieval_d_model"], n_values=p["retrieval_values"], lr=p["retrieval_lr"],
-                               tokens_per_step=p["retrieval_tokens"], test_sequences=p["retrieval_test_sequences"],
-                               rank_sequences=p["retrieval_rank_sequences"], rank_rtol=p["retrieval_rtol"])
-        # a run stops at its loss plateau: on the one-core pilot about a third of its step cap on
-        # average, never fewer than its minimum
-        steps = lambda c: max(c["min_steps"], c["max_steps"] / 3)  # noqa: E731
-        out["retrieval"] = sum(steps(c) * c["tokens_per_step"] / 2048 * (c["d_model"] / 64) for c in configs)
+    configs = _retrieval_configs_07(p)
+    if configs:
+        steps = lambda c: (c["min_steps"] + PLATEAU_SHARE * (c["max_steps"] - c["min_steps"])) * (1 + c["cooldown"])
+        out["retrieval"] = sum(steps(c) * c["tokens_per_step"] / 2048 * (c["d_model"] / 64) * max(1.0, c["n"] / 128)
+                               for c in configs)
         out["retrieval_run"] = sum(c["test_sequences"] * c["n"] / 160_000 for c in configs)
         what.append(f"{len(configs)} retrieval trainings")
-    if p["truncation_run"]:
+    truncated = _truncation_configs_07(p)
+    if truncated:
         docs = 5 * p["truncation_per_class"]
-        out["truncation"] = docs * sum(p["truncation_ns"]) * (len(p["truncation_ranks"]) + 1)
-        # one layer truncated at a time: six layers at each of its ranks, at one length
-        out["truncation"] += docs * p["truncation_layer_n"] * 6 * len(p["truncation_layer_ranks"])
+        # every n: the full model and one model per rank; at layer_n also one per (layer, rank)
+        out["truncation"] = sum(docs * c["n"] * (1 + len(c["ranks"]) + 6 * len(c["layer_ranks"])) for c in truncated)
         what.append(f"MiniLM truncated at {len(p['truncation_ranks'])} ranks")
     return out, ", ".join(what)
 
@@ -274,6 +294,18 @@ UNITS: dict[str, Callable[[Mapping[str, Any]], tuple[dict[str, float], str]]] = 
 def units(chapter: str, p: Mapping[str, Any]) -> tuple[dict[str, float], str]:
     """(unit kind -> count, what the run does in a few words) for a full, checked parameter set."""
     return UNITS[chapter](p)
+
+
+def run_keys(chapter: str, p: Mapping[str, Any]) -> set[str] | None:
+    """The run keys of every stored run a chapter's sweep makes at ``p`` (None for a chapter whose
+    runs go to no store), so a store can be told complete or partial."""
+    from ..train import run_key
+
+    if chapter == "04_head_size_training":
+        return {run_key(c) for c in training_runs_04(p)}
+    if chapter == "07_trained_attention":
+        return {run_key(c) for c in _retrieval_configs_07(p) + _truncation_configs_07(p)}
+    return None
 
 
 def chapter_device(p: Mapping[str, Any], cuda_available: bool = False) -> str:

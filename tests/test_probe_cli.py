@@ -236,3 +236,13 @@ def test_a_lowrank_run_refuses_other_inputs_and_tasks(lowrank_run, tmp_path, cap
     (run / "checkpoint.pt").write_bytes(b"not a checkpoint")
     code, err = _probe(capsys, run, "-o", tmp_path / "o")
     assert code == 2 and "checkpoint.pt cannot be read" in _one_line(err)
+
+
+def test_a_batch_whose_maps_cannot_fit_is_refused(checkpoints, tmp_path, capsys, monkeypatch):
+    import os
+
+    paths, texts = checkpoints
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: 1 if name == "SC_AVPHYS_PAGES" else real(name))
+    code, err = _probe(capsys, paths["bert"], "--texts", texts, "--lengths", 40, "-o", tmp_path / "o")
+    assert code == 2 and "--batch-size = 4: one layer's maps at n = 40 need about" in _one_line(err)

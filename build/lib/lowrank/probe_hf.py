@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "supports_interface", "reading", "cross_check_atol",
+__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "reading", "cross_check_atol",
            "special_tokens", "text_windows"]
 
 IMPLEMENTATION = "lowrank_probe"
@@ -47,11 +47,6 @@ def is_hf_model(model) -> bool:
     """Whether ``model`` is a ``transformers`` PreTrainedModel (without importing transformers)."""
     return any(c.__module__.startswith("transformers.") and c.__name__ == "PreTrainedModel"
                for c in type(model).__mro__)
-
-
-def supports_interface(model) -> bool:
-    """Whether the model's attention goes through the attention-function registry."""
-    return bool(type(model)._can_set_attn_implementation())
 
 
 def cross_check_atol(dtype: torch.dtype) -> float:
@@ -128,28 +123,30 @@ def reading(model, on_call: Callable[[HFCall], None], *,
     to ``on_call`` as an :class:`HFCall`; the others run as plain eager attention.
 
     Calls are numbered in forward order from 0 (the layer index for a single stack). Raises
-    ValueError when the model's attention does not go through the registry (the message names
-    the model class). The model's own implementation (sdpa, eager, ...) is restored on exit.
+    ValueError when no call arrived: the model's attention does not go through the registry (the
+    message names the model class). The model's own implementation (sdpa, eager, ...) is restored
+    on exit.
     """
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
-    if not supports_interface(model):
-        raise ValueError(f"{type(model).__name__} does not route attention through transformers' "
-                         "AttentionInterface, which the probe reads; it cannot be probed")
     AttentionInterface.register(IMPLEMENTATION, _attention)
     # The eager path's additive float mask, which the recomputation adds to the logits.
     AttentionMaskInterface.register(IMPLEMENTATION, ALL_MASK_ATTENTION_FUNCTIONS["eager"])
     before = model.config._attn_implementation
+    # A model whose attention bypasses the registry keeps its own implementation (transformers
+    # logs a warning); it is recognised below by the calls that never arrive.
     model.set_attn_implementation(IMPLEMENTATION)
-    if model.config._attn_implementation != IMPLEMENTATION:
-        raise ValueError(f"{type(model).__name__} refused the attention implementation the probe registers")
-    token = _READER.set(_Reader(on_call, want))
+    reader = _Reader(on_call, want)
+    token = _READER.set(reader)
     try:
         yield
     finally:
         _READER.reset(token)
         model.set_attn_implementation(before)
+    if reader.calls == 0:
+        raise ValueError(f"no attention call of {type(model).__name__} reached the probe: its attention does not "
+                         "go through transformers' AttentionInterface (sdpa- or custom-only attention)")
 
 
 def special_tokens(tokenizer) -> tuple[list[int], list[int]]:

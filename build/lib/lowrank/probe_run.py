@@ -2,14 +2,16 @@
 
 :func:`run_probe` loads a local checkpoint folder (``save_pretrained`` output, or a
 ``python -m lowrank.train`` run folder), builds unpadded inputs (windows of text, or images for
-vision models), ranks every head's logits S and
-probabilities A through :func:`lowrank.probe.text_ranks` (chapter 07's code path) or
-:func:`lowrank.probe.rank_table`, and writes into OUTDIR (:mod:`lowrank.report`):
+vision models), ranks every head's logits S and probabilities A through
+:func:`lowrank.probe.text_ranks` (chapter 07's code path; Hugging Face text models) or
+:func:`lowrank.probe.layer_ranks` batch by batch (images, lowrank runs), and writes into OUTDIR (:mod:`lowrank.report`):
 ``ranks.csv`` (tidy), ``heads.csv`` (per-head summary), figures as PNG and SVG, ``report.md`` and
 ``provenance.json``.
 
-Every input is checked before the model runs; a bad one raises :class:`ProbeInputError` with one
-line naming the input, its value and what is allowed (the command exits 2 on it).
+Inputs are checked before the model runs (a model whose attention turns out not to reach the
+probe is refused after its first forward pass, before anything is written); a bad one raises
+:class:`ProbeInputError` with one line naming the input, its value and what is allowed (the command
+exits 2 on it).
 """
 from __future__ import annotations
 
@@ -132,8 +134,6 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
         raise ProbeInputError("lowrank probe needs the 'hf' extra: pip install 'lowrank[hf]'") from None
     from transformers.utils import logging as hf_logging
 
-    from .probe_hf import supports_interface
-
     hf_logging.disable_progress_bar()
     try:
         config = transformers.AutoConfig.from_pretrained(path)
@@ -150,10 +150,6 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
     except Exception as e:
         raise _fail("PATH", path, f"transformers cannot load it as a model ({type(e).__name__}: "
                     f"{' '.join(str(e).split())[:120]})") from None
-    if not supports_interface(model):
-        raise _fail("PATH", path, f"{type(model).__name__} does not route attention through transformers' "
-                    f"AttentionInterface (sdpa- or custom-only attention); supported: {families} and other "
-                    "models built on that interface")
     text = config.get_text_config()
     heads = int(text.num_attention_heads)
     width = int(getattr(text, "hidden_size", 0))
@@ -363,6 +359,23 @@ def _texts(spec: ProbeSpec, info: CheckpointInfo, tokenizer):
     return corpus.texts, {"texts": source, "corpus": corpus.name, "documents": len(corpus.texts), "lengths": lengths}
 
 
+def _check_memory(spec: ProbeSpec, info: CheckpointInfo, n: int) -> None:
+    """Refuse a batch whose one layer of maps cannot fit: logits, probabilities, the eager path's
+    weights, the masked logits and the SVD's copy, each (B, h, n, n), in float64."""
+    need = 5 * spec.batch_size * info.heads * n * n * 8
+    dev = torch.device(spec.device)
+    if dev.type == "cuda":
+        have = torch.cuda.mem_get_info(dev)[0]
+    else:
+        try:
+            have = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return
+    if need > have:
+        raise _fail("--batch-size", spec.batch_size, f"one layer's maps at n = {n} need about {need / 2**30:.1f} "
+                    f"GiB and {have / 2**30:.1f} GiB are free on {dev}; use a smaller --batch-size or length")
+
+
 def _batched_ranks(model, batches, *, layers, rtols, checks: list):
     import pandas as pd
 
@@ -408,8 +421,13 @@ def run_probe(spec: ProbeSpec) -> Path:
     rtols, checks = (None, FLOAT32), []
     if own or info.vision:
         batches, described = _stream_batches(spec, info, stream) if own else _image_batches(spec, info)
+        # A vision model's n (its patches) is set by its config, a few hundred at most: no estimate.
+        longest = None if info.vision else max(b.shape[1] for _, b in batches)
     else:
         texts, described = _texts(spec, info, tokenizer)
+        longest = max(described["lengths"])
+    if longest is not None:
+        _check_memory(spec, info, longest)
     try:
         if own or info.vision:
             table = _batched_ranks(model, batches, layers=spec.layers, rtols=rtols, checks=checks)
@@ -419,8 +437,10 @@ def run_probe(spec: ProbeSpec) -> Path:
                                cross_checks=checks)
     except ProbeMismatchError as e:
         raise ProbeMismatchError(f"cross-check failed: {e}") from None
-    except ValueError as e:  # the model's attention is not what the probe reads (cross-attention, a cache)
-        raise ProbeInputError(f"PATH = {path}: cannot be probed: {' '.join(str(e).split())[:200]}") from None
+    except ValueError as e:  # the model's attention is not what the probe reads (no registry, cross-attention)
+        raise ProbeInputError(f"PATH = {path}: cannot be probed: {' '.join(str(e).split())[:200]}; tested "
+                              f"families: {', '.join(TESTED_FAMILIES)} and other models built on that "
+                              "interface") from None
     diffs = [d for _, _, d in checks]
     provenance = {
         "checkpoint": asdict(info), "dtype": spec.dtype, "device": spec.device,

@@ -55,7 +55,7 @@ class ProbeMismatchError(RuntimeError):
 
 @dataclass(frozen=True)
 class AttentionSite:
-    """One self-attention module: its layer index, dotted name and kind (lowrank, bert, gpt2)."""
+    """One lowrank attention module: its layer index, dotted name, kind ("lowrank") and the module."""
     layer: int
     name: str
     kind: str
@@ -129,8 +129,8 @@ def _max_positions(model: nn.Module) -> int | None:
     """How many positions the model embeds (Hugging Face ``max_position_embeddings`` or a lowrank
     model's ``cfg.max_len``), or None when it does not say."""
     config = getattr(model, "config", None)
-    if isinstance(getattr(config, "max_position_embeddings", None), int):
-        return config.max_position_embeddings
+    if probe_hf.is_hf_model(model):
+        return probe_hf.max_tokens(config)
     for module in model.modules():
         cfg = getattr(module, "cfg", None)
         if isinstance(getattr(cfg, "max_len", None), int):

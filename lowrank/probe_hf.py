@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "reading", "cross_check_atol",
+__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "max_tokens", "reading", "cross_check_atol",
            "special_tokens", "text_windows"]
 
 IMPLEMENTATION = "lowrank_probe"
@@ -47,6 +47,17 @@ def is_hf_model(model) -> bool:
     """Whether ``model`` is a ``transformers`` PreTrainedModel (without importing transformers)."""
     return any(c.__module__.startswith("transformers.") and c.__name__ == "PreTrainedModel"
                for c in type(model).__mro__)
+
+
+def max_tokens(config) -> int | None:
+    """The longest sequence the model embeds: ``max_position_embeddings`` less the position offset
+    RoBERTa-style models reserve for padding."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int):
+        return None
+    if config.model_type in ("roberta", "xlm-roberta", "camembert") and isinstance(config.pad_token_id, int):
+        limit -= config.pad_token_id + 1
+    return limit
 
 
 def cross_check_atol(dtype: torch.dtype) -> float:

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 __all__ = ["ProbeInputError", "ProbeSpec", "TESTED_FAMILIES", "DTYPES", "DEFAULT_LENGTHS", "CheckpointInfo",
-           "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "max_tokens", "synthetic_images",
+           "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "synthetic_images",
            "folder_images", "run_probe"]
 
 # model_type values the test suite builds tiny checkpoints of; other models whose attention goes
@@ -97,17 +97,6 @@ def _weights_sha256(folder: Path) -> dict:
     return out
 
 
-def max_tokens(config) -> int | None:
-    """The longest sequence the model embeds: ``max_position_embeddings`` less the position offset
-    RoBERTa-style models reserve for padding."""
-    limit = getattr(config, "max_position_embeddings", None)
-    if not isinstance(limit, int):
-        return None
-    if config.model_type in ("roberta", "xlm-roberta", "camembert") and isinstance(config.pad_token_id, int):
-        limit -= config.pad_token_id + 1
-    return limit
-
-
 def _check_device(device: str, dtype: str) -> torch.device:
     if dtype not in DTYPES:
         raise _fail("--dtype", dtype, f"expected one of {', '.join(DTYPES)}")
@@ -133,6 +122,8 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
     except ImportError:
         raise ProbeInputError("lowrank probe needs the 'hf' extra: pip install 'lowrank[hf]'") from None
     from transformers.utils import logging as hf_logging
+
+    from .probe_hf import max_tokens
 
     hf_logging.disable_progress_bar()
     try:

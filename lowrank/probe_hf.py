@@ -61,8 +61,12 @@ def max_tokens(config) -> int | None:
 
 
 def cross_check_atol(dtype: torch.dtype) -> float:
-    """Tolerance of the probability cross-check: the rounding of the dtype the eager path ran in."""
-    return {torch.float64: 1e-10, torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-5)
+    """Tolerance of the probability cross-check: the rounding of the dtype the eager path ran in.
+
+    float64 models get float32's tolerance: eager attention of Llama-style models takes its softmax
+    in float32 whatever the model's dtype.
+    """
+    return {torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-5)
 
 
 def _eager_function(module) -> Callable:

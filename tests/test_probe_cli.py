@@ -246,3 +246,18 @@ def test_a_batch_whose_maps_cannot_fit_is_refused(checkpoints, tmp_path, capsys,
     monkeypatch.setattr(os, "sysconf", lambda name: 1 if name == "SC_AVPHYS_PAGES" else real(name))
     code, err = _probe(capsys, paths["bert"], "--texts", texts, "--lengths", 40, "-o", tmp_path / "o")
     assert code == 2 and "--batch-size = 4: one layer's maps at n = 40 need about" in _one_line(err)
+
+
+@pytest.mark.parametrize("dtype, atol", [("bfloat16", 2e-2), ("float16", 2e-3), ("float64", 1e-5)])
+def test_other_dtypes_cross_check_at_their_own_rounding(dtype, atol, checkpoints, tmp_path, capsys):
+    paths, texts = checkpoints
+    out = tmp_path / "out"
+    code, err = _probe(capsys, paths["llama"], "--texts", texts, "--lengths", 20, "--windows", 2, "--dtype", dtype,
+                       "-o", out)
+    assert code == 0, err
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["dtype"] == dtype and prov["cross_check"]["atol"] == atol
+    assert prov["cross_check"]["max_abs_diff"] <= atol
+    ranks = pd.read_csv(out / "ranks.csv")
+    S = ranks[(ranks.matrix == "S") & (ranks.measure == "numerical_rank") & (ranks.tolerance == "rtol=max(m,n)eps")]
+    assert (S.value == D_H).all()

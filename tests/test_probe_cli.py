@@ -261,3 +261,29 @@ def test_other_dtypes_cross_check_at_their_own_rounding(dtype, atol, checkpoints
     ranks = pd.read_csv(out / "ranks.csv")
     S = ranks[(ranks.matrix == "S") & (ranks.measure == "numerical_rank") & (ranks.tolerance == "rtol=max(m,n)eps")]
     assert (S.value == D_H).all()
+
+
+def test_a_folder_of_images_feeds_a_vision_model(checkpoints, tmp_path, capsys):
+    import numpy as np
+    from PIL import Image
+
+    paths, _ = checkpoints
+    folder = tmp_path / "images"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i, size in enumerate((40, 28, 64)):  # any size: each is resized to the model's 32 pixels
+        Image.fromarray(rng.integers(0, 255, (size, size, 3), dtype=np.uint8)).save(folder / f"im{i}.png")
+    (folder / "notes.txt").write_text("not an image, skipped")
+    out = tmp_path / "out"
+    code, err = _probe(capsys, paths["vit"], "--images", folder, "--windows", 2, "-o", out)
+    assert code == 0, err
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["inputs"]["count"] == 2 and prov["inputs"]["images"] == str(folder.resolve())
+    assert set(pd.read_csv(out / "ranks.csv")["window"]) == {0, 1}
+    (folder / "im0.png").write_bytes(b"broken")
+    code, err = _probe(capsys, paths["vit"], "--images", folder, "-o", tmp_path / "o2")
+    assert code == 2 and "im0.png: cannot be read as an image" in _one_line(err)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, err = _probe(capsys, paths["vit"], "--images", empty, "-o", tmp_path / "o2")
+    assert code == 2 and "holds no images" in _one_line(err)

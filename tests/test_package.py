@@ -83,6 +83,7 @@ def test_version_is_the_same_in_package_pyproject_changelog_and_book():
     releases = re.findall(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
     assert [r for r in releases if r != "Unreleased"][0] == version
     assert f"version {version}" in (ROOT / "_config.yml").read_text()
+    assert f"version {version}" in (ROOT / "intro.md").read_text()  # the BibTeX block
     for name in ("LICENSE", "CITATION.cff", "CONTRIBUTING.md"):
         assert (ROOT / name).is_file()
     assert f"version: {version}" in (ROOT / "CITATION.cff").read_text()

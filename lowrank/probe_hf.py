@@ -99,6 +99,12 @@ def _recompute(query, key, mask, scaling):
     return logits, torch.softmax(masked, dim=-1)
 
 
+# Keyword arguments of the attention interface that change the probabilities beyond
+# softmax(scale * Q K^T + mask). The cross-check would catch them too, but near-uniform attention
+# can hide a soft-cap inside its tolerance, so they are refused by name.
+_UNMODELLED = {"softcap": "logit soft-capping", "s_aux": "attention sinks"}
+
+
 @dataclass
 class _Reader:
     on_call: Callable[[HFCall], None]
@@ -120,6 +126,11 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     index, reader.calls = reader.calls, reader.calls + 1
     if not reader.want(index):
         return out, weights
+    unmodelled = [name for name in _UNMODELLED if kwargs.get(name) is not None]
+    if unmodelled:
+        raise ValueError(f"{type(module).__name__} passes {', '.join(unmodelled)} to its attention "
+                         f"({', '.join(_UNMODELLED[n] for n in unmodelled)}), which the probe's recomputation "
+                         "does not model")
     if query.shape[-2] != key.shape[-2]:
         raise ValueError(f"{type(module).__name__}: {query.shape[-2]} queries but {key.shape[-2]} keys; the "
                          "probe reads self-attention over one full sequence (no key/value cache, no "

@@ -31,9 +31,9 @@ __all__ = ["ProbeInputError", "ProbeSpec", "TESTED_FAMILIES", "DTYPES", "DEFAULT
            "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "synthetic_images",
            "folder_images", "run_probe"]
 
-# model_type values the test suite builds tiny checkpoints of; other models whose attention goes
-# through transformers' AttentionInterface (Mistral, Qwen2, ...) are read the same way.
-TESTED_FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama", "vit")
+# model_type values the test suite builds tiny random models of; other models whose attention goes
+# through transformers' AttentionInterface are read the same way.
+TESTED_FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama", "mistral", "qwen2", "vit")
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")

@@ -155,7 +155,7 @@ def test_unsupported_architecture_lists_the_families(checkpoints, tmp_path, caps
     monkeypatch.setattr(transformers.BertModel, "set_attn_implementation", lambda self, *a, **k: None)
     code, err = _probe(capsys, paths["bert"], "--texts", texts, "--lengths", 20, "-o", tmp_path / "o")
     line = _one_line(err)
-    assert code == 2 and "AttentionInterface" in line and "bert, roberta, distilbert, gpt2, llama, vit" in line
+    assert code == 2 and "AttentionInterface" in line and "bert, roberta, distilbert, gpt2, llama, mistral, qwen2, vit" in line
 
 
 def test_a_failed_cross_check_exits_1_and_writes_nothing(checkpoints, tmp_path, capsys, monkeypatch):

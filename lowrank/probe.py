@@ -55,7 +55,7 @@ class ProbeMismatchError(RuntimeError):
 
 @dataclass(frozen=True)
 class AttentionSite:
-    """One self-attention module: its layer index, dotted name and kind (lowrank, bert, gpt2)."""
+    """One lowrank attention module: its layer index, dotted name, kind ("lowrank") and the module."""
     layer: int
     name: str
     kind: str
@@ -88,14 +88,6 @@ def attention_sites(model: nn.Module) -> list[AttentionSite]:
     return sites
 
 
-def _additive(mask: torch.Tensor | None) -> torch.Tensor | None:
-    if mask is None:
-        return None
-    if mask.dtype == torch.bool:
-        return torch.zeros(mask.shape, dtype=torch.float64, device=mask.device).masked_fill(~mask, float("-inf"))
-    return mask.to(torch.float64)
-
-
 def _mismatch(layer: int, name: str, diff: float, atol: float) -> ProbeMismatchError:
     return ProbeMismatchError(
         f"layer {layer} ({name}): recomputed probabilities differ from the model's by {diff:.3g} (max abs), "
@@ -109,7 +101,7 @@ def _recompute(site: AttentionSite, args: tuple, kwargs: dict, atol: float):
     m = site.module
     q, k, _ = m.qkv(x)
     mask_in = kwargs.get("attn_mask")
-    mask = _additive(m._mask(x.shape[1], mask_in, torch.float64, x.device))
+    mask = m._mask(x.shape[1], mask_in, torch.float64, x.device)  # additive, float64, or None
     own = m.probs(x, attn_mask=mask_in)
     logits = (q.double() @ k.double().transpose(-2, -1)) * m.scale
     masked = logits if mask is None else logits + mask
@@ -137,8 +129,8 @@ def _max_positions(model: nn.Module) -> int | None:
     """How many positions the model embeds (Hugging Face ``max_position_embeddings`` or a lowrank
     model's ``cfg.max_len``), or None when it does not say."""
     config = getattr(model, "config", None)
-    if isinstance(getattr(config, "max_position_embeddings", None), int):
-        return config.max_position_embeddings
+    if probe_hf.is_hf_model(model):
+        return probe_hf.max_tokens(config)
     for module in model.modules():
         cfg = getattr(module, "cfg", None)
         if isinstance(getattr(cfg, "max_len", None), int):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "reading", "cross_check_atol",
+__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "max_tokens", "reading", "cross_check_atol",
            "special_tokens", "text_windows"]
 
 IMPLEMENTATION = "lowrank_probe"
@@ -49,9 +49,24 @@ def is_hf_model(model) -> bool:
                for c in type(model).__mro__)
 
 
+def max_tokens(config) -> int | None:
+    """The longest sequence the model embeds: ``max_position_embeddings`` less the position offset
+    RoBERTa-style models reserve for padding."""
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int):
+        return None
+    if config.model_type in ("roberta", "xlm-roberta", "camembert") and isinstance(config.pad_token_id, int):
+        limit -= config.pad_token_id + 1
+    return limit
+
+
 def cross_check_atol(dtype: torch.dtype) -> float:
-    """Tolerance of the probability cross-check: the rounding of the dtype the eager path ran in."""
-    return {torch.float64: 1e-10, torch.float32: 1e-5, torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-5)
+    """Tolerance of the probability cross-check: the rounding of the dtype the eager path ran in.
+
+    float64 models get float32's tolerance: eager attention of Llama-style models takes its softmax
+    in float32 whatever the model's dtype.
+    """
+    return {torch.bfloat16: 2e-2, torch.float16: 2e-3}.get(dtype, 1e-5)
 
 
 def _eager_function(module) -> Callable:
@@ -84,6 +99,12 @@ def _recompute(query, key, mask, scaling):
     return logits, torch.softmax(masked, dim=-1)
 
 
+# Keyword arguments of the attention interface that change the probabilities beyond
+# softmax(scale * Q K^T + mask). The cross-check would catch them too, but near-uniform attention
+# can hide a soft-cap inside its tolerance, so they are refused by name.
+_UNMODELLED = {"softcap": "logit soft-capping", "s_aux": "attention sinks"}
+
+
 @dataclass
 class _Reader:
     on_call: Callable[[HFCall], None]
@@ -105,6 +126,11 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     index, reader.calls = reader.calls, reader.calls + 1
     if not reader.want(index):
         return out, weights
+    unmodelled = [name for name in _UNMODELLED if kwargs.get(name) is not None]
+    if unmodelled:
+        raise ValueError(f"{type(module).__name__} passes {', '.join(unmodelled)} to its attention "
+                         f"({', '.join(_UNMODELLED[n] for n in unmodelled)}), which the probe's recomputation "
+                         "does not model")
     if query.shape[-2] != key.shape[-2]:
         raise ValueError(f"{type(module).__name__}: {query.shape[-2]} queries but {key.shape[-2]} keys; the "
                          "probe reads self-attention over one full sequence (no key/value cache, no "

@@ -2,14 +2,16 @@
 
 :func:`run_probe` loads a local checkpoint folder (``save_pretrained`` output, or a
 ``python -m lowrank.train`` run folder), builds unpadded inputs (windows of text, or images for
-vision models), ranks every head's logits S and
-probabilities A through :func:`lowrank.probe.text_ranks` (chapter 07's code path) or
-:func:`lowrank.probe.rank_table`, and writes into OUTDIR (:mod:`lowrank.report`):
+vision models), ranks every head's logits S and probabilities A through
+:func:`lowrank.probe.text_ranks` (chapter 07's code path; Hugging Face text models) or
+:func:`lowrank.probe.layer_ranks` batch by batch (images, lowrank runs), and writes into OUTDIR (:mod:`lowrank.report`):
 ``ranks.csv`` (tidy), ``heads.csv`` (per-head summary), figures as PNG and SVG, ``report.md`` and
 ``provenance.json``.
 
-Every input is checked before the model runs; a bad one raises :class:`ProbeInputError` with one
-line naming the input, its value and what is allowed (the command exits 2 on it).
+Inputs are checked before the model runs (a model whose attention turns out not to reach the
+probe is refused after its first forward pass, before anything is written); a bad one raises
+:class:`ProbeInputError` with one line naming the input, its value and what is allowed (the command
+exits 2 on it).
 """
 from __future__ import annotations
 
@@ -26,12 +28,12 @@ import numpy as np
 import torch
 
 __all__ = ["ProbeInputError", "ProbeSpec", "TESTED_FAMILIES", "DTYPES", "DEFAULT_LENGTHS", "CheckpointInfo",
-           "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "max_tokens", "synthetic_images",
+           "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "synthetic_images",
            "folder_images", "run_probe"]
 
-# model_type values the test suite builds tiny checkpoints of; other models whose attention goes
-# through transformers' AttentionInterface (Mistral, Qwen2, ...) are read the same way.
-TESTED_FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama", "vit")
+# model_type values the test suite builds tiny random models of; other models whose attention goes
+# through transformers' AttentionInterface are read the same way.
+TESTED_FAMILIES = ("bert", "roberta", "distilbert", "gpt2", "llama", "mistral", "qwen2", "vit")
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "bfloat16": torch.bfloat16, "float16": torch.float16}
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -95,17 +97,6 @@ def _weights_sha256(folder: Path) -> dict:
     return out
 
 
-def max_tokens(config) -> int | None:
-    """The longest sequence the model embeds: ``max_position_embeddings`` less the position offset
-    RoBERTa-style models reserve for padding."""
-    limit = getattr(config, "max_position_embeddings", None)
-    if not isinstance(limit, int):
-        return None
-    if config.model_type in ("roberta", "xlm-roberta", "camembert") and isinstance(config.pad_token_id, int):
-        limit -= config.pad_token_id + 1
-    return limit
-
-
 def _check_device(device: str, dtype: str) -> torch.device:
     if dtype not in DTYPES:
         raise _fail("--dtype", dtype, f"expected one of {', '.join(DTYPES)}")
@@ -131,6 +122,8 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
     except ImportError:
         raise ProbeInputError("lowrank probe needs the 'hf' extra: pip install 'lowrank[hf]'") from None
     from transformers.utils import logging as hf_logging
+
+    from .probe_hf import max_tokens
 
     hf_logging.disable_progress_bar()
     try:
@@ -357,6 +350,23 @@ def _texts(spec: ProbeSpec, info: CheckpointInfo, tokenizer):
     return corpus.texts, {"texts": source, "corpus": corpus.name, "documents": len(corpus.texts), "lengths": lengths}
 
 
+def _check_memory(spec: ProbeSpec, info: CheckpointInfo, n: int) -> None:
+    """Refuse a batch whose one layer of maps cannot fit: logits, probabilities, the eager path's
+    weights, the masked logits and the SVD's copy, each (B, h, n, n), in float64."""
+    need = 5 * spec.batch_size * info.heads * n * n * 8
+    dev = torch.device(spec.device)
+    if dev.type == "cuda":
+        have = torch.cuda.mem_get_info(dev)[0]
+    else:
+        try:
+            have = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return
+    if need > have:
+        raise _fail("--batch-size", spec.batch_size, f"one layer's maps at n = {n} need about {need / 2**30:.1f} "
+                    f"GiB and {have / 2**30:.1f} GiB are free on {dev}; use a smaller --batch-size or length")
+
+
 def _batched_ranks(model, batches, *, layers, rtols, checks: list):
     import pandas as pd
 
@@ -402,8 +412,13 @@ def run_probe(spec: ProbeSpec) -> Path:
     rtols, checks = (None, FLOAT32), []
     if own or info.vision:
         batches, described = _stream_batches(spec, info, stream) if own else _image_batches(spec, info)
+        # A vision model's n (its patches) is set by its config, a few hundred at most: no estimate.
+        longest = None if info.vision else max(b.shape[1] for _, b in batches)
     else:
         texts, described = _texts(spec, info, tokenizer)
+        longest = max(described["lengths"])
+    if longest is not None:
+        _check_memory(spec, info, longest)
     try:
         if own or info.vision:
             table = _batched_ranks(model, batches, layers=spec.layers, rtols=rtols, checks=checks)

@@ -51,11 +51,18 @@ def test_importing_the_library_loads_nothing_of_the_book():
 
 
 def test_the_wheel_carries_the_licence_and_library_metadata(tmp_path):
-    """Built offline with the installed setuptools: what `pip install .` would install."""
+    """Built offline with the installed setuptools: what `pip install .` would install. The build
+    runs in a copy, so its build/ and egg-info folders never land in the repository."""
+    import shutil
+
     pytest.importorskip("setuptools")
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "lowrank", src / "lowrank", ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                    "-q", "-w", str(tmp_path), str(ROOT)], check=True, capture_output=True,
-                   cwd=tmp_path)
+                    "-q", "-w", str(tmp_path), str(src)], check=True, capture_output=True, cwd=tmp_path)
     wheel = next(tmp_path.glob("lowrank-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
@@ -76,6 +83,7 @@ def test_version_is_the_same_in_package_pyproject_changelog_and_book():
     releases = re.findall(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
     assert [r for r in releases if r != "Unreleased"][0] == version
     assert f"version {version}" in (ROOT / "_config.yml").read_text()
+    assert f"version {version}" in (ROOT / "intro.md").read_text()  # the BibTeX block
     for name in ("LICENSE", "CITATION.cff", "CONTRIBUTING.md"):
         assert (ROOT / name).is_file()
     assert f"version: {version}" in (ROOT / "CITATION.cff").read_text()

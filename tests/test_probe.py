@@ -225,3 +225,23 @@ def test_minilm_logit_rank_is_head_dim():
     logits = t[t.matrix == "logits"]
     assert len(logits) == 2 * 12 and (logits["value"] == 32).all()
     assert (t[t.matrix == "probs"]["value"] > 32).all()
+
+
+@pytest.mark.parametrize("family", ["mistral", "qwen2"])
+def test_other_rotary_gqa_families_are_read(family):
+    common = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=37, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(family, **common))
+    for la in capture(model, _ids()):
+        assert torch.linalg.matrix_rank(la.logits).unique().tolist() == [8]
+        assert la.max_diff <= 1e-5 and la.probs.triu(1).abs().max() == 0
+
+
+def test_logit_soft_capping_is_refused_by_name():
+    cfg = transformers.Gemma2Config(vocab_size=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                    num_key_value_heads=2, head_dim=8, intermediate_size=37,
+                                    max_position_embeddings=64, attn_logit_softcapping=50.0)
+    model = transformers.AutoModel.from_config(cfg)
+    with pytest.raises(ValueError, match="softcap .*logit soft-capping"):
+        capture(model, _ids())

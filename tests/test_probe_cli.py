@@ -155,7 +155,7 @@ def test_unsupported_architecture_lists_the_families(checkpoints, tmp_path, caps
     monkeypatch.setattr(transformers.BertModel, "set_attn_implementation", lambda self, *a, **k: None)
     code, err = _probe(capsys, paths["bert"], "--texts", texts, "--lengths", 20, "-o", tmp_path / "o")
     line = _one_line(err)
-    assert code == 2 and "AttentionInterface" in line and "bert, roberta, distilbert, gpt2, llama, vit" in line
+    assert code == 2 and "AttentionInterface" in line and "bert, roberta, distilbert, gpt2, llama, mistral, qwen2, vit" in line
 
 
 def test_a_failed_cross_check_exits_1_and_writes_nothing(checkpoints, tmp_path, capsys, monkeypatch):
@@ -236,3 +236,54 @@ def test_a_lowrank_run_refuses_other_inputs_and_tasks(lowrank_run, tmp_path, cap
     (run / "checkpoint.pt").write_bytes(b"not a checkpoint")
     code, err = _probe(capsys, run, "-o", tmp_path / "o")
     assert code == 2 and "checkpoint.pt cannot be read" in _one_line(err)
+
+
+def test_a_batch_whose_maps_cannot_fit_is_refused(checkpoints, tmp_path, capsys, monkeypatch):
+    import os
+
+    paths, texts = checkpoints
+    real = os.sysconf
+    monkeypatch.setattr(os, "sysconf", lambda name: 1 if name == "SC_AVPHYS_PAGES" else real(name))
+    code, err = _probe(capsys, paths["bert"], "--texts", texts, "--lengths", 40, "-o", tmp_path / "o")
+    assert code == 2 and "--batch-size = 4: one layer's maps at n = 40 need about" in _one_line(err)
+
+
+@pytest.mark.parametrize("dtype, atol", [("bfloat16", 2e-2), ("float16", 2e-3), ("float64", 1e-5)])
+def test_other_dtypes_cross_check_at_their_own_rounding(dtype, atol, checkpoints, tmp_path, capsys):
+    paths, texts = checkpoints
+    out = tmp_path / "out"
+    code, err = _probe(capsys, paths["llama"], "--texts", texts, "--lengths", 20, "--windows", 2, "--dtype", dtype,
+                       "-o", out)
+    assert code == 0, err
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["dtype"] == dtype and prov["cross_check"]["atol"] == atol
+    assert prov["cross_check"]["max_abs_diff"] <= atol
+    ranks = pd.read_csv(out / "ranks.csv")
+    S = ranks[(ranks.matrix == "S") & (ranks.measure == "numerical_rank") & (ranks.tolerance == "rtol=max(m,n)eps")]
+    assert (S.value == D_H).all()
+
+
+def test_a_folder_of_images_feeds_a_vision_model(checkpoints, tmp_path, capsys):
+    import numpy as np
+    from PIL import Image
+
+    paths, _ = checkpoints
+    folder = tmp_path / "images"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i, size in enumerate((40, 28, 64)):  # any size: each is resized to the model's 32 pixels
+        Image.fromarray(rng.integers(0, 255, (size, size, 3), dtype=np.uint8)).save(folder / f"im{i}.png")
+    (folder / "notes.txt").write_text("not an image, skipped")
+    out = tmp_path / "out"
+    code, err = _probe(capsys, paths["vit"], "--images", folder, "--windows", 2, "-o", out)
+    assert code == 0, err
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["inputs"]["count"] == 2 and prov["inputs"]["images"] == str(folder.resolve())
+    assert set(pd.read_csv(out / "ranks.csv")["window"]) == {0, 1}
+    (folder / "im0.png").write_bytes(b"broken")
+    code, err = _probe(capsys, paths["vit"], "--images", folder, "-o", tmp_path / "o2")
+    assert code == 2 and "im0.png: cannot be read as an image" in _one_line(err)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, err = _probe(capsys, paths["vit"], "--images", empty, "-o", tmp_path / "o2")
+    assert code == 2 and "holds no images" in _one_line(err)

@@ -7,7 +7,8 @@
 #                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
 #   make gpu-check  first thing on a GPU: CUDA tests, smoke sets on CUDA, timed slice (tools/gpu_check.sh)
 #   make pdf        the whole book as one PDF, _build/pdf/book.pdf (committed outputs, offline, headless Chromium)
-#   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
+#   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs),
+#                   then refresh their text sources chapters/text/*.py
 #   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
 #                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
 #   make clean      remove build outputs and caches (keeps .venv); make distclean also drops .venv
@@ -94,6 +95,7 @@ pdf: setup
 
 notebooks: setup data
 	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)
+	$(BIN)/python tools/sync_sources.py
 
 # The browser test reads the book that render_book.py has just written, so it runs last, on its own.
 test: setup data

@@ -104,11 +104,11 @@ def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
     for src in sources:
         module = load(src.module)
         if module is None:
-            silent[src.number] = f"module lowrank.experiments.{src.module} does not exist yet"
+            silent[src.number] = f"module lowrank.experiments.{src.module} does not exist"
             continue
         found = getattr(module, "CLAIMS", None)
         if found is None:
-            silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS yet"
+            silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS"
             continue
         found = tuple(found)
         if not found:

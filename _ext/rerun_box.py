@@ -12,9 +12,10 @@ after the chapter's title and opening summary, collapsed (a dropdown) so that it
 text down.
 
 Above the commands, a table gives each scale (smoke, default, long, paper: the sets that exist for
-the chapter) with the hardware it needs and its time: measured for the default run (the
-notebook's execution record), otherwise what the set file's header comments say, read as
-"not yet run; estimated ..." unless the header reports a measurement. The box links the source of
+the chapter) with the hardware it needs, its estimate and its measured time, from the set file's
+machine-readable ``metadata`` block and the chapter's cost model (:mod:`lowrank.book.sets`): the
+default run is measured by the notebook's execution record, a long set by its committed store's
+``wall_s``; a set nobody has run says "not yet run". The box links the source of
 the whole project at the built commit (``_ext/source_archive.py``), so that a reader who downloads
 only the notebook can still install ``lowrank``, and says how to see the re-rendered page.
 """
@@ -23,7 +24,6 @@ from __future__ import annotations
 import ast
 import io
 import json
-import re
 import shlex
 import tokenize
 from pathlib import Path, PurePosixPath
@@ -46,12 +46,6 @@ SCALE_PURPOSE = {
     "long": "a longer CPU run, results stored under data/results/",
     "paper": "the papers' scale",
 }
-_ABBREVIATIONS = re.compile(r"\b(i\.e|e\.g|et al|etc|cf|vs|Sec|Fig|Figs|Eq|approx)\.", re.IGNORECASE)
-_TIME = re.compile(r"\b(\d[\d.,]*\s*(-|–|to)?\s*\d*[\d.,]*\s*(sec|seconds?|min|minutes?|hours?|days?)\b"
-                   r"|\bseconds\b|\bminutes\b|\bhours\b|\bdays\b)", re.IGNORECASE)
-_NOT_MEASURED = re.compile(r"not (yet )?(been )?(measured|run)|estimat|expected", re.IGNORECASE)
-
-
 def parameters_cell(notebook: Path) -> str:
     """Source of the notebook's code cell tagged ``parameters``."""
     nb = json.loads(notebook.read_text(encoding="utf8"))
@@ -113,117 +107,39 @@ def parameter_sets(notebook: Path) -> list[str]:
     return sorted(found, key=lambda name: (SET_ORDER.index(name) if name in SET_ORDER else len(SET_ORDER), name))
 
 
-def set_header(path: Path) -> str:
-    """The leading comment block of a parameter-set file, as one line of text (``# requires:`` lines left out)."""
-    lines = []
-    for line in path.read_text(encoding="utf8").splitlines():
-        stripped = line.strip()
-        if not stripped.startswith("#"):
-            if stripped:
-                break
-            continue
-        text = stripped.lstrip("#").strip()
-        if re.match(r"requires\s*:", text, re.IGNORECASE):
-            continue
-        lines.append(text)
-    return " ".join(" ".join(lines).split())
+def scale_info(notebook: Path, scale: str):
+    """The set's :class:`lowrank.book.costs.SetInfo` (hardware, devices, estimate, measured time)."""
+    from lowrank.book.sets import set_info
 
-
-def _clauses(text: str) -> list[str]:
-    """Sentences and ';'-separated clauses outside parentheses, abbreviations (i.e., e.g., Sec.) kept whole."""
-    text = _ABBREVIATIONS.sub(lambda m: m.group(0).replace(".", "\0"), text)
-    parts, depth, current = [], 0, ""
-    for i, ch in enumerate(text):
-        depth += (ch == "(") - (ch == ")")
-        end = ch == ";" or (ch == "." and (i + 1 == len(text) or text[i + 1] == " "))
-        if end and depth <= 0:
-            parts.append(current)
-            current = ""
-        else:
-            current += ch
-    parts.append(current)
-    return [p.replace("\0", ".").strip() for p in parts if p.strip()]
-
-
-def _requires_gpu(path: Path) -> bool:
-    return any(re.match(r"^#\s*requires\s*:.*\bgpu\b", line.strip(), re.IGNORECASE)
-               for line in path.read_text(encoding="utf8").splitlines())
-
-
-def scale_needs(path: Path) -> tuple[str, str]:
-    """(hardware, time) of a parameter set, from its header comments and ``# requires:`` line.
-
-    The time reads "measured: ..." only when the header reports a measurement; otherwise
-    "not yet run; estimated ..." (or "not stated" when the header gives no time at all).
-    """
-    clauses = _clauses(set_header(path))
-    hardware = ""
-    for clause in clauses:
-        m = re.search(r"hardware\s*:\s*(.*)", clause, re.IGNORECASE)
-        if m:
-            hardware = m.group(1).strip()
-            break
-    if not hardware:
-        hardware = "one CUDA GPU" if _requires_gpu(path) else "a CPU (no GPU needed)"
-    elif _requires_gpu(path) and "gpu" not in hardware.lower():
-        hardware += " (the set declares: requires a GPU)"
-    hardware = hardware[:1].upper() + hardware[1:]
-
-    timed = [c for c in clauses if _TIME.search(c) and not re.match(r"hardware\s*:", c, re.IGNORECASE)]
-    if not timed:  # a time given inside the hardware sentence ("any CPU, seconds")
-        timed = [m.group(0) for c in clauses if re.match(r"hardware\s*:", c, re.IGNORECASE)
-                 for m in [_TIME.search(c)] if m]
-    if not timed:
-        return hardware, "not stated in the set file"
-    text = "; ".join(timed[:2])
-    text = re.sub(r"^(expected\s+)?(wall[- ]?)?time\s*:\s*", "", text, flags=re.IGNORECASE)
-    measured = re.search(r"\bmeasured\b", text, re.IGNORECASE) and not _NOT_MEASURED.search(text)
-    text = re.sub(r"\s*\((not yet measured|not measured|not yet run)\)", "", text, flags=re.IGNORECASE)
-    text = re.sub(r"^(estimated|expected)\s+(at\s+)?", "", text, flags=re.IGNORECASE)
-    return hardware, (text if measured else f"not yet run; estimated {text}")
-
-
-def _duration(seconds: float) -> str:
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, sec = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {sec:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
-
-
-def default_run_time(notebook: Path) -> str:
-    """The committed run's measured time, from the notebook's execution record."""
     try:
-        import execution_report  # the sibling extension in _ext/ (on sys.path as a local extension)
-        run = execution_report.committed_run(notebook)
-    except Exception:  # noqa: BLE001 - a missing record only loses the measurement
-        run = {}
-    if not run.get("runtime"):
-        return "not recorded (the committed outputs carry no execution time)"
-    when = ""
-    if run.get("mtime"):
-        import datetime
-        when = datetime.datetime.fromtimestamp(run["mtime"], datetime.timezone.utc).strftime("%Y-%m-%d")
-    return f"measured: {_duration(run['runtime'])}" + (f" ({when})" if when else "")
+        return set_info(notebook.parent.parent, notebook, scale)
+    except Exception as exc:  # noqa: BLE001 - a build error that names the set and the cause
+        raise ExtensionError(f"{notebook.stem}, scale {scale}: {exc}") from exc
+
+
+def scale_needs(notebook: Path, scale: str) -> tuple[str, str]:
+    """(hardware, time) of one scale: the measured time where there is one, and the estimate."""
+    info = scale_info(notebook, scale)
+    hardware = info.hardware[:1].upper() + info.hardware[1:]
+    estimate = info.estimate_text()
+    if info.measured.seconds is None and info.measured.done is None:
+        if info.measured.source == "not_recorded":
+            return hardware, f"seconds; estimated {estimate}"
+        return hardware, f"not yet run; estimated {estimate}"
+    return hardware, f"{info.measured.text()}; estimated {estimate}"
 
 
 def scale_rows(notebook: Path, sets: list[str], number: str) -> list[tuple[str, str, str, str]]:
     """(scale, command, hardware, time) for the default run and every set of the chapter."""
     rows = []
     for name in sorted({*sets, "default"}, key=lambda n: (SET_ORDER.index(n) if n in SET_ORDER else 99, n)):
+        hardware, time = scale_needs(notebook, name)
         if name == "default":
-            rows.append(("default", f"lowrank run {number}", "A CPU; the book's runs use 2 cores, no GPU",
-                         default_run_time(notebook)))
-            continue
-        path = notebook.parent / "params" / name / f"{notebook.stem}.yaml"
-        hardware, time = scale_needs(path)
-        if name == "smoke":
-            time = "seconds (the tests run every smoke set)"
-        command = (f"lowrank run {number} --scale {name}" if name in ("smoke", "long", "paper")
-                   else f"lowrank run {number} -f chapters/params/{name}/{notebook.stem}.yaml")
+            command = f"lowrank run {number}"
+        elif name in ("smoke", "long", "paper"):
+            command = f"lowrank run {number} --scale {name}"
+        else:
+            command = f"lowrank run {number} -f chapters/params/{name}/{notebook.stem}.yaml"
         rows.append((name, command, hardware, time))
     return rows
 
@@ -247,11 +163,11 @@ def _empty_table(kind: str, headings: tuple[str, ...]) -> tuple[nodes.table, nod
 
 
 def _scales_table(rows: list[tuple[str, str, str, str]], differs: set[str]) -> nodes.table:
-    table, body = _empty_table("scales", ("Scale", "Command", "Hardware", "Time"))
+    table, body = _empty_table("scales", ("Scale", "Command", "Hardware", "Time (measured, estimated)"))
     for name, command, hardware, time in rows:
         purpose = SCALE_PURPOSE.get(name, "")
         if name in differs:
-            purpose = "paper-scale sizes, not the paper's data or setup: the set file's header lists the differences"
+            purpose = "paper-scale sizes, not the paper's data or setup: the set file lists the differences"
         row = nodes.row()
         scale = nodes.paragraph("", "", nodes.strong(name, name))
         if purpose:
@@ -264,11 +180,15 @@ def _scales_table(rows: list[tuple[str, str, str, str]], differs: set[str]) -> n
     return table
 
 
-def differs_from_paper(path: Path) -> bool:
-    """The set's header says it departs from the paper's data or setup."""
-    header = set_header(path).lower()
-    return any(word in header for word in ("differences from the paper", "differs from the paper", "instead of",
-                                            "not the paper", "unlike the paper", "stand-in", "substitute"))
+def differs_from_paper(notebook: Path, scale: str = "paper") -> bool:
+    """The set's metadata names how it departs from the paper's data or setup (``departs_from_paper``)."""
+    from lowrank.book.costs import read_metadata
+
+    try:
+        meta = read_metadata(notebook.parent / "params" / scale / f"{notebook.stem}.yaml")
+    except Exception as exc:  # noqa: BLE001 - a build error that names the set and the cause
+        raise ExtensionError(f"{notebook.stem}, scale {scale}: {exc}") from exc
+    return bool(meta.get("departs_from_paper"))
 
 
 def _literal(text: str) -> nodes.literal_block:
@@ -308,8 +228,7 @@ def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
     # Every chapter has a seed (CONVENTIONS.md); another seed is the natural first re-run.
     example_value = "1" if example == "seed" else shlex.quote(params[example]["default"])
     sets = parameter_sets(notebook)
-    differs = {name for name in sets
-               if name == "paper" and differs_from_paper(notebook.parent / "params" / name / f"{notebook.stem}.yaml")}
+    differs = {name for name in sets if name == "paper" and differs_from_paper(notebook, name)}
 
     # Short lines: the box is narrow, and what differs between the commands sits at their end.
     lowrank_lines = [f"lowrank run {number} -p {example} {example_value}"]
@@ -327,7 +246,7 @@ def rerun_box(notebook: Path, source_root: Path) -> nodes.admonition:
         "Get the project first: ",
         archive_reference(),
         " holds the lowrank package, every chapter and its parameter sets; unpack it and run ",
-        nodes.literal(text="make test"),
+        nodes.literal(text="make setup"),
         " once (it creates ",
         nodes.literal(text=".venv"),
         "; see ",
@@ -409,46 +328,84 @@ def add_rerun_box(app: Sphinx, doctree: nodes.document) -> None:
 
 
 class ScalesOverview(Directive):
-    """``{scales-overview}``: every chapter's long and paper sets with their hardware and time, from the set files."""
+    """``{scales-overview}``: every chapter's long and paper sets with hardware, device, estimate and
+    measured time, from the sets' metadata blocks and the chapters' cost models."""
 
     has_content = False
 
     def run(self):
         env = self.state.document.settings.env
         folder = Path(env.srcdir) / CHAPTER_FOLDER
-        table = nodes.table(classes=["colwidths-auto", f"{CSS_CLASS}-overview"])
-        group = nodes.tgroup(cols=4)
-        table += group
-        for _ in range(4):
-            group += nodes.colspec(colwidth=1)
-        head, body = nodes.thead(), nodes.tbody()
-        group += head
-        group += body
-        header = nodes.row()
-        for text in ("Chapter", "Set", "Hardware", "Time"):
-            header += nodes.entry("", nodes.paragraph(text=text))
-        head += header
+        table, body = _empty_table("overview", ("Chapter", "Set", "Hardware", "Device", "Time (measured, estimated)"))
         for notebook in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
             sets = [name for name in parameter_sets(notebook) if name not in ("smoke", "default")]
             for name in sets:
-                path = notebook.parent / "params" / name / f"{notebook.stem}.yaml"
-                env.note_dependency(str(path))
-                hardware, time = scale_needs(path)
+                env.note_dependency(str(notebook.parent / "params" / name / f"{notebook.stem}.yaml"))
+                info = scale_info(notebook, name)
+                hardware, time = scale_needs(notebook, name)
                 row = nodes.row()
-                docname = f"{CHAPTER_FOLDER}/{notebook.stem}"
-                link = _doc_link(docname, notebook.stem, explicit=False)
+                link = _doc_link(f"{CHAPTER_FOLDER}/{notebook.stem}", notebook.stem, explicit=False)
                 link["refdoc"] = env.docname
                 row += nodes.entry("", nodes.paragraph("", "", link))
-                label = name + (" (not the paper's data or setup: see the file's header)"
-                                if name == "paper" and differs_from_paper(path) else "")
+                label = name + (" (not the paper's data or setup: see the set file)"
+                                if name == "paper" and differs_from_paper(notebook, name) else "")
                 row += nodes.entry("", nodes.paragraph(text=label))
                 row += nodes.entry("", nodes.paragraph(text=hardware))
+                row += nodes.entry("", nodes.paragraph(text="GPU" if info.devices == "cuda" else "CPU"))
                 row += nodes.entry("", nodes.paragraph(text=time))
                 body += row
+        return [table]
+
+
+class PaperScale(Directive):
+    """``{paper-scale}``: per chapter, the paper set's device, estimated and measured time, disk and
+    what it gives, and the whole book's total on one GPU machine (GPU sets on its GPU, CPU sets on
+    its CPU, one after another), from the sets' metadata and the chapters' cost models."""
+
+    has_content = False
+
+    def run(self):
+        from lowrank.book.costs import duration, read_metadata
+
+        env = self.state.document.settings.env
+        folder = Path(env.srcdir) / CHAPTER_FOLDER
+        table, body = _empty_table("paper", ("Chapter", "Device", "Estimate", "Measured", "Disk", "What you get"))
+        total, hours = 0.0, {"cpu": 0.0, "cuda": 0.0}
+        for notebook in sorted(folder.glob("[0-9][0-9]_*.ipynb")):
+            path = notebook.parent / "params" / "paper" / f"{notebook.stem}.yaml"
+            if not path.is_file():
+                continue
+            env.note_dependency(str(path))
+            info = scale_info(notebook, "paper")
+            meta = read_metadata(path)
+            row = nodes.row()
+            link = _doc_link(f"{CHAPTER_FOLDER}/{notebook.stem}", notebook.stem, explicit=False)
+            link["refdoc"] = env.docname
+            row += nodes.entry("", nodes.paragraph("", "", link))
+            row += nodes.entry("", nodes.paragraph(text="GPU" if info.devices == "cuda" else "CPU"))
+            row += nodes.entry("", nodes.paragraph(text=info.estimate_text()))
+            measured = info.measured.text()
+            row += nodes.entry("", nodes.paragraph(text=measured))
+            row += nodes.entry("", nodes.paragraph(text=info.disk or "a few MB (the run folder)"))
+            row += nodes.entry("", nodes.paragraph(text=str(meta.get("gives", ""))))
+            body += row
+            if info.cost is not None:
+                total += info.cost.wall_s
+                hours[info.cost.device] += info.cost.device_s / 3600
+        row = nodes.row()
+        row += nodes.entry("", nodes.paragraph("", "", nodes.strong("the whole book", "the whole book")))
+        row += nodes.entry("", nodes.paragraph(text="one GPU machine"))
+        row += nodes.entry("", nodes.paragraph(
+            text=f"about {duration(total)}, one chapter after another ({hours['cuda']:,.1f} GPU hours, "
+                 f"{hours['cpu']:,.1f} CPU hours)"))
+        for _ in range(3):
+            row += nodes.entry("", nodes.paragraph(text=""))
+        body += row
         return [table]
 
 
 def setup(app: Sphinx) -> dict:
     app.connect("doctree-read", add_rerun_box)
     app.add_directive("scales-overview", ScalesOverview)
+    app.add_directive("paper-scale", PaperScale)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,20 +1,21 @@
 """Read attention out of a model: pre-softmax logits and probabilities per layer and head.
 
 Works on ``lowrank`` models (any module tree holding :class:`lowrank.attention.MultiHeadAttention`)
-and on Hugging Face ``transformers`` models of the BERT family (``query``/``key`` projections:
-BERT, RoBERTa, MiniLM, ...; encoders, and decoders built with ``is_decoder=True``) and the GPT-2
-family (``c_attn``), loaded with ``attn_implementation="eager"``.
+and on Hugging Face ``transformers`` models whose attention goes through the attention-function
+registry (BERT, RoBERTa, DistilBERT, GPT-2, Llama/Mistral/Qwen with rotary embeddings and
+grouped-query attention, ViT, ...; :mod:`lowrank.probe_hf`).
 
-How: a forward hook on every self-attention module sees the hidden states entering it and its
-mask. From them the probe recomputes queries and keys with the module's own projections and
-forms, in float64,
+How: for a lowrank model, a forward hook on every attention module sees the hidden states
+entering it and its mask, and recomputes queries and keys with the module's own projections; for
+a Hugging Face model, a function registered in its ``AttentionInterface`` receives the queries
+and keys after any rotary embedding, the scale and the mask. From them the probe forms, in float64,
 
     logits = scale * Q K^T              (B, h, n, n), before any mask
     probs  = softmax(logits + mask)     (B, h, n, n), rows sum to 1
 
-then checks that ``probs`` reproduces the model's own probabilities to ``atol`` (default 1e-5,
-max abs difference) and raises :class:`ProbeMismatchError` if not: a probe that silently read
-the wrong scale or mask would rank the wrong matrices.
+then checks that ``probs`` reproduces the model's own probabilities to ``atol`` (max abs
+difference; 1e-5 for float32) and raises :class:`ProbeMismatchError` if not: a probe that silently
+read the wrong scale or mask would rank the wrong matrices.
 
 Logits are taken before the mask because masked scores are -inf, which has no rank; the bilinear
 form ``Q K^T`` is the matrix whose rank the head size bounds. The mask enters the probabilities.
@@ -38,11 +39,12 @@ import pandas as pd
 import torch
 from torch import nn
 
+from . import probe_hf
 from .attention import MultiHeadAttention, hardmax, row_softmax
 from .rank import rank_report
 
 __all__ = ["MEASURES", "ProbeMismatchError", "AttentionSite", "LayerAttention", "attention_sites",
-           "for_each_layer", "capture", "rank_table", "valid_blocks"]
+           "layer_count", "for_each_layer", "capture", "layer_ranks", "rank_table", "text_ranks", "valid_blocks"]
 
 MEASURES = ("numerical_rank", "effective_rank", "stable_rank", "energy_rank", "hardmax_rank")
 
@@ -53,7 +55,7 @@ class ProbeMismatchError(RuntimeError):
 
 @dataclass(frozen=True)
 class AttentionSite:
-    """One self-attention module: its layer index, dotted name and kind (lowrank, bert, gpt2)."""
+    """One lowrank attention module: its layer index, dotted name, kind ("lowrank") and the module."""
     layer: int
     name: str
     kind: str
@@ -67,85 +69,47 @@ class LayerAttention:
     logits: torch.Tensor
     probs: torch.Tensor
     valid: torch.Tensor
-
-
-def _kind(module: nn.Module) -> str | None:
-    if isinstance(module, MultiHeadAttention):
-        return "lowrank"
-    if "Cross" in type(module).__name__ or getattr(module, "is_cross_attention", False):
-        return None
-    if all(hasattr(module, a) for a in ("query", "key", "attention_head_size", "scaling")):
-        return "bert"
-    if all(hasattr(module, a) for a in ("c_attn", "split_size", "head_dim", "scaling")):
-        return "gpt2"
-    return None
+    max_diff: float = float("nan")   # largest |probs - the model's own probabilities|
 
 
 def attention_sites(model: nn.Module) -> list[AttentionSite]:
-    """The self-attention modules of ``model`` in forward order (layer 0 first)."""
-    found = [(name, m, _kind(m)) for name, m in model.named_modules()]
-    sites = [AttentionSite(i, name, kind, m) for i, (name, m, kind) in
-             enumerate((x for x in found if x[2] is not None))]
+    """The :class:`lowrank.attention.MultiHeadAttention` modules of ``model`` in forward order (layer 0 first).
+
+    Hugging Face models have no sites: their attention is read through the attention-function
+    registry (:mod:`lowrank.probe_hf`), call by call.
+    """
+    sites = [AttentionSite(i, name, "lowrank", m) for i, (name, m) in
+             enumerate((name, m) for name, m in model.named_modules() if isinstance(m, MultiHeadAttention))]
     if not sites:
         raise ValueError(
             f"no self-attention module found in {type(model).__name__}: the probe reads "
-            "lowrank.attention.MultiHeadAttention and Hugging Face BERT-family (query/key) or "
-            "GPT-2-family (c_attn) attention")
+            "lowrank.attention.MultiHeadAttention and Hugging Face transformers models whose attention "
+            "goes through their AttentionInterface")
     return sites
 
 
-def _heads(t: torch.Tensor, head_dim: int) -> torch.Tensor:
-    B, n, _ = t.shape
-    return t.view(B, n, -1, head_dim).transpose(1, 2)
+def _mismatch(layer: int, name: str, diff: float, atol: float) -> ProbeMismatchError:
+    return ProbeMismatchError(
+        f"layer {layer} ({name}): recomputed probabilities differ from the model's by {diff:.3g} (max abs), "
+        f"more than atol={atol:g}; the probe's scale or mask does not match this attention implementation")
 
 
-def _hf_qk(site: AttentionSite, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, float]:
-    m = site.module
-    if site.kind == "bert":
-        return _heads(m.query(x), m.attention_head_size), _heads(m.key(x), m.attention_head_size), m.scaling
-    q, k, _ = m.c_attn(x).split(m.split_size, dim=2)
-    return _heads(q, m.head_dim), _heads(k, m.head_dim), m.scaling
-
-
-def _additive(mask: torch.Tensor | None) -> torch.Tensor | None:
-    if mask is None:
-        return None
-    if mask.dtype == torch.bool:
-        return torch.zeros(mask.shape, dtype=torch.float64, device=mask.device).masked_fill(~mask, float("-inf"))
-    return mask.to(torch.float64)
-
-
-def _recompute(site: AttentionSite, args: tuple, kwargs: dict, output, atol: float):
-    """(logits, probs) in float64 for one module call, after checking probs against the model's."""
+def _recompute(site: AttentionSite, args: tuple, kwargs: dict, atol: float):
+    """(logits, probs, max abs difference) in float64 for one lowrank module call, after checking probs
+    against the module's own."""
     x = args[0] if args else kwargs.get("hidden_states", kwargs.get("x"))
     m = site.module
-    if site.kind == "lowrank":
-        q, k, _ = m.qkv(x)
-        scale, mask_in = m.scale, kwargs.get("attn_mask")
-        mask = _additive(m._mask(x.shape[1], mask_in, torch.float64, x.device))
-        own = m.probs(x, attn_mask=mask_in)
-        use_hardmax = m.hardmax
-    else:
-        own = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-        if own is None:
-            raise ValueError(
-                f"{site.name} ({type(m).__name__}) returned no attention probabilities: load the model "
-                "with attn_implementation=\"eager\" (sdpa and flash attention do not return them)")
-        q, k, scale = _hf_qk(site, x)
-        mask, use_hardmax = _additive(kwargs.get("attention_mask")), False
-    if k.shape[-2] != q.shape[-2]:
-        raise ValueError(f"{site.name}: {q.shape[-2]} queries but {k.shape[-2]} keys; the probe reads "
-                         "self-attention over one full sequence (no key/value cache)")
-    logits = (q.double() @ k.double().transpose(-2, -1)) * scale
+    q, k, _ = m.qkv(x)
+    mask_in = kwargs.get("attn_mask")
+    mask = m._mask(x.shape[1], mask_in, torch.float64, x.device)  # additive, float64, or None
+    own = m.probs(x, attn_mask=mask_in)
+    logits = (q.double() @ k.double().transpose(-2, -1)) * m.scale
     masked = logits if mask is None else logits + mask
-    probs = hardmax(masked) if use_hardmax else row_softmax(masked)
+    probs = hardmax(masked) if m.hardmax else row_softmax(masked)
     diff = (probs - own.double()).abs().max().item()
     if not diff <= atol:
-        raise ProbeMismatchError(
-            f"layer {site.layer} ({site.name}): recomputed probabilities differ from the model's by "
-            f"{diff:.3g} (max abs), more than atol={atol:g}; the probe's scale or mask does not "
-            "match this attention implementation")
-    return logits, probs
+        raise _mismatch(site.layer, site.name, diff, atol)
+    return logits, probs, diff
 
 
 def _valid(batch, B: int, n: int, device) -> torch.Tensor:
@@ -165,8 +129,8 @@ def _max_positions(model: nn.Module) -> int | None:
     """How many positions the model embeds (Hugging Face ``max_position_embeddings`` or a lowrank
     model's ``cfg.max_len``), or None when it does not say."""
     config = getattr(model, "config", None)
-    if isinstance(getattr(config, "max_position_embeddings", None), int):
-        return config.max_position_embeddings
+    if probe_hf.is_hf_model(model):
+        return probe_hf.max_tokens(config)
     for module in model.modules():
         cfg = getattr(module, "cfg", None)
         if isinstance(getattr(cfg, "max_len", None), int):
@@ -193,48 +157,90 @@ class _Done(Exception):
     """Raised inside the last needed hook to skip the rest of the forward pass."""
 
 
+def layer_count(model: nn.Module) -> int:
+    """How many attention layers the probe reads in ``model`` (Hugging Face: the config's layer count)."""
+    if probe_hf.is_hf_model(model):
+        n = getattr(model.config.get_text_config(), "num_hidden_layers", None)
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"{type(model).__name__}: its config states no num_hidden_layers")
+        return n
+    return len(attention_sites(model))
+
+
+def _wanted(model: nn.Module, layers: Sequence[int] | None) -> list[int]:
+    count = layer_count(model)
+    wanted = sorted(set(range(count) if layers is None else layers))
+    bad = [i for i in wanted if not (isinstance(i, int) and 0 <= i < count)]
+    if bad or not wanted:
+        raise ValueError(f"layers must be a non-empty list of indices in [0, {count - 1}], got {layers!r}")
+    return wanted
+
+
 def for_each_layer(model: nn.Module, batch, fn: Callable[[LayerAttention], None], *,
-                   layers: Sequence[int] | None = None, atol: float = 1e-5) -> None:
+                   layers: Sequence[int] | None = None, atol: float | None = None) -> None:
     """Run ``model`` on ``batch`` and call ``fn(LayerAttention)`` once per requested layer, in order.
 
     ``batch`` is a (B, n) tensor of token ids or a mapping of keyword inputs (a Hugging Face
-    tokenizer's output, or ``{"ids": ..., "pad_mask": ...}`` for lowrank models). The model runs
-    in eval mode under no_grad (its mode is restored); the matrices live only during ``fn``.
+    tokenizer's or image processor's output, or ``{"ids": ..., "pad_mask": ...}`` for lowrank
+    models). The model runs in eval mode under no_grad (its mode is restored); the matrices live
+    only during ``fn``. ``atol`` bounds the max abs difference between the recomputed and the
+    model's own probabilities (default: 1e-5 for lowrank models; for Hugging Face models the
+    rounding of the dtype they run in, :func:`lowrank.probe_hf.cross_check_atol`).
     """
-    sites = attention_sites(model)
-    wanted = sorted(set(range(len(sites)) if layers is None else layers))
-    bad = [i for i in wanted if not (isinstance(i, int) and 0 <= i < len(sites))]
-    if bad or not wanted:
-        raise ValueError(f"layers must be a non-empty list of indices in [0, {len(sites) - 1}], got {layers!r}")
-    if not atol >= 0:
+    wanted = _wanted(model, layers)
+    if atol is not None and not atol >= 0:
         raise ValueError(f"atol must be >= 0, got {atol!r}")
     last = wanted[-1]
 
-    def make_hook(site: AttentionSite):
-        def hook(module, args, kwargs, output):
-            logits, probs = _recompute(site, args, kwargs, output, atol)
-            B, _, n, _ = probs.shape
-            fn(LayerAttention(site.layer, logits, probs, _valid(batch, B, n, probs.device)))
-            if site.layer == last:
-                raise _Done
-        return hook
+    def deliver(layer: int, logits, probs, diff: float) -> None:
+        B, _, n, _ = probs.shape
+        fn(LayerAttention(layer, logits, probs, _valid(batch, B, n, probs.device), diff))
+        if layer == last:
+            raise _Done
 
-    handles = [sites[i].module.register_forward_hook(make_hook(sites[i]), with_kwargs=True) for i in wanted]
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            _forward(model, batch)
+            if probe_hf.is_hf_model(model):
+                _run_hf(model, batch, wanted, atol, deliver)
+            else:
+                _run_lowrank(model, batch, wanted, 1e-5 if atol is None else atol, deliver)
     except _Done:
         pass
     finally:
-        for h in handles:
-            h.remove()
         model.train(was_training)
 
 
+def _run_hf(model, batch, wanted, atol, deliver) -> None:
+    def on_call(call: probe_hf.HFCall) -> None:
+        tol = probe_hf.cross_check_atol(next(model.parameters()).dtype) if atol is None else atol
+        if not call.max_diff <= tol:
+            raise _mismatch(call.index, type(call.module).__name__, call.max_diff, tol)
+        deliver(call.index, call.logits, call.probs, call.max_diff)
+
+    with probe_hf.reading(model, on_call, want=set(wanted).__contains__):
+        _forward(model, batch)
+
+
+def _run_lowrank(model, batch, wanted, atol, deliver) -> None:
+    sites = attention_sites(model)
+
+    def make_hook(site: AttentionSite):
+        def hook(module, args, kwargs, output):
+            deliver(site.layer, *_recompute(site, args, kwargs, atol))
+        return hook
+
+    handles = [sites[i].module.register_forward_hook(make_hook(sites[i]), with_kwargs=True) for i in wanted]
+    try:
+        _forward(model, batch)
+    finally:
+        for h in handles:
+            h.remove()
+
+
 def capture(model: nn.Module, batch, *, layers: Sequence[int] | None = None,
-            atol: float = 1e-5) -> list[LayerAttention]:
+            atol: float | None = None) -> list[LayerAttention]:
     """Every requested layer's logits and probs at once (memory grows with layers x B x h x n^2)."""
     out: list[LayerAttention] = []
     for_each_layer(model, batch, out.append, layers=layers, atol=atol)
@@ -262,9 +268,36 @@ def valid_blocks(A: torch.Tensor, valid: torch.Tensor):
         yield seqs.cpu(), sub.gather(3, cols)
 
 
+def _check_measures(measures: Sequence[str]) -> None:
+    unknown = sorted(set(measures) - set(MEASURES))
+    if unknown or not measures:
+        raise ValueError(f"unknown measures {unknown or list(measures)}; allowed: {', '.join(MEASURES)}")
+
+
+def layer_ranks(la: LayerAttention, *, measures: Sequence[str] = MEASURES,
+                rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3),
+                energies: Sequence[float] = (0.99,)) -> pd.DataFrame:
+    """Rank of every head's logits and probs in one layer, in the columns of :func:`rank_table`."""
+    _check_measures(measures)
+    frames: list[pd.DataFrame] = []
+    for matrix, A in (("logits", la.logits), ("probs", la.probs)):
+        for seqs, blocks in valid_blocks(A, la.valid):
+            G, h, L, _ = blocks.shape
+            rep = rank_report(blocks.reshape(G * h, L, L), rtols=rtols,
+                              energies=energies if "energy_rank" in measures else (),
+                              hardmax="hardmax_rank" in measures, long=True)
+            rep = rep[rep["measure"].isin(measures)]
+            idx = rep["index"].to_numpy()
+            frames.append(pd.DataFrame({
+                "layer": la.layer, "head": idx % h, "seq": seqs.numpy()[idx // h], "n": L,
+                "matrix": matrix, "measure": rep["measure"].to_numpy(),
+                "tolerance": rep["tolerance"].to_numpy(), "value": rep["value"].to_numpy()}))
+    return pd.concat(frames, ignore_index=True)
+
+
 def rank_table(model: nn.Module, batch, *, measures: Sequence[str] = MEASURES,
-               rtols: Sequence[float | None] = (None, 1e-6, 1e-3), energies: Sequence[float] = (0.99,),
-               layers: Sequence[int] | None = None, atol: float = 1e-5) -> pd.DataFrame:
+               rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3), energies: Sequence[float] = (0.99,),
+               layers: Sequence[int] | None = None, atol: float | None = None) -> pd.DataFrame:
     """Rank of every head's logits and probs, one layer at a time, as a tidy table.
 
     Columns: layer, head, seq (index in the batch), n (valid length), matrix ("logits" or
@@ -273,24 +306,46 @@ def rank_table(model: nn.Module, batch, *, measures: Sequence[str] = MEASURES,
     max(m, n) eps; energy rank at each of ``energies``). One batched float64 SVD per layer,
     matrix and valid length, on the model's device.
     """
-    unknown = sorted(set(measures) - set(MEASURES))
-    if unknown or not measures:
-        raise ValueError(f"unknown measures {unknown or list(measures)}; allowed: {', '.join(MEASURES)}")
+    _check_measures(measures)
     frames: list[pd.DataFrame] = []
+    for_each_layer(model, batch, lambda la: frames.append(
+        layer_ranks(la, measures=measures, rtols=rtols, energies=energies)), layers=layers, atol=atol)
+    return pd.concat(frames, ignore_index=True)
 
-    def rank_layer(la: LayerAttention) -> None:
-        for matrix, A in (("logits", la.logits), ("probs", la.probs)):
-            for seqs, blocks in valid_blocks(A, la.valid):
-                G, h, L, _ = blocks.shape
-                rep = rank_report(blocks.reshape(G * h, L, L), rtols=rtols,
-                                  energies=energies if "energy_rank" in measures else (),
-                                  hardmax="hardmax_rank" in measures, long=True)
-                rep = rep[rep["measure"].isin(measures)]
-                idx = rep["index"].to_numpy()
-                frames.append(pd.DataFrame({
-                    "layer": la.layer, "head": idx % h, "seq": seqs.numpy()[idx // h], "n": L,
-                    "matrix": matrix, "measure": rep["measure"].to_numpy(),
-                    "tolerance": rep["tolerance"].to_numpy(), "value": rep["value"].to_numpy()}))
 
-    for_each_layer(model, batch, rank_layer, layers=layers, atol=atol)
+def text_ranks(model: nn.Module, tokenizer, texts: Sequence[str], *, lengths: Sequence[int],
+               windows: int | Sequence[int], batch_size: int = 4, seed: int = 0,
+               measures: Sequence[str] = MEASURES, rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3),
+               energies: Sequence[float] = (0.99,), layers: Sequence[int] | None = None,
+               atol: float | None = None, cross_checks: list | None = None) -> pd.DataFrame:
+    """Rank of every head of a Hugging Face text model on unpadded windows of ``texts``.
+
+    For each length n in ``lengths``, ``windows`` windows (one count, or one per length) of
+    exactly n tokens (:func:`lowrank.probe_hf.text_windows`, seeded with ``seed + n``) run through
+    the model ``batch_size`` at a time, so memory holds one layer of one batch. Returns the
+    columns of :func:`rank_table`; ``seq`` numbers the windows of one n. When ``cross_checks`` is
+    a list, one ``(n, layer, max_diff)`` per layer and batch is appended to it: the largest
+    difference between the recomputed probabilities and the model's own. This is the code path of
+    chapter 07 and of ``lowrank probe``.
+    """
+    from .progress import progress
+
+    counts = [windows] * len(lengths) if isinstance(windows, int) else list(windows)
+    if len(counts) != len(lengths):
+        raise ValueError(f"windows must be one count or one per length, got {len(counts)} for {len(lengths)} lengths")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    _check_measures(measures)
+    device = next(model.parameters()).device
+    frames: list[pd.DataFrame] = []
+    for n, count in progress(list(zip(lengths, counts)), desc="probe lengths"):
+        ids = probe_hf.text_windows(tokenizer, texts, n=n, count=count, seed=seed + n)
+        for start in range(0, count, batch_size):
+            def rank_layer(la: LayerAttention, start=start) -> None:
+                t = layer_ranks(la, measures=measures, rtols=rtols, energies=energies)
+                t["seq"] += start
+                frames.append(t)
+                if cross_checks is not None:
+                    cross_checks.append((n, la.layer, la.max_diff))
+            for_each_layer(model, ids[start:start + batch_size].to(device), rank_layer, layers=layers, atol=atol)
     return pd.concat(frames, ignore_index=True)

@@ -193,7 +193,7 @@ def stable_rank(A, *, dtype: torch.dtype | None = torch.float64) -> torch.Tensor
 
 
 def energy_rank(A, energy: float = 0.99, *, dtype: torch.dtype | None = torch.float64) -> torch.Tensor:
-    """Smallest k with sum_{i<=k} sigma_i^2 >= energy * sum sigma^2."""
+    """Smallest k with ``sum_{i<=k} sigma_i^2 >= energy * sum sigma^2``."""
     return _energy_rank(singular_values(A, dtype=dtype), energy)
 
 

@@ -9,6 +9,12 @@ running at the same time on one file system never interleave lines, and a rerun 
 key already in the store. ``workers=k`` runs k at a time on one machine. Each run trains in
 ``runs_dir/<key>`` with ``resume=True``, so a killed run continues from its last checkpoint.
 
+Devices. ``devices=["cuda:0", "cuda:1"]`` (or the environment variable ``LOWRANK_DEVICES``,
+``"0,1"`` or ``"cuda:0,cuda:1"``, which ``lowrank run 04`` passes on) gives each worker process one
+device of its own: the list sets the number of workers, and each worker sees only its GPU
+(``CUDA_VISIBLE_DEVICES``), so a run's ``device: cuda`` lands on that GPU and the run key, which
+names no GPU, is the same on any machine. Without it every worker would use ``cuda:0``.
+
 Shards. ``shard=(i, N)`` runs only the configs whose run key falls in shard i of N
 (:func:`shard_of`: the key, a hex hash of the full config, modulo N). The assignment depends on
 nothing but the config itself, not on the order or the other members of the grid, so N machines
@@ -25,6 +31,7 @@ every key done and only reads the store. Chapter 04 exposes this as its ``shard`
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing as mp
@@ -43,7 +50,12 @@ from .provenance import provenance
 from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
-           "record_problem", "foreign_store", "manifest_conflict", "write_manifest", "OPERATIONAL"]
+           "record_problem", "foreign_store", "manifest_conflict", "write_manifest", "OPERATIONAL",
+           "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV", "KEEP_CHECKPOINTS_ENV"]
+
+DEVICES_ENV = "LOWRANK_DEVICES"             # "0,1,2,3": one sweep worker per listed GPU
+WORKER_DEVICE_ENV = "LOWRANK_WORKER_DEVICE"  # set in each worker: the device it was given
+KEEP_CHECKPOINTS_ENV = "LOWRANK_KEEP_CHECKPOINTS"  # "1": keep finished runs' checkpoints
 
 try:  # POSIX; on other systems O_APPEND single writes are the only guard
     import fcntl
@@ -69,6 +81,36 @@ def parse_shard(text: str | tuple[int, int] | None) -> tuple[int, int]:
     if not (isinstance(n, int) and isinstance(i, int) and not isinstance(i, bool) and n >= 1 and 0 <= i < n):
         raise ValueError(f"shard must be (i, N) with 0 <= i < N, got ({str(i)[:20]}, {str(n)[:20]})")
     return (i, n)
+
+
+def parse_devices(devices) -> list[str]:
+    """Devices for sweep workers: a list (``["cuda:0", 1]``) or a comma-separated string
+    (``"0,1"``); a bare number ``k`` means ``cuda:k``. Empty or None gives []. Names are kept as
+    given otherwise (``cpu``, or the fake names tests use); duplicates are an error."""
+    if devices is None:
+        return []
+    items = devices.split(",") if isinstance(devices, str) else list(devices)
+    out = []
+    for item in items:
+        name = str(item).strip()
+        if not name:
+            continue
+        if name.isdigit():
+            name = f"cuda:{name}"
+        if len(name) > 40 or any(c.isspace() for c in name):
+            raise ValueError(f"device names look like 'cuda:0' or '0', got {name[:40]!r}")
+        out.append(name)
+    if len(set(out)) != len(out):
+        raise ValueError(f"each device can take one worker; {out} lists one twice")
+    return out
+
+
+def _take_device(queue) -> None:
+    """This worker's device, before anything in it touches CUDA."""
+    device = queue.get()
+    os.environ[WORKER_DEVICE_ENV] = device
+    if device.startswith("cuda:"):
+        os.environ["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
 
 
 def shard_of(key: str, n_shards: int) -> int:
@@ -277,10 +319,15 @@ class ResultStore:
 
 def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:
     """Default runner: :func:`lowrank.train.train` in ``run_dir`` with resume; metrics without
-    the config echo."""
+    the config echo. The finished run's ``checkpoint.pt`` is deleted unless the environment sets
+    ``LOWRANK_KEEP_CHECKPOINTS=1``."""
     from .train import train
 
     res = train(config, out_dir=run_dir, resume=True, progress=progress)
+    if res.get("finished", True) and os.environ.get(KEEP_CHECKPOINTS_ENV, "") not in ("1", "true", "yes"):
+        # A finished run is its record in the store (and result.json); its checkpoint, the bulk of
+        # a paper-scale sweep's disk, is only needed to resume an unfinished run.
+        (Path(run_dir) / "checkpoint.pt").unlink(missing_ok=True)
     return {k: v for k, v in res.items() if k != "config"}
 
 
@@ -297,6 +344,13 @@ def _die_with_parent(parent: int) -> None:
         pass
     if os.getppid() != parent:  # the parent died before the line above took effect
         os._exit(1)
+
+
+def _init_worker(parent: int, devices=None) -> None:
+    """Pool initializer: die with the sweep's process, then take a device from the queue if given."""
+    _die_with_parent(parent)
+    if devices is not None:
+        _take_device(devices)
 
 
 def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path, run_dir: Path,
@@ -326,7 +380,7 @@ def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path,
 def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike | None = None,
           shard: tuple[int, int] = (0, 1), runs_dir: str | os.PathLike | None = None,
           run_fn: Callable[..., dict] = train_run, progress: bool = True, workers: int = 1,
-          root: str | os.PathLike | None = None) -> pd.DataFrame:
+          root: str | os.PathLike | None = None, devices=None) -> pd.DataFrame:
     """Run every config not yet in the store (this shard's share); return all their results.
 
     Args:
@@ -339,6 +393,8 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
             when ``workers > 1`` (it is sent to the worker processes by reference).
         workers: runs in parallel, each in its own process (``spawn``); on a CPU, use one
             torch thread per run (``num_threads=1``) and one worker per core.
+        devices: one device per worker (:func:`parse_devices`; default ``$LOWRANK_DEVICES``):
+            as many workers as devices, each pinned to its own.
 
     Returns:
         tidy DataFrame, one row per config of the sweep that has a result in the store (from
@@ -358,15 +414,25 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     todo = [k for k in keys if shard_of(k, n) == i and k not in done]
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
+    pinned = parse_devices(os.environ.get(DEVICES_ENV) if devices is None else devices)
+    if pinned:
+        workers = len(pinned)
     bar = tqdm(total=len(todo), desc=f"sweep {experiment} shard {i}/{n}", disable=not progress, leave=False)
-    if workers == 1 or len(todo) <= 1:
+    if not todo or (not pinned and (workers == 1 or len(todo) <= 1)):
         for k in todo:
             _run_and_store(run_fn, unique[k], k, experiment, st.path, runs / k)
             bar.update(1)
     else:
         ctx = mp.get_context("spawn")  # fork is unsafe once torch has started its thread pools
-        with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=ctx,
-                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
+        with contextlib.ExitStack() as stack:
+            queue = None
+            if pinned:
+                queue = stack.enter_context(ctx.Manager()).Queue()
+                for device in pinned:
+                    queue.put(device)
+            pool = stack.enter_context(ProcessPoolExecutor(
+                max_workers=workers if pinned else min(workers, len(todo)), mp_context=ctx,
+                initializer=_init_worker, initargs=(os.getpid(), queue)))
             futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k,
                                    os.getpid()) for k in todo]
             for fut in as_completed(futures):

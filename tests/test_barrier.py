@@ -196,7 +196,7 @@ def test_barrier_verdicts():
     t = pd.DataFrame({"setting": ["a"] * 4 + ["b"] * 4, "n": n,
                       "value": [60, 62, 61, 63, 99, 100, 100, 98]})
     v = E.barrier_verdicts(t).set_index("setting")
-    assert v.loc["a", "holds"] and not v.loc["b", "holds"]
+    assert v.loc["a", "respected"] and not v.loc["b", "respected"]
     assert v.loc["a", "rank_frac"] == pytest.approx(0.615)
     assert v.loc["b", "bound_frac"] == pytest.approx(B.expected_distinct_columns(n) / n)
     with pytest.raises(ValueError, match="mixes"):

@@ -66,16 +66,21 @@ def test_notebook_without_parameters_cell_is_refused(tmp_path):
         rerun_box.chapter_parameters(path)
 
 
+_META = ("metadata:\n  hardware: one CUDA GPU\n  devices: cuda\n  memory: 1 GiB\n  measured:\n"
+         "    source: none\n")
+
+
 def test_rerun_box_gives_commands_sets_and_one_row_per_parameter(tmp_path):
     path = _chapter(tmp_path)
     for scale in ("paper", "smoke"):
         (path.parent / "params" / scale).mkdir(parents=True)
-        (path.parent / "params" / scale / "07_test_chapter.yaml").write_text("seed: 1\n")
+        (path.parent / "params" / scale / "07_test_chapter.yaml").write_text("seed: 1\n" + _META)
     assert rerun_box.parameter_sets(path) == ["smoke", "paper"]
     box = rerun_box.rerun_box(path, tmp_path)
     text = box.astext()
     assert "lowrank run 07 -p seed 1" in text
     assert "lowrank run 07 --scale smoke" in text and "lowrank run 07 --scale paper" in text
+    assert "make setup" in text and "make test" not in text
     assert "as in the paper" not in text
     assert ("papermill chapters/07_test_chapter.ipynb out.ipynb \\\n    --cwd chapters -k python3 "
             "-f chapters/params/paper/07_test_chapter.yaml") in text
@@ -84,33 +89,29 @@ def test_rerun_box_gives_commands_sets_and_one_row_per_parameter(tmp_path):
     scales = [t for t in box.findall(nodes.table) if "rerun-chapter-scales" in t["classes"]][0]
     scale_rows = [r.astext() for r in scales.findall(nodes.row)][1:]
     assert [r.split(":")[0].split("\n")[0] for r in scale_rows] == ["smoke", "default", "paper"]
-    assert "not yet run" in scale_rows[2] or "not stated" in scale_rows[2]
+    assert "not yet run" in scale_rows[2] and "One CUDA GPU" in scale_rows[2]
     assert any(isinstance(n, source_archive.source_archive_ref) for n in box.findall())
 
 
-def _set_file(tmp_path, header: str) -> Path:
-    path = tmp_path / f"set{len(list(tmp_path.glob('set*.yaml')))}.yaml"
-    path.write_text(header + "\nseed: 1\n", encoding="utf8")
-    return path
+def test_a_set_without_its_metadata_block_stops_the_build(tmp_path):
+    path = _chapter(tmp_path)
+    (path.parent / "params" / "paper").mkdir(parents=True)
+    (path.parent / "params" / "paper" / "07_test_chapter.yaml").write_text("# Hardware: one GPU.\nseed: 1\n")
+    with pytest.raises(ExtensionError, match="metadata block missing"):
+        rerun_box.rerun_box(path, tmp_path)
 
 
-def test_scale_needs_reads_hardware_and_time_from_the_set_header(tmp_path):
-    gpu = _set_file(tmp_path, "# Paper scale.\n# Hardware: one CUDA GPU with >= 24 GB (peak 3 GB). Expected wall\n"
-                              "# time: about 15-30 minutes on one H100-class GPU (not yet measured); hours on a CPU.\n"
-                              "# requires: gpu")
-    hardware, time = rerun_box.scale_needs(gpu)
-    assert hardware == "One CUDA GPU with >= 24 GB (peak 3 GB)"
-    assert time == "not yet run; estimated about 15-30 minutes on one H100-class GPU; hours on a CPU"
-    cpu = _set_file(tmp_path, "# Hardware: CPU is enough (no GPU; float64); estimated 30-60 min on 16 cores "
-                              "(not yet measured).")
-    assert rerun_box.scale_needs(cpu) == ("CPU is enough (no GPU; float64)",
-                                          "not yet run; estimated 30-60 min on 16 cores")
-    measured = _set_file(tmp_path, "# Hardware: one H200. Wall time: measured 12 min on one H200 (2026-12-03).")
-    assert rerun_box.scale_needs(measured)[1] == "measured 12 min on one H200 (2026-12-03)"
-    bare = _set_file(tmp_path, "# A set.\n# requires: gpu")
-    assert rerun_box.scale_needs(bare) == ("One CUDA GPU", "not stated in the set file")
-    assert rerun_box.differs_from_paper(_set_file(tmp_path, "# Differences from the paper: the corpus."))
-    assert not rerun_box.differs_from_paper(bare)
+@pytest.mark.parametrize("chapter, scale, hardware, time", [
+    ("04_head_size_training", "long", "One CPU core", "measured: 1 h"),
+    ("07_trained_attention", "long", "One CPU core", "data/results/07_trained_attention_long.jsonl"),
+    ("04_head_size_training", "paper", "One CUDA GPU", "not yet run; estimated about"),
+    ("06_rank_saturation", "default", "A CPU", "the notebook's execution record"),
+])
+def test_scale_needs_reads_the_metadata_and_the_measured_time(chapter, scale, hardware, time):
+    got_hardware, got_time = rerun_box.scale_needs(ROOT / "chapters" / f"{chapter}.ipynb", scale)
+    assert got_hardware.startswith(hardware) and time in got_time and "estimated about" in got_time
+    assert rerun_box.differs_from_paper(ROOT / "chapters" / "04_head_size_training.ipynb")
+    assert not rerun_box.differs_from_paper(ROOT / "chapters" / "05_rank_barrier.ipynb")
 
 
 def test_book_ui_hides_check_cells_and_stderr_and_unfixes_image_heights():

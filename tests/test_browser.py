@@ -24,6 +24,13 @@ names of the chapter's parameters. Each failure names the page, the width and th
 section, file name or text). The re-run box must list every scale with its hardware and time, and
 link the source archive and "Running it yourself".
 
+And as a reader who wants the answer on any screen: at 390 px the visible hamburger opens the
+chapter list and the contents button the page contents (at 1280 px the hamburger hides and shows
+the chapter list); every table cell is padded by at least 3 px and numbers are right-aligned; every
+table in a chapter has a numbered caption; pasted values are not bold in running text; no raw
+MyST role or directive markup is left; parameter cells are folded away; and the landing page's
+first screen, at both widths, shows the verdict counts and the verdict chart.
+
 Without Chromium (``tools/ensure_chromium.sh`` installs it when it can) or Playwright the browser
 tests are skipped with the reason, except under CI (``CI=true``), where they fail.
 """
@@ -445,6 +452,67 @@ LAYOUT_PROBE = r"""() => {
 }"""
 
 
+# After SETTLE: tables, pasted values, leftover markup and the landing page's first screen (issue 28).
+READER_PROBE = r"""() => {
+  const article = document.querySelector('article') || document.body;
+  const clean = (t) => (t || '').replace(/\s+/g, ' ').trim();
+  const where = (el) => {
+    const sec = el.closest('section');
+    const h = sec ? sec.querySelector('h1, h2, h3, h4') : null;
+    return h ? clean(h.textContent).replace(/#$/, '') : 'page top';
+  };
+  const numeric = /^[-−+]?(\d[\d,]*(\.\d+)?|\.\d+)( × 10[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)?%?(\s*±\s*[\d.]+( × 10[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+)?)?$/;
+  const px = (v) => parseFloat(v) || 0;
+  const tables = Array.from(article.querySelectorAll('table'))
+    .filter((t) => !t.closest('.rerun-chapter') && t.getBoundingClientRect().width > 0)
+    .map((t) => {
+      const box = t.closest('.book-table');
+      const own = t.querySelector('caption .caption-number');
+      const outer = box ? box.querySelector('.book-table-caption .caption-number') : null;
+      const cells = Array.from(t.querySelectorAll('td, th'));
+      const tight = cells.filter((c) => { const cs = getComputedStyle(c); return Math.min(px(cs.paddingLeft), px(cs.paddingRight)) < 3; });
+      const leftNumbers = Array.from(t.querySelectorAll('tbody td')).filter((c) => {
+        const text = clean(c.textContent);
+        const align = getComputedStyle(c).textAlign;
+        return numeric.test(text) && !['right', 'end'].includes(align);
+      });
+      return {
+        where: where(t), first: clean((t.querySelector('tr') || t).textContent).slice(0, 60),
+        number: own ? clean(own.textContent) : (outer ? clean(outer.textContent) : null),
+        tight: tight.length, tightExample: tight.length ? clean(tight[0].textContent).slice(0, 30) : null,
+        leftNumbers: leftNumbers.length, leftExample: leftNumbers.length ? clean(leftNumbers[0].textContent) : null,
+      };
+    });
+  const boldPasted = Array.from(article.querySelectorAll('.pasted-text'))
+    .filter((el) => !el.closest('strong, b, h1, h2, h3, h4, th, .caption-number, .rerun-chapter')
+                    && parseInt(getComputedStyle(el).fontWeight, 10) >= 600)
+    .map((el) => ({ text: clean(el.textContent).slice(0, 60), where: where(el) }));
+  const rawMarkup = [];
+  const markup = /\{(glue|glue:\w+|numref|ref|doc|cite|cite:\w+|prf:\w+|eq|math|term|download|table-caption)\}`?/;
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const parent = n.parentElement;
+    if (!parent || parent.closest('pre, .highlight, .cell_input, script, style, .rerun-chapter')) { continue; }
+    const m = n.nodeValue.match(markup);
+    if (m) { rawMarkup.push({ text: clean(n.nodeValue.slice(Math.max(0, m.index - 30), m.index + 50)), where: where(parent) }); }
+  }
+  const shownSetup = Array.from(article.querySelectorAll('div.cell.tag_parameters'))
+    .filter((cell) => { const input = cell.querySelector('.cell_input'); return input && !input.closest('details'); })
+    .map((cell) => clean(cell.textContent).slice(0, 60));
+  const found = article.querySelector('.book-found');
+  const onFirstScreen = (el) => !!el && el.getBoundingClientRect().top < window.innerHeight && el.getBoundingClientRect().height > 0;
+  return {
+    tables, boldPasted, rawMarkup, shownSetup,
+    found: found ? {
+      text: clean(found.textContent).slice(0, 400),
+      countsTable: onFirstScreen(found.querySelector('table')),
+      chart: onFirstScreen(found.querySelector('img')),
+      chartLoaded: !!found.querySelector('img') && found.querySelector('img').naturalWidth > 0,
+    } : null,
+  };
+}"""
+
+
 @pytest.fixture(scope="module")
 def visit(site, browser):
     """visit(page, width) -> Visit: load each page once per width, wait for MathJax, probe it, screenshot it.
@@ -487,6 +555,7 @@ def visit(site, browser):
             result.dom = tab.evaluate(DOM_PROBE)
             result.dom["overflowX"] = tab.evaluate(SETTLE)
             result.dom["layout"] = tab.evaluate(LAYOUT_PROBE)
+            result.dom["reader"] = tab.evaluate(READER_PROBE)
             shot = screenshot_path(page, width)
             shot.parent.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=str(shot), full_page=True)
@@ -762,3 +831,103 @@ def test_screenshots_of_every_chapter(visit, page):
         visit(page, width)
         shot = screenshot_path(page, width)
         assert shot.is_file() and shot.stat().st_size > 10_000, f"{page}: no {width} screenshot at {shot}"
+
+
+# --- answers first, readable on every screen (issue 28) ----------------------------------------
+
+def _open_dialog(tab, dialog: str) -> dict:
+    return tab.evaluate("""(id) => { const d = document.getElementById(id);
+        return { open: !!(d && d.open), links: d ? d.querySelectorAll('a[href]').length : 0 }; }""", dialog)
+
+
+@pytest.mark.parametrize("page", CHAPTERS[:1] + CHAPTERS[-1:], ids=str)
+def test_navigation_buttons_open_the_chapter_list_and_contents_on_a_phone(site, browser, page):
+    context = browser.new_context(viewport=VIEWPORTS["phone"], device_scale_factor=1, has_touch=True)
+    try:
+        tab = context.new_page()
+        tab.goto(urljoin(site, page.path), wait_until="load")
+        hamburger = tab.locator(".primary-toggle:visible")
+        assert hamburger.count() == 1, f"{page}: {hamburger.count()} visible hamburger buttons at phone width"
+        hamburger.tap()
+        tab.wait_for_timeout(300)
+        state = _open_dialog(tab, "pst-primary-sidebar-modal")
+        assert state["open"], f"{page}: tapping the hamburger at 390 px does not open the chapter list"
+        assert state["links"] >= len(CHAPTERS), f"{page}: the opened chapter list has {state['links']} links"
+        tab.keyboard.press("Escape")
+        tab.wait_for_timeout(200)
+        contents = tab.locator(".secondary-toggle:visible")
+        assert contents.count() == 1, f"{page}: {contents.count()} visible contents buttons at phone width"
+        contents.tap()
+        tab.wait_for_timeout(300)
+        state = _open_dialog(tab, "pst-secondary-sidebar-modal")
+        assert state["open"] and state["links"] >= 2, \
+            f"{page}: tapping the contents button at 390 px does not open the page contents: {state}"
+    finally:
+        context.close()
+
+
+def test_hamburger_hides_and_shows_the_chapter_list_on_a_desktop(site, browser):
+    context = browser.new_context(viewport=VIEWPORTS["desktop"], device_scale_factor=1)
+    try:
+        tab = context.new_page()
+        tab.goto(urljoin(site, CHAPTERS[0].path), wait_until="load")
+        width = "() => document.querySelector('.bd-sidebar-primary').getBoundingClientRect().width"
+        assert tab.evaluate(width) > 100, "the chapter list is not shown at desktop width"
+        tab.locator(".primary-toggle:visible").click()
+        tab.wait_for_timeout(200)
+        assert tab.evaluate(width) == 0, "the hamburger does not hide the chapter list at desktop width"
+        tab.locator(".primary-toggle:visible").click()
+        tab.wait_for_timeout(200)
+        assert tab.evaluate(width) > 100, "the hamburger does not bring the chapter list back"
+    finally:
+        context.close()
+
+
+def _reader(v: Visit) -> dict:
+    return v.dom["reader"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_tables_are_padded_and_numbers_right_aligned(visit, page, width):
+    bad = []
+    for t in _reader(visit(page, width))["tables"]:
+        if t["tight"]:
+            bad.append(f"{t['where']}: {t['tight']} cells padded under 3 px, e.g. {t['tightExample']!r} "
+                       f"(table starting {t['first']!r})")
+        if t["leftNumbers"]:
+            bad.append(f"{t['where']}: {t['leftNumbers']} numbers not right-aligned, e.g. {t['leftExample']!r} "
+                       f"(table starting {t['first']!r})")
+    assert not bad, f"{page} at {width} width:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_every_table_has_a_numbered_caption(visit, page):
+    bad = [f"{t['where']}: table starting {t['first']!r}" for t in _reader(visit(page))["tables"]
+           if not (t["number"] or "").startswith("Table")]
+    assert not bad, (f"{page}: tables without a numbered caption (a table-caption directive right after "
+                     "the cell, see _ext/book_tables.py):\n" + "\n".join(bad))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_bold_pasted_values_or_raw_markup(visit, page):
+    reader = _reader(visit(page))
+    bold = [f"{b['where']}: {b['text']!r}" for b in reader["boldPasted"]]
+    assert not bold, f"{page}: pasted values in bold inside running text:\n" + "\n".join(bold[:10])
+    raw = [f"{r['where']}: ...{r['text']}..." for r in reader["rawMarkup"]]
+    assert not raw, f"{page}: raw MyST markup in the text:\n" + "\n".join(raw[:10])
+
+
+@pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_parameter_cells_are_folded_away(visit, page):
+    shown = _reader(visit(page))["shownSetup"]
+    assert not shown, f"{page}: the parameters cell is shown open, not behind its toggle: {shown}"
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_landing_page_answers_on_its_first_screen(visit, width):
+    found = _reader(visit(PAGES[1], width))["found"]
+    assert found, f"{PAGES[1]}: no 'What the book found' box (class book-found)"
+    assert found["countsTable"], f"{PAGES[1]} at {width} width: the verdict counts are not on the first screen"
+    assert found["chart"] and found["chartLoaded"], \
+        f"{PAGES[1]} at {width} width: the verdict chart is not on the first screen"

@@ -135,7 +135,7 @@ def test_default_run_folder_is_timestamp_and_parameter_hash(book):
 def test_parameter_sets_are_valid_for_the_notebook_and_the_schema(chapter, monkeypatch):
     monkeypatch.setattr(runner, "_cuda_available", lambda: True)  # paper sets name device cuda
     ch = runner.resolve_chapter(str(chapter), ROOT)
-    assert ch.name in SCHEMAS, f"no schema registered for {ch.name} in lowrank/params.py"
+    assert ch.name in SCHEMAS, f"no schema registered for {ch.name} in lowrank/book/params.py"
     defaults = {k: v["default"] for k, v in runner.notebook_parameters(ch).items()}
     assert set(SCHEMAS[ch.name]) == set(defaults), "schema and parameters cell name different parameters"
     validate(ch.name, defaults)  # the notebook's own defaults pass its schema
@@ -310,7 +310,7 @@ def test_unknown_kernel_and_missing_parameter_set_are_refused(book, capsys):
 def test_chapter_without_schema_is_refused(book, monkeypatch, capsys):
     monkeypatch.delitem(SCHEMAS, TEST_CHAPTER)
     assert main(["run", TEST_CHAPTER, "--root", str(book)]) == 2
-    assert f"register('{TEST_CHAPTER}', ...) to lowrank/params.py" in capsys.readouterr().err
+    assert f"register('{TEST_CHAPTER}', ...) to lowrank/book/params.py" in capsys.readouterr().err
 
 
 def test_gpu_set_needs_cuda_or_allow_cpu(book, monkeypatch, capsys):

@@ -47,7 +47,7 @@ def test_ch02_claims_judge_the_tiny_run(ch02_tables):
 
 
 def test_bound_below_every_fit_and_positive_below_threshold():
-    # issue 15: for every target, the certified bound <= the fitted error, and > 0 below n - 1
+    # for every target, the certified bound <= the fitted error, and > 0 below n - 1
     from lowrank.theory.representation import logit_tail, truncation_tv, tv_lower_bound
     t = R.run_threshold([4, 6], [0.5, 4.0], n_targets=2, near=5, coarse=0, restarts=2, max_iter=400, seed=1)
     bd = R.run_bounds(t, [0.5, 4.0], n_targets=2, seed=1)["bounds"]

@@ -104,7 +104,7 @@ def test_head_kind_and_length_checks():
         body(torch.zeros(1, 5, dtype=torch.long))
 
 
-# --- initialisation (issue 17): "bert" unchanged, "scaled" by fan-in and depth -----------------
+# --- initialisation: "bert" unchanged, "scaled" by fan-in and depth -----------------
 
 def _weights(cfg, seed=0):
     torch.manual_seed(seed)

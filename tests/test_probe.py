@@ -116,29 +116,41 @@ def test_gpt2_with_padding():
     ref = model(input_ids=ids, attention_mask=am, output_attentions=True).attentions
     for la, r in zip(out, ref):
         assert torch.allclose(la.probs, r.double(), atol=1e-6)
-    assert [s.kind for s in attention_sites(model)] == ["gpt2", "gpt2"]
 
 
-def test_mismatch_raises():
+def test_mismatch_raises(monkeypatch):
+    from transformers.models.bert import modeling_bert
+
     model, ids = _bert(), _ids()
-    sa = model.encoder.layer[1].attention.self
+    eager = modeling_bert.eager_attention_forward
 
-    def corrupt(module, args, output):
-        return output[0], output[1] * 1.001
+    def off_in_layer_1(module, *args, **kwargs):
+        out, weights = eager(module, *args, **kwargs)
+        return out, weights * (1.001 if module.layer_idx == 1 else 1.0)
 
-    handle = sa.register_forward_hook(corrupt)
-    try:
-        with pytest.raises(ProbeMismatchError, match="layer 1"):
-            capture(model, ids)
-    finally:
-        handle.remove()
-    capture(model, ids)  # and the hooks are gone afterwards
+    monkeypatch.setattr(modeling_bert, "eager_attention_forward", off_in_layer_1)
+    with pytest.raises(ProbeMismatchError, match="layer 1"):
+        capture(model, ids)
+    monkeypatch.undo()
+    capture(model, ids)
 
 
-def test_sdpa_model_is_refused():
+def test_sdpa_model_is_read_and_its_implementation_restored():
     model, ids = _bert(), _ids()
-    model.config._attn_implementation = "sdpa"
-    with pytest.raises(ValueError, match="eager"):
+    model.set_attn_implementation("sdpa")
+    out = capture(model, ids)
+    model.set_attn_implementation("eager")
+    ref = model(input_ids=ids, output_attentions=True).attentions
+    assert all(torch.allclose(la.probs, r.double(), atol=1e-6) for la, r in zip(out, ref))
+    model.set_attn_implementation("sdpa")
+    capture(model, ids)
+    assert model.config._attn_implementation == "sdpa"
+
+
+def test_model_outside_the_attention_interface_is_refused(monkeypatch):
+    model, ids = _bert(), _ids()
+    monkeypatch.setattr(type(model), "set_attn_implementation", lambda self, *a, **k: None)
+    with pytest.raises(ValueError, match="AttentionInterface"):
         capture(model, ids)
 
 
@@ -213,3 +225,23 @@ def test_minilm_logit_rank_is_head_dim():
     logits = t[t.matrix == "logits"]
     assert len(logits) == 2 * 12 and (logits["value"] == 32).all()
     assert (t[t.matrix == "probs"]["value"] > 32).all()
+
+
+@pytest.mark.parametrize("family", ["mistral", "qwen2"])
+def test_other_rotary_gqa_families_are_read(family):
+    common = dict(vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  intermediate_size=37, max_position_embeddings=64)
+    torch.manual_seed(0)
+    model = transformers.AutoModel.from_config(transformers.AutoConfig.for_model(family, **common))
+    for la in capture(model, _ids()):
+        assert torch.linalg.matrix_rank(la.logits).unique().tolist() == [8]
+        assert la.max_diff <= 1e-5 and la.probs.triu(1).abs().max() == 0
+
+
+def test_logit_soft_capping_is_refused_by_name():
+    cfg = transformers.Gemma2Config(vocab_size=60, hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
+                                    num_key_value_heads=2, head_dim=8, intermediate_size=37,
+                                    max_position_embeddings=64, attn_logit_softcapping=50.0)
+    model = transformers.AutoModel.from_config(cfg)
+    with pytest.raises(ValueError, match="softcap .*logit soft-capping"):
+        capture(model, _ids())

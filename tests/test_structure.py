@@ -13,9 +13,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "lowrank"
 CHAPTERS = ROOT.parent / "chapters"
 LAYERS = {"theory": 1, "experiments": 2, "book": 3}
-# The experiment modules `book/` may import: the judging machinery, never a chapter's module.
+# The experiment modules `book/` may import: the judging machinery and the cost model (every
+# chapter's estimate, counted from the grids the chapters build), never a chapter's module.
 BOOK_MAY_IMPORT = {"lowrank.experiments", "lowrank.experiments.synthesis", "lowrank.experiments.ledger",
-                   "lowrank.experiments.verdicts"}
+                   "lowrank.experiments.verdicts", "lowrank.experiments.costs"}
 # Modules that may import by a computed name (the one place that loads chapters by their registry).
 DYNAMIC_IMPORTERS = {"lowrank", "lowrank.experiments.synthesis"}
 

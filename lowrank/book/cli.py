@@ -2,7 +2,8 @@
 
     lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|long|paper] [-o OUTDIR]
     lowrank list [CHAPTER]
-    lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR]
+    lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR] [--dry-run]
+    lowrank probe PATH [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
 
 Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) are described in
 :mod:`lowrank.book.runner`. ``python -m lowrank`` is the same command.
@@ -32,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 done, 1 a cell failed (the cell is named), 2 refused before any kernel "
                "started (the input, its value and what is allowed are named), 130 interrupted.")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks of errors")
-    sub = p.add_subparsers(dest="command", required=True, metavar="{run,list,book}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="{run,list,book,probe}")
 
     common = _Parser(add_help=False)
     common.add_argument("--root", type=Path, default=None,
@@ -75,7 +76,77 @@ def _parser() -> argparse.ArgumentParser:
     book.add_argument("--rerun", action="store_true", help="re-execute chapters even if a finished run matches")
     book.add_argument("-p", "--param", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                       help="set a parameter in every chapter that has it (e.g. -p device cpu with --allow-cpu)")
+    book.add_argument("--dry-run", action="store_true",
+                      help="print every chapter's estimate at this scale and the total; start nothing")
+    _add_probe(sub)
     return p
+
+
+def _ints(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text[:40]!r}") from None
+
+
+def _add_probe(sub) -> None:
+    probe = sub.add_parser(
+        "probe", help="rank every attention head of your own Hugging Face checkpoint",
+        description="Measure the rank of every head's logits S and probabilities A of a local Hugging Face "
+                    "checkpoint (a save_pretrained folder with its tokenizer) on unpadded windows of text, or "
+                    "on images for vision models; writes ranks.csv, heads.csv, figures, report.md and "
+                    "provenance.json into OUTDIR. Needs the 'hf' extra.")
+    probe.add_argument("path", type=Path, metavar="PATH",
+                       help="checkpoint folder (config.json and weights), or a lowrank.train run folder")
+    probe.add_argument("--texts", metavar="SOURCE", help="FILE or folder of text, shakespeare or bbcnews "
+                                                         "(default for text models: shakespeare)")
+    probe.add_argument("--images", metavar="SOURCE", help="folder of images, or synthetic (default for vision models)")
+    probe.add_argument("--lengths", nargs="+", type=_ints, metavar="N",
+                       help="sequence lengths in tokens (default: those of 64 128 256 the model has positions for)")
+    probe.add_argument("--windows", type=_ints, default=4, metavar="K", help="windows (or images) per length (default 4)")
+    probe.add_argument("--layers", nargs="+", type=_ints, metavar="L", help="layer indices (default: all)")
+    probe.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N (default cpu)")
+    probe.add_argument("--dtype", default="float32", choices=("float32", "float64", "bfloat16", "float16"),
+                       help="dtype the model runs in (default float32); ranks are always computed in float64")
+    probe.add_argument("--batch-size", type=_ints, default=4, metavar="B", help="windows per forward pass (default 4)")
+    probe.add_argument("--seed", type=_ints, default=0, help="seed of the window and image choice (default 0)")
+    probe.add_argument("-o", "--out", type=Path, metavar="OUTDIR",
+                       help="new or empty output folder (default: probe-<checkpoint folder name>)")
+
+
+def _probe(args) -> int:
+    from ..probe_run import ProbeSpec, run_probe
+
+    out = args.out if args.out is not None else Path(f"probe-{args.path.resolve().name}")
+    done = run_probe(ProbeSpec(path=args.path, out=out, texts=args.texts, images=args.images, lengths=args.lengths,
+                               windows=args.windows, layers=args.layers, device=args.device, dtype=args.dtype,
+                               batch_size=args.batch_size, seed=args.seed))
+    print(f"lowrank: probe finished; report: {done / 'report.md'}")
+    return 0
+
+
+def _probe_main(args) -> int:
+    from ..probe import ProbeMismatchError
+    from ..probe_run import ProbeInputError
+
+    try:
+        return _probe(args)
+    except ProbeInputError as e:
+        _debug(args)
+        print(f"lowrank: error: {e}", file=sys.stderr)
+        return 2
+    except ProbeMismatchError as e:
+        _debug(args)
+        print(f"lowrank: error: {' '.join(str(e).split())[:400]}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("lowrank: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a failure no check foresaw: one line, the traceback on --debug
+        _debug(args)
+        print(f"lowrank: error: probe stopped: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+              + ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
+        return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return e.code if isinstance(e.code, int) else 2
+    if args.command == "probe":  # needs neither the book nor its runner
+        return _probe_main(args)
 
     from . import runner
     from .params import ParameterError
@@ -103,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             return _list(args, root)
         if root is None:
             raise runner.UsageError("no book found: run from the book's folder or pass --root")
+        if args.dry_run:
+            return _book_dry_run(args, root)
         html = runner.build_book(root, scale=args.scale, out=args.out, allow_cpu=args.allow_cpu,
                                  kernel=args.kernel, rerun=args.rerun, progress_bar=not args.no_progress,
                                  log_output=args.log_output,
@@ -187,6 +262,7 @@ def _run(args, root, command: str) -> int:
         print(f"requires:   {', '.join(plan.requires) or 'nothing'}")
         for name, value in plan.injected.items():
             print(f"set:        {name} = {value!r}  ({plan.sources[name]})")
+        print(f"estimate:   {_cost_text(plan.cost)}")
         print(f"would write {Path(outdir).resolve()}")
         return 0
     for attempt in range(10):
@@ -205,6 +281,57 @@ def _run(args, root, command: str) -> int:
     return 0
 
 
+def _cost_text(cost) -> str:
+    """One line: wall time, device time and memory of an estimate (lowrank.experiments.costs.Cost)."""
+    from .costs import duration
+
+    if cost is None:
+        return "none (this chapter has no cost model)"
+    workers = f" with {cost.workers} workers" if cost.workers > 1 else ""
+    return (f"{duration(cost.wall_s)} of wall time{workers} ({cost.hours_text()}), about "
+            f"{cost.bytes / 2**30:,.1f} GiB of memory: {cost.what}")
+
+
+def _book_dry_run(args, root) -> int:
+    """Every chapter's estimate at ``args.scale`` on the device its set names, and the total."""
+    from . import runner
+    from .costs import METADATA_KEY, duration, estimate, read_metadata
+    from .params import ParameterError
+    from .sets import set_parameters
+
+    overrides = [(n, runner.parse_value(v)) for n, v in args.param]
+    total = {"cpu": 0.0, "cuda": 0.0}
+    wall = 0.0
+    for chapter in runner.list_chapters(root):
+        values: dict = {}
+        device = None
+        if args.scale != "default":
+            path = chapter.param_file(args.scale)
+            if not path.is_file():
+                print(f"{chapter.name}: no {args.scale!r} set")
+                continue
+            raw = runner.load_yaml(path.read_text(encoding="utf8")) or {}
+            device = read_metadata(path, raw)["devices"]
+            values = {k: v for k, v in raw.items() if k != METADATA_KEY}
+        known = runner.notebook_parameters(chapter, papermill=False)
+        values.update({n: v for n, v in overrides if n in known})
+        try:
+            params = set_parameters(chapter.path, values)
+        except ParameterError as e:
+            print(f"{chapter.name}: no estimate: {e}")
+            continue
+        if device is None or "device" in values:
+            device = "cuda" if params.get("device") == "cuda" else "cpu"
+        cost = estimate(chapter.name, params, device=device, root=root)
+        print(f"{chapter.name}: {_cost_text(cost)}")
+        if cost is not None:
+            total[cost.device] += cost.device_s
+            wall += cost.wall_s
+    print(f"total: {duration(wall)} of wall time, one chapter after another "
+          f"({total['cpu'] / 3600:,.2f} CPU hours, {total['cuda'] / 3600:,.2f} GPU hours); nothing was run")
+    return 0
+
+
 def _headline_outputs(notebook: Path) -> list[str]:
     """Printed text of the cells marked ``# NBVAL_CHECK_OUTPUT`` (the chapter's headline numbers)."""
     import nbformat
@@ -216,6 +343,7 @@ def _headline_outputs(notebook: Path) -> list[str]:
 
 def _list(args, root) -> int:
     from . import runner
+    from .sets import set_info
     from .params import SCHEMAS
 
     if args.chapter:
@@ -231,9 +359,14 @@ def _list(args, root) -> int:
         for scale in scales:
             header = runner.parameter_file_header(chapter.param_file(scale))
             print(f"    {scale}: " + "\n      ".join(textwrap.wrap(" ".join(header.split()), 96) or ["(no header)"]))
+        if chapter.name in SCHEMAS:
+            for scale in ("default", *[s for s in scales if s != "smoke"]):
+                info = set_info(root or chapter.path.parent.parent, chapter.path, scale)
+                print(f"    {scale}: needs {info.hardware}; computes on {'a GPU' if info.devices == 'cuda' else 'the CPU'}; "
+                      f"estimate: {info.estimate_text()}; {info.measured.text()}")
         spec = SCHEMAS.get(chapter.name, {})
         if not spec:
-            print("  no schema registered in lowrank/params.py")
+            print("  no schema registered in lowrank/book/params.py")
         params = runner.notebook_parameters(chapter, papermill=False)
         w_name = max((len(n) for n in params), default=0)
         w_default = max((len(p["default_text"]) for p in params.values()), default=0)

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["ParameterError", "Param", "short_repr", "MAX_LIST", "INT_CEILING", "Constraint", "Estimate",
-           "CONSTRAINTS", "ESTIMATES", "PATHS", "MANIFESTS", "check_constraints", "estimate", "Int", "Float", "Bool", "Choice", "Str", "IntList",
+__all__ = ["ParameterError", "Param", "short_repr", "MAX_LIST", "INT_CEILING", "Constraint",
+           "CONSTRAINTS", "PATHS", "MANIFESTS", "check_constraints", "Int", "Float", "Bool", "Choice", "Str", "IntList",
            "FloatList", "ChoiceList", "SCHEMAS", "register", "schema", "validate", "chapter_name"]
 
 
@@ -437,9 +437,10 @@ register(
 
 # --- beyond single values ------------------------------------------------------------------
 # Kept apart from SCHEMAS (one table per chapter above): constraints between parameters,
-# values that pass their own range but break a later cell, path parameters, and estimates of a
-# run's memory and time. ``validate(chapter, globals())`` (the notebook's cell) and ``lowrank run``
-# (before any kernel starts) both apply CONSTRAINTS; ``lowrank run`` also applies ESTIMATES.
+# values that pass their own range but break a later cell, and path parameters.
+# ``validate(chapter, globals())`` (the notebook's cell) and ``lowrank run`` (before any kernel
+# starts) both apply CONSTRAINTS; ``lowrank run`` also checks the run's memory and time estimate
+# (lowrank.book.costs).
 
 @dataclass(frozen=True)
 class Constraint:
@@ -447,19 +448,6 @@ class Constraint:
 
     names: tuple[str, ...]
     rule: Callable[[Mapping[str, Any]], str | None]
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """Rough peak memory (bytes) and CPU time (seconds) of a run, from its parameters alone.
-
-    Order-of-magnitude figures of the dominant allocations and operations (float64 n x n
-    matrices, SVDs at ~1e9 flop/s, training at ~2e10 flop/s on a CPU), meant to refuse a run
-    that cannot fit in memory and to warn about one that takes hours, not to schedule."""
-
-    bytes: float
-    seconds: float
-    what: str = ""
 
 
 def _divides(names_h: str, name_d: str):
@@ -620,101 +608,3 @@ PATHS: dict[str, dict[str, str]] = {
 # (lowrank.sweep.write_manifest): a run with other parameters is refused before it starts.
 MANIFESTS: dict[str, tuple[str, ...]] = {"04_head_size_training": ("results_store",)}
 CORPUS_NAMES = ("shakespeare", "bbcnews")
-
-
-def _est_01(p) -> Estimate:
-    n, T, k = p["n"], p["n_trials"], len(p["scales"])
-    mem = 8.0 * T * ((3 + k) * n * n + 2 * n * max(p["head_dims"]))
-    rows = T * len(p["head_dims"]) * (1 + k) * (len(p["rtols"]) + 1)
-    secs = len(p["head_dims"]) * (1 + k) * T * 10.0 * n ** 3 / 1e9
-    return Estimate(mem + 300.0 * rows, secs, f"{T} draws of {1 + k} float64 {n} x {n} matrices per head size")
-
-
-def _est_05(p) -> Estimate:
-    chunk = 8.0 * 2 ** 24 * 4  # barrier.MAX_ELEMENTS per chunk, a few float64 copies
-    draws = len(p["ns"]) * len(p["head_dims"]) * p["n_trials"]
-    secs = sum(p["n_trials"] * len(p["head_dims"]) * 10.0 * n ** 3 / 1e9 for n in p["ns"])
-    secs += len(p["setting_head_dims"]) * p["setting_trials"] * 10.0 * p["n_setting"] ** 3 / 1e9 * (
-        len(p["scales"]) + len(p["inputs"]) + len(p["heads"]))
-    return Estimate(chunk + 300.0 * draws, secs, "chunked Monte Carlo of hardmax / softmax ranks")
-
-
-def _est_06(p) -> Estimate:
-    import math as _m
-
-    grid = int(p["points_per_octave"] * _m.log2(max(p["max_head_dim"], 2))) + 1
-    secs, draws = 0.0, 0
-    for n in p["ns"]:
-        t = max(p["min_trials"], p["rows_per_cell"] // n)
-        draws += t * grid
-        secs += t * grid * 10.0 * n ** 3 / 1e9
-    sgrid = int(p["points_per_octave"] * _m.log2(max(p["softmax_max_head_dim"], 2))) + 1
-    secs += sum(p["softmax_trials"] * sgrid * 10.0 * n ** 3 / 1e9 for n in p["softmax_ns"])
-    return Estimate(8.0 * 2 ** 24 * 4 + 300.0 * draws, secs, "chunked Monte Carlo over the head-size grid")
-
-
-def _train_cost(d, layers, heads, dh, seq, batch, d_ff, vocab, steps) -> tuple[float, float]:
-    params = vocab * d + layers * (4 * d * heads * dh + 2 * d * d_ff)
-    acts = batch * layers * (seq * (10 * d + 2 * d_ff) + 3 * heads * seq * seq) * 4.0
-    return 16.0 * params + acts, 6.0 * params * batch * seq * steps / 2e10
-
-
-def _est_04(p) -> Estimate:
-    d, L, n, B = p["d_model"], p["n_layers"], p["seq_len"], p["batch_size"]
-    configs = [(d, h, p["head_dim"]) for h in p["heads"]]
-    configs += [(w, p["baseline_heads"], w // p["baseline_heads"]) for w in p["baseline_widths"]]
-    configs += [(d, p["size_heads"], dh) for dh in p["head_dims"]]
-    costs = [_train_cost(w, L, h, dh, n, B, p["d_ff"] or 4 * w, p["vocab_size"], p["steps"]) for w, h, dh in configs]
-    sweep_steps = p.get("lr_sweep_steps") or p["steps"]
-    swept = [_train_cost(d, L, h, dh, n, B, p["d_ff"] or 4 * d, p["vocab_size"], sweep_steps)
-             for h in p.get("lr_sweep_heads", []) for dh in (d // h, p["head_dim"])] * len(p.get("lr_sweep", []))
-    rec = p.get("recovery_steps")
-    pair = [h for h in p["heads"] if d % h == 0 and d // h != p["head_dim"]] if rec else []
-    swept += [_train_cost(d, L, max(pair), dh, n, B, p["d_ff"] or 4 * d, p["vocab_size"], rec)
-              for dh in (d // max(pair), p["head_dim"])] * p["n_seeds"] if pair else []
-    mem = max(c[0] for c in costs) * max(1, p["workers"])
-    secs = sum(c[1] for c in costs) * p["n_seeds"] + sum(c[1] for c in swept)
-    return Estimate(mem, secs / max(1, p["workers"]),
-                    f"{len(configs) * p['n_seeds'] + len(swept)} training runs")
-
-
-def _est_07(p) -> Estimate:
-    mini = 4.0 * p["minilm_batch"] * 12 * max(p["minilm_seq_lens"]) ** 2 * 4 + 4e8  # MiniLM weights + a layer
-    # retrieval, measured on one core: about 6 ms per step of 2048 queries at n <= 128, growing with n
-    # (13 ms at n = 512), a run stopping at its plateau after about a third of its cap on average,
-    # and testing 10,000 sequences in about n / 10 seconds
-    runs = steps = 0.0
-    for ns, seeds in ((p["retrieval_ns"], p["retrieval_seeds"]), (p["retrieval_pair_ns"], p["retrieval_pair_seeds"])):
-        for n in ns:
-            k = len(p["retrieval_head_dims"]) * seeds
-            runs += k
-            per_step = 0.006 * max(1.0, n / 128) ** 0.6 * p["retrieval_tokens"] / 2048
-            steps += k * (max(p["retrieval_min_steps"], p["retrieval_max_steps"] / 3) * 1.2 * per_step
-                          + n / 10 * p["retrieval_test_sequences"] / 10_000)
-    secs = steps if p["retrieval_run"] else 0.0
-    # truncation: about 25 MFLOP per token per model at ~30 GFLOP/s, (ranks + 1) models per n
-    if p["truncation_run"]:
-        toks = 5 * p["truncation_per_class"] * sum(p["truncation_ns"]) * (len(p["truncation_ranks"]) + 1)
-        toks += 5 * p["truncation_per_class"] * p["truncation_layer_n"] * 6 * len(p["truncation_layer_ranks"])
-        secs += toks * 25e6 / 30e9
-    return Estimate(mini, secs, f"{int(runs) if p['retrieval_run'] else 0} retrieval trainings and MiniLM forward passes")
-
-
-ESTIMATES: dict[str, Callable[[Mapping[str, Any]], Estimate]] = {
-    "01_attention_and_rank": _est_01,
-    "04_head_size_training": _est_04,
-    "05_rank_barrier": _est_05,
-    "06_rank_saturation": _est_06,
-    "07_trained_attention": _est_07,
-}
-
-
-def estimate(chapter: str, params: Mapping[str, Any]) -> Estimate | None:
-    """The chapter's ESTIMATES entry applied to a full, checked parameter set (None if it has none)."""
-    fn = ESTIMATES.get(chapter)
-    if fn is None:
-        return None
-    try:
-        return fn(params)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        return None

@@ -1,18 +1,25 @@
 """One figure style for the whole book: seaborn, colour-blind palette, sharp at page width."""
 from __future__ import annotations
 
+import os
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from .outputs import FORMATS_ENV
+
 PALETTE = "colorblind"
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", "-.", ":")
+FONT_SCALE = 1.15
 
 
 def use_style() -> None:
     """Apply the book style; call once at the top of a chapter."""
-    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
+    # Larger type than seaborn's "notebook" context: a figure is shown shrunk to the column (and
+    # further on a phone), and "small" legends must stay legible there.
+    sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE, font_scale=FONT_SCALE)
     mpl.rcParams.update({
         "figure.figsize": (7.0, 4.0),
         "figure.dpi": 110,
@@ -27,9 +34,11 @@ def use_style() -> None:
     # its 1x size as width/height metadata. The book keeps only the width (the largest size shown)
     # and lets the height follow, so figures keep their aspect ratio at every width
     # (_ext/book_ui.py); a figure wider than the ~700 px column is scaled down, never squeezed.
+    # A `lowrank run` kernel also asks for SVG (LOWRANK_FIGURE_FORMATS), which lowrank.book.outputs
+    # saves into the run folder beside each figure's PNG.
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
-        set_matplotlib_formats("png2x")
+        set_matplotlib_formats(*os.environ.get(FORMATS_ENV, "png2x").split(","))
     except ImportError:  # outside IPython
         pass
 

@@ -30,8 +30,10 @@ only when the last cell has succeeded, so *OUTDIR exists if and only if the run 
     OUTDIR/NN_name.ipynb   the executed notebook (with papermill's injected-parameters cell)
     OUTDIR/params.json     chapter, scale, parameter files, injected and effective parameters,
                            kernel, times, status, lowrank version, git revision
-    OUTDIR/results.json    every value the chapter glued (myst_nb ``glue``), name -> value
-    OUTDIR/files/          whatever the chapter wrote into :func:`results_dir` (only if any)
+    OUTDIR/results.json    every value the chapter glued (myst_nb ``glue``), name -> value; a figure
+                           as the files below that hold it; "tables" names the table files
+    OUTDIR/files/          its figures (<glue key>.png and .svg), its tables (chNN_table_K.csv) and
+                           whatever the chapter wrote into :func:`results_dir` (:mod:`.outputs`)
 
 The default OUTDIR is ``runs/<chapter>/<UTC timestamp>-<hash of the effective parameters>/``.
 If a cell fails (or the kernel dies, or the run is interrupted by Ctrl-C or, under the
@@ -46,7 +48,7 @@ folder behind; it is never mistaken for a run, and may be deleted.
 book did not render (the cell or step is named); 2 refused before a kernel started (unknown
 chapter, parameter, parameter set or kernel; bad value; YAML with a name set twice or a YAML 1.1
 octal or base-60 number; a broken cross-parameter constraint (``params.CONSTRAINTS``); a memory
-estimate beyond the machine (``params.ESTIMATES``); a path parameter of the wrong kind
+estimate beyond the machine (``lowrank.book.costs``); a path parameter of the wrong kind
 (``params.PATHS``), a store that is committed, someone else's file or at odds with its manifest
 (:mod:`lowrank.book.guards`); GPU required; OUTDIR inside the book's sources, not empty, under a
 file, not writable or locked by another run; an ``OUTDIR.failed`` that is not a failed run's
@@ -55,8 +57,8 @@ folder); 130 interrupted (Ctrl-C, SIGTERM, SIGHUP).
 **Temporary files.** The kernel's ``TMPDIR`` (given to the kernel only, never set in this
 process: ``lowrank book`` runs every chapter in one process) is a ``scratch/`` folder inside
 the hidden run folder, removed when the run ends however it ends, so a chapter's ``tempfile``
-folders never outlive the run. A lock file ``.OUTDIR.lock`` (the pid of the run) keeps a second run off the
-same OUTDIR; one left by a killed process is ignored once that process is gone.
+folders never outlive the run. A lock file ``.OUTDIR.lock`` (the pid of the run) keeps a second
+run off the same OUTDIR; one left by a killed process is ignored once that process is gone.
 """
 from __future__ import annotations
 
@@ -83,10 +85,11 @@ from typing import Any
 import yaml
 
 from .. import __version__
-from .glued import read_glue
+from .costs import METADATA_KEY, estimate
 from .guards import committed_store, inside_sources, sidecars
-from .params import (CORPUS_NAMES, MANIFESTS, PATHS, SCHEMAS, ParameterError, check_constraints, estimate,
-                     short_repr, validate)
+from .outputs import kernel_env, write_outputs
+from .params import (CORPUS_NAMES, MANIFESTS, PATHS, SCHEMAS, ParameterError, check_constraints, short_repr,
+                     validate)
 
 __all__ = ["RunError", "UsageError", "OutdirLocked", "ExecutionFailed", "Chapter", "RunPlan", "KNOWN_REQUIREMENTS",
            "RUN_DIR_ENV", "MAX_PARAMETER_FILE", "load_yaml", "check_outdir", "execute_in_place",
@@ -236,6 +239,7 @@ def load_parameter_file(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
     if not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
         raise UsageError(f"parameter file {path} must be a mapping of parameter names to values, "
                          f"got {short_repr(values)}")
+    values.pop(METADATA_KEY, None)  # what the set needs and costs (lowrank.book.costs), not a parameter
     return values, tuple(dict.fromkeys(requires))
 
 
@@ -447,6 +451,7 @@ class RunPlan:
     requires: tuple[str, ...]
     kernel: str
     notes: list[str] = field(default_factory=list)
+    cost: Any = None              # lowrank.experiments.costs.Cost of the run, or None
 
     @property
     def params_hash(self) -> str:
@@ -462,14 +467,14 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
     Besides each value's own range, checks the chapter's cross-parameter CONSTRAINTS on the
     merged set, ``device = cuda`` against the machine, path parameters (resolved against ``cwd``,
     default the current folder; values from the book's own ``--scale`` sets against the book's
-    folder) and the chapter's memory ESTIMATES against ``memory_bytes`` (default: this machine's
+    folder) and the chapter's memory estimate (lowrank.book.costs) against ``memory_bytes`` (default: this machine's
     physical memory; runs on CUDA are not compared).
     Raises UsageError (exit status 2) with a message naming the parameter, value and what is allowed.
     """
     cwd = Path(cwd or Path.cwd()).resolve()
     if chapter.name not in SCHEMAS:
         raise UsageError(f"chapter {chapter.name} has no parameter schema: add "
-                         f"register({chapter.name!r}, ...) to lowrank/params.py")
+                         f"register({chapter.name!r}, ...) to lowrank/book/params.py")
     known = notebook_parameters(chapter)
 
     values: dict[str, Any] = {}
@@ -528,17 +533,17 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
         raise UsageError(f"parameter 'device' = 'cuda' (set {sources.get('device', 'in the notebook')}) but no "
                          "CUDA device is visible (torch.cuda.is_available() is False); use -p device cpu")
     notes = []
-    est = estimate(chapter.name, merged)
+    on_gpu = device == "cuda" or (device == "auto" and _cuda_available())
+    est = estimate(chapter.name, merged, device="cuda" if on_gpu else "cpu", root=book)
     if est is not None:
         limit = memory_bytes if memory_bytes is not None else _physical_memory()
-        on_gpu = device == "cuda" or (device == "auto" and _cuda_available())
         if limit and est.bytes > limit and not on_gpu:
             raise UsageError(f"chapter {chapter.name}: these parameters need about {_gb(est.bytes)} of memory "
                              f"({est.what}); this machine has {_gb(limit)}. Reduce the sizes you set "
                              f"({', '.join(sorted(sources)) or 'none'}), or run on a larger machine")
-        if est.seconds > 3600:
-            notes.append(f"{chapter.name}: a rough estimate of this run is {est.seconds / 3600:,.1f} CPU hours "
-                         f"and {_gb(est.bytes)} of memory ({est.what})")
+        if est.wall_s > 3600:
+            notes.append(f"{chapter.name}: this run is estimated at {est.hours_text()} "
+                         f"({est.wall_s / 3600:,.1f} hours of wall time) and {_gb(est.bytes)} of memory ({est.what})")
 
     requires_t = tuple(dict.fromkeys(requires))
     if "gpu" in requires_t and not _cuda_available():
@@ -554,7 +559,7 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
     _check_kernel(kernel)
     return RunPlan(chapter=chapter, scale=scale, injected=injected,
                    parameters=merged,
-                   sources=sources, files=read, requires=requires_t, kernel=kernel, notes=notes)
+                   sources=sources, files=read, requires=requires_t, kernel=kernel, notes=notes, cost=est)
 
 
 def _gb(n: float) -> str:
@@ -856,7 +861,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
 
     t0 = time.perf_counter()
     failure, status, trace = None, 1, ""
-    env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch)}
+    env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch), **kernel_env(scratch)}
     kernel_log = tmp / "kernel.log"
     streams = {"stdout_file": _Copy(sys.stdout), "stderr_file": _Copy(sys.stderr)} if log_output else {}
     try:
@@ -899,7 +904,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
                               status=status, partial=failed, traceback=trace)
 
     _stamp_scale(notebook, plan.scale)
-    _write_json(tmp / "results.json", read_glue(notebook))
+    _write_json(tmp / "results.json", write_outputs(notebook, files))
     if not any(files.iterdir()):
         files.rmdir()
     record["status"] = "ok"

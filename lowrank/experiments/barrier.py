@@ -197,8 +197,7 @@ def barrier_verdicts(table: pd.DataFrame, *, value: str = "value", by: str = "se
     ``group`` (the hypothesis the setting drops), carried through. Columns: group (if given),
     setting, n, draws, rank_frac (mean rank / n), se_frac (NaN for one draw), lo_frac, hi_frac
     (mean +- z se), bound_frac, respected (the mean is <= the bound within its interval:
-    mean - z se <= bound), near (|mean - bound| <= margin n, margin = NEAR_MARGIN by default),
-    and holds (= respected, the older name).
+    mean - z se <= bound) and near (|mean - bound| <= margin n, margin = NEAR_MARGIN by default).
     """
     margin = NEAR_MARGIN if margin is None else margin
     rows = []
@@ -215,7 +214,6 @@ def barrier_verdicts(table: pd.DataFrame, *, value: str = "value", by: str = "se
                     "lo_frac": (v.mean() - half) / n, "hi_frac": (v.mean() + half) / n, "bound_frac": bound / n,
                     "respected": bool(v.mean() - half <= bound),
                     "near": bool(abs(v.mean() - bound) <= margin * n)})
-        row["holds"] = row["respected"]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -478,7 +476,7 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     return H
 
 
-# --- claims and their rules (issue 14; fixed before the outputs they judge) ------------------
+# --- claims and their rules (registered in the rules ledger) ---------------------------------
 
 # Two-sided 95 % normal interval for one mean (draws are independent).
 Z95 = 1.96

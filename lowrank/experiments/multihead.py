@@ -42,7 +42,7 @@ def head_count_sweep(X, heads, *, concentration: float = 1.0, fixed_head_dim: in
     return pd.concat(frames, ignore_index=True)
 
 
-# --- chapter runs and headline (issue 13) ----------------------------------------------------
+# --- chapter runs and headline ------------------------------------------------------------
 
 def run_head_count(d_model: int, n: int, heads, *, concentration: float = 1.0, restarts: int = 2,
                    max_iter: int = 1000, vanish_tol: float = 1e-5, seed: int = 0) -> dict:
@@ -275,7 +275,7 @@ def summary(tables: dict) -> list[str]:
             f"{h['ch03_cost_ratio']:.1f}"]
 
 
-# --- claims and their rules (issue 14/15; fixed before the outputs they judge) --------------------
+# --- claims and their rules (registered in the rules ledger) ---------------------------------
 
 from . import verdicts as _v  # noqa: E402
 

@@ -116,7 +116,7 @@ def sparse_sweep(ns, kinds, *, k: int = 2, eps: float = 1e-3, concentration: flo
     return pd.concat(frames, ignore_index=True)
 
 
-# --- chapter runs and headline (issue 13) ----------------------------------------------------
+# --- chapter runs and headline ------------------------------------------------------------
 
 SPARSE_KINDS = ("permutation", "sparse", "dense")
 
@@ -340,7 +340,7 @@ def summary(tables: dict) -> list[str]:
     return lines
 
 
-# --- issue 15: bounds next to fits, causal heads, d < n ------------------------------------------
+# --- bounds next to fits, causal heads, d < n ----------------------------------------------
 
 def bound_table(sweep: pd.DataFrame, P_by_n: dict) -> pd.DataFrame:
     """One row per (n, concentration, target, rank) of a threshold sweep: the best fitted max-row
@@ -479,7 +479,7 @@ def run_d_below_n(d: int, ns, *, concentration: float = 1.0, n_targets: int = 2,
     return {"d_below_n": pd.DataFrame(rows)}
 
 
-# --- claims and their rules (issue 14/15; fixed before the outputs they judge) --------------------
+# --- claims and their rules (registered in the rules ledger) ---------------------------------
 
 from . import verdicts as _v  # noqa: E402  (the framework, imported here to keep the runs above light)
 

@@ -189,7 +189,7 @@ def fit_saturation(points: pd.DataFrame, boot: pd.DataFrame, *, level: float = 0
     return pd.DataFrame(rows)
 
 
-# --- the saturation law over three decades of n (issue 16) ---------------------------------
+# --- the saturation law over three decades of n -------------------------------------------
 
 def nested_hardmax_table(ns: Sequence[int], head_dims: Sequence[int], *, n_trials: int | Sequence[int],
                          seed: int = 0, device="cpu", max_elements: int = 2 ** 25,
@@ -667,7 +667,7 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
              else f"not reached (n = {n})") for n, r in q.iterrows())
     return H
 
-# --- claims and their rules (issue 14; fixed before the outputs they judge) ------------------
+# --- claims and their rules (registered in the rules ledger) ---------------------------------
 
 # Two-sided 95 % prediction interval for the out-of-range check (fit on small n, predict the largest).
 Z_PRED = 1.96
@@ -677,7 +677,7 @@ BIC_STRONG = 10.0
 # it against: fewer cannot tell a law from its misfit.
 MIN_NS = 6
 # Two decades of n: over one decade a pure a + b ln n law is fitted by c n^alpha with
-# alpha ~ 0.2 > 0 (issue 14), so a shorter range cannot separate log from power growth.
+# alpha ~ 0.2 > 0, so a shorter range cannot separate log from power growth.
 MIN_RANGE = 100.0
 
 

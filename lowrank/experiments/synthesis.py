@@ -33,7 +33,7 @@ __all__ = ["ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row",
            "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
            "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
            "HEADLINE_KEYS", "plot_verdicts_by_paper", "counts_by_kind", "found_sentence", "kinds_table",
-           "verdict_groups", "reading_table"]
+           "verdict_groups", "reading_table", "card_rows"]
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,11 @@ def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
     for src in sources:
         module = load(src.module)
         if module is None:
-            silent[src.number] = f"module lowrank.experiments.{src.module} does not exist yet"
+            silent[src.number] = f"module lowrank.experiments.{src.module} does not exist"
             continue
         found = getattr(module, "CLAIMS", None)
         if found is None:
-            silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS yet"
+            silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS"
             continue
         found = tuple(found)
         if not found:
@@ -303,6 +303,34 @@ def style_table(table):
             .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
 
 
+def _reason(r: Row) -> str:
+    """A verdict's reason in one line: its qualifier, or what the evidence says against the claim."""
+    if r.qualifier:
+        return r.qualifier
+    if r.verdict == CONTRADICTED and "; " in r.evidence:
+        return r.evidence.rsplit("; ", 1)[1]
+    if r.verdict == REPRODUCED:
+        return "holds as stated"
+    return r.evidence
+
+
+def card_rows(rows: Iterable[Row]) -> list[dict[str, str]]:
+    """The claim rows as plain dicts for the book's verdict cards (``lowrank.book.verdict_view``):
+    links relative to the book's root, the reason in one line, evidence, rule and ledger record."""
+    out = []
+    for r in rows:
+        if not _is_claim(r):
+            continue
+        href = f"chapters/{r.stem}.html" + (f"#{section_anchor(r.section)}" if r.section else "")
+        paper = r.paper + (f", {r.where}" if r.where else "")
+        out.append(dict(claim=r.statement, paper=paper, href=href, section_text=f"chapter {r.chapter}",
+                        verdict=r.verdict if r.judged or r.verdict == NOT_TESTED else INCONCLUSIVE,
+                        qualifier="", reason=_reason(r) if r.judged else f"not judged: {r.evidence}",
+                        evidence=r.evidence, rule=r.rule or "no rule: the claim is not tested",
+                        scale=r.scale, kind=r.kind, ledger=r.ledger))
+    return out
+
+
 def reading_table(rows: Iterable[Row], base: str = ""):
     """The verdict table laid out for reading in a ~700 px column: three columns (the claim with
     its paper and a link to its section; the evidence with the rule under it; the verdict with its
@@ -494,15 +522,19 @@ HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "c
                  *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
 
 
-def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
-    """Every value chapter 08 glues: counts per verdict, the totals sentence, the brief and meanings tables."""
+def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Every value chapter 08 glues: counts per verdict, the totals sentence, the brief and meanings tables.
+
+    ``cards(rows, brief=True)`` renders the landing page's brief table from :func:`card_rows` (the
+    book's verdict cards); without it the brief table is a plain styled table."""
     rows = tables["rows"]
     counts = verdict_counts(rows)
+    brief = cards(card_rows(rows), brief=True) if cards is not None else style_table(tables["brief"])
     out: dict[str, Any] = {
         "ch08_n_claims": sum(counts.values()),
         "ch08_totals": totals_sentence(rows),
         "ch08_silent": silent_sentence(tables["collection"]),
-        "ch08_brief": style_table(tables["brief"]),
+        "ch08_brief": brief,
         "ch08_verdict_meanings": style_table(tables["meanings"]),
         "ch08_kind_meanings": style_table(kinds_table()),
         "ch08_counts_by_kind": counts_by_kind(rows).style.hide(axis="index"),

@@ -194,7 +194,7 @@ def theorem1_counterexample(n: int = 2, d: int = 1) -> Counterexample:
     return Counterexample(X, P, forced, reason)
 
 
-# --- certified lower bounds (issue 15) --------------------------------------------------------
+# --- certified lower bounds -----------------------------------------------------------------
 #
 # A head of size r on full-row-rank X produces logits S of rank <= r; softmax_row(S) depends on S
 # only through its row-centred form S C (C = I - 1 1^T / n), and the row-centred log of the

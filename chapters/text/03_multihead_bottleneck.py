@@ -1,0 +1,284 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags
+#     notebook_metadata_filter: kernelspec,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The multi-head bottleneck and a fixed head size
+#
+# **Splitting a width $d$ into $h$ heads of size $d/h$ caps every head's logit rank at $d/h$: once $d/h$ drops below $n - 1$, heads can no longer fit dense attention, while heads of a fixed size $d_p \ge n - 1$ still can.**
+# We measure that boundary on both sides, check that a fixed head size contains the standard layer, build the witness of Theorem 2 of {cite}`bhojanapalli2020lowrank` and compare it with standard layers at the same parameter count, and work out what all this means at the paper's own settings.
+
+# %% tags=["parameters", "hide-input"]
+seed = 0  # random seed
+d_model = 60  # model width d for the head-count sweep (divisible by n, n - 1 and n - 2)
+n = 6  # sequence length n for the head-count sweep
+heads = [1, 2, 4, 6, 10, 12, 15, 20, 30]  # head counts h (each must divide d_model)
+concentration = 1.0  # Dirichlet concentration of the dense target rows
+restarts = 2  # L-BFGS restarts per head fit
+max_iter = 1000  # L-BFGS iteration cap, head fits
+vanish_tol = 1e-5  # max row total variation below which a head fits
+embed_d_model = 12  # width of the standard layer embedded in a fixed one
+embed_heads = 4  # heads of that layer (must divide embed_d_model)
+embed_head_dim = 5  # head size d_p of the fixed layer (at least embed_d_model / embed_heads)
+embed_n = 7  # tokens per random input for the embedding check
+embed_batch = 64  # random inputs for the embedding check
+t2_d = 6  # Theorem 2: width d
+t2_heads = 3  # Theorem 2: heads h (h > d / d_p, h divides d)
+t2_head_dim = 3  # Theorem 2: fixed head size d_p (between d / h, exclusive, and d)
+t2_n = 4  # Theorem 2: tokens per input
+t2_samples = 16  # Theorem 2: inputs the layers are fitted on
+t2_std_restarts = 8  # Theorem 2: restarts of the standard-layer fit
+t2_fixed_restarts = 4  # Theorem 2: restarts of the fixed-layer fits
+t2_std_max_iter = 2000  # Theorem 2: L-BFGS cap, standard layer
+t2_fixed_max_iter = 3000  # Theorem 2: L-BFGS cap, fixed layer
+cost_d_models = [256, 512, 1024]  # widths d for the cost table
+cost_heads = [4, 8, 16, 32]  # head counts h for the cost table
+cost_seq_lens = [128, 512]  # sequence lengths n for the cost table (fixed head size n)
+paper_d = 1024  # width of the paper's worked numbers (Table 1: BERT-large)
+paper_heads = [8, 16, 32]  # head counts of Table 1
+paper_ns = [128, 512]  # the two pre-training stages' sequence lengths
+
+# %% tags=["hide-input"]
+import matplotlib.pyplot as plt
+import numpy as np
+from myst_nb import glue
+
+from lowrank.experiments import multihead as M
+from lowrank.book.params import validate
+from lowrank.book.plotting import grey_safe_lines, subplots, use_style
+
+P_ = validate("03_multihead_bottleneck", globals())
+use_style()
+
+# %% [markdown]
+# (ch03-boundary)=
+# ## More heads, smaller heads
+#
+# A standard layer (the paper's class $\mathcal{F}$) splits $d$ into $h$ heads of size $d/h$; head $i$ computes $\operatorname{softmax}_{\text{row}}\!\big(X W_q^i (X W_k^i)^\top/\sqrt{d/h}\big)$, whose logits have rank at most $d/h$. By {prf:ref}`prop-sharp-threshold` ({doc}`02_representation_theorem`), a head reproduces a generic dense $P$ on $n$ independent tokens if and only if its size is at least $n - 1$. The paper's informal version (its Section 2.3): "When the number of heads $h$ is larger than $d/n$, the attention unit inside each head projects onto a dimension smaller than $n$, creating a low-rank bottleneck".
+#
+# We take one input $X \in \mathbb{R}^{n \times d}$ (Gaussian, $n$ = {glue:text}`ch03_hc_n`, $d$ = {glue:text}`ch03_hc_d`), give every head of the layer its own dense target (Dirichlet({glue:text}`ch03_hc_concentration`) rows) and fit all $W_q^i, W_k^i$ by L-BFGS on the mean row KL ({glue:text}`ch03_hc_restarts` starts per head), for $h$ = {glue:text}`ch03_hc_heads`. The width is chosen so that $d/h$ takes the values $n$, $n - 1$ and $n - 2$: both sides of the boundary are tested. Next to it, a fixed-head-size layer (class $\mathcal{G}$) with $d_p = n$ gets the same targets. A layer fits when its worst head's best max-row TV is below {glue:text}`ch03_hc_tol`.
+
+# %% tags=["hide-input"]
+tables = M.run_head_count(d_model, n, heads, concentration=concentration, restarts=restarts, max_iter=max_iter,
+                          vanish_tol=vanish_tol, seed=seed)
+per_layer = tables["per_layer"]
+wide = per_layer.pivot(index="n_heads", columns="layer", values="worst_head_error").reset_index()
+wide.insert(1, "head size d/h", d_model // wide["n_heads"])
+(wide.rename(columns={"n_heads": "heads h", "standard": "standard layer: worst head's TV",
+                      "fixed": f"fixed d_p = {n}: worst head's TV"})
+ .style.hide(axis="index").format("{:.1e}", subset=["standard layer: worst head's TV", f"fixed d_p = {n}: worst head's TV"]))
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch03-heads
+#
+# Standard heads fail once their size $d/h$ drops below $n - 1$; fixed-size heads fit at every head count. The worst head's best max-row TV for each number of heads $h$ (head size $d/h$), for the standard layer and for the fixed head size $d_p = n$.
+# ```
+
+# %% tags=["hide-input"]
+fig, axes = subplots(1, 1, width=6.5, height=3.4)
+ax = axes[0][0]
+pos = {h: i for i, h in enumerate(heads)}
+for style, layer in zip(grey_safe_lines(2), ["standard", "fixed"]):
+    t = per_layer[per_layer.layer == layer]
+    label = "standard, head size $d/h$" if layer == "standard" else f"fixed, $d_p = n$ = {n}"
+    ax.plot([pos[h] for h in t["n_heads"]], t["worst_head_error"].clip(lower=1e-12), label=label, **style)
+for h_mark, ls, text, ha in ((d_model / n, ":", "$h = d/n$ ", "right"), (d_model / (n - 1), "--", " $h = d/(n-1)$", "left")):
+    x = float(np.interp(h_mark, heads, range(len(heads))))
+    ax.axvline(x, color="grey", linestyle=ls, linewidth=1)
+    ax.annotate(text, (x, 1.02), xycoords=("data", "axes fraction"), ha=ha, fontsize="small")
+ax.axhline(vanish_tol, color="black", linestyle="--", linewidth=0.8)
+ax.set(yscale="log", xlabel="number of heads $h$ (head size $d/h$ below)", ylabel="worst head's max-row TV")
+ax.set_xticks(range(len(heads)), [f"{h}\n{d_model // h}" for h in heads])
+ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+glue("ch03_fig_heads", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} ch03_fig_heads
+# :name: fig-ch03-heads
+#
+# The worst head's best max-row TV against the number of heads $h$ (head size $d/h$ under each tick) at $d$ = {glue:text}`ch03_hc_d`, $n$ = {glue:text}`ch03_hc_n`. Dotted: the paper's boundary $h = d/n$; dashed: $h = d/(n-1)$; horizontal: the tolerance.
+# ```
+#
+# The standard layer fits every head up to $h$ = {glue:text}`ch03_h_last_fit` (head size {glue:text}`ch03_dh_last_fit`, which is $n - 1$ = {glue:text}`ch03_hc_n_minus_1`); the first head count at which it fails is $h$ = {glue:text}`ch03_h_first_fail` (head size {glue:text}`ch03_dh_first_fail`), where the worst head's error is at least {glue:text}`ch03_fail_error:.1e` ({numref}`fig-ch03-heads`). The fixed layer's worst head stays at {glue:text}`ch03_fixed_worst:.1e` for every $h$. The paper's condition puts the bottleneck at $h > d/n$ = {glue:text}`ch03_paper_h:.0f`; heads of size $n - 1$ still fit, so the exact boundary is $h > d/(n-1)$ = {glue:text}`ch03_boundary_h:.0f`, and both of its neighbours were tested ({glue:text}`ch03_both_sides`).
+#
+# (ch03-f-in-g)=
+# ## A standard layer inside a fixed one
+#
+# Section 3.1 of the paper states, without proof, that a FixedMultiHead layer with $d_p \ge d/h$ can represent every MultiHead layer: $\mathcal{F} \subseteq \mathcal{G}$. The construction: pad each head's $W_q^i, W_k^i, W_v^i$ with zero columns to $d_p$ and its block of $W_o$ with zero rows. The zero columns add nothing to the logits, the values or the output, with one catch: the softmax scale changes from $1/\sqrt{d/h}$ to $1/\sqrt{d_p}$, so the padded $W_q^i$ must be multiplied by $\sqrt{d_p/(d/h)}$. `lowrank.theory.embed_standard_in_fixed` does this; we compare on {glue:text}`ch03_embed_inputs` random inputs a standard layer (random weights and biases, $d$ = {glue:text}`ch03_embed_d`, $h$ = {glue:text}`ch03_embed_h`) with its embedding at $d_p$ = {glue:text}`ch03_embed_dp`, with and without the rescaling.
+
+# %%
+tables.update(M.run_embedding(embed_d_model, embed_heads, embed_head_dim, n=embed_n, batch=embed_batch, seed=seed))
+emb = tables["embedding"].iloc[0]
+print(f"max |f(X) - g(X)| over {embed_batch} inputs: {emb['max_abs_error']:.1e} with the rescaled queries, "
+      f"{emb['max_abs_error_unscaled']:.2f} with zero-padding alone")
+
+# %% [markdown]
+# The embedded layer matches the standard one to {glue:text}`ch03_embed_error:.1e` (float64); zero-padding without the rescaling is off by {glue:text}`ch03_embed_naive_error:.2f`. So a fixed head size loses nothing: every standard layer with head size at most $d_p$ is one of its parameter settings.
+#
+# (ch03-theorem2)=
+# ## Theorem 2: the inclusion is strict, at a fixed number of heads
+#
+# ```{prf:theorem} FixedMultiHead is strictly more expressive
+# :label: thm-fixed-head-strict
+#
+# ({cite}`bhojanapalli2020lowrank`, Theorem 2, in row convention.) Let $n \ge 2$, $d \ge d_p$ and $h > d/d_p$. Let $g_V$ be a FixedMultiHead layer with $h$ heads whose heads all share one bilinear form, $V_q^i (V_k^i)^\top = U$ with $\operatorname{rank} U = d_p$, and for which $\sum_i V_v^i V_o^i$ is a full-rank $d \times d$ matrix. Then for every MultiHead layer $f_W$ with $h$ heads (head size $d/h < d_p$) there is an $X \in \mathbb{R}^{n \times d}$ with $f_W(X) \ne g_V(X)$.
+# ```
+#
+# The statement is pointwise: it says that each $f_W$ differs from $g_V$ at some input, not that $f_W$ is far from $g_V$ on the inputs one happens to fit. The proof (the paper's Appendix B) has three cases. (1) If $\sum_i W_v^i W_o^i \ne \sum_i V_v^i V_o^i$, all-equal tokens $X = \mathbf{1} v^\top$ separate: every attention matrix maps them to themselves, so only the value maps are compared. (2) Otherwise, if some head's scaled form $W_q^i (W_k^i)^\top/\sqrt{d/h}$ differs from $U/\sqrt{d_p}$ by more than a skew-symmetric matrix, a single non-zero token $X = e_1 v^\top$ separates. (3) Otherwise two non-zero tokens, one of them large, separate, because the rank of $U/\sqrt{d_p} - W_q^1 (W_k^1)^\top/\sqrt{d/h}$ is at least $d_p - d/h \ge 1$. Cases 2 and 3 compare the attention. The layers here have no residual connection and no LayerNorm, as in the theorem.
+#
+# `lowrank.theory.theorem2_layer` builds such a $g_V$ with $d$ = {glue:text}`ch03_t2_d`, $h$ = {glue:text}`ch03_t2_h`, $d_p$ = {glue:text}`ch03_t2_dp` (the heads' weights differ by random rotations; $U$ is shared). We fit it on {glue:text}`ch03_t2_samples` random inputs of $n$ = {glue:text}`ch03_t2_n` tokens (rows on the unit sphere), minimising the relative squared error $\|f(X) - g_V(X)\|_F^2 / \|g_V(X)\|_F^2$ with L-BFGS in float64, with three layers:
+#
+# - the standard layer with the same $h$ = {glue:text}`ch03_t2_h` heads, of size $d/h$ = {glue:text}`ch03_t2_dh` ({glue:text}`ch03_t2_std_restarts` starts);
+# - a fixed-head-size layer like $g_V$ ($h$ heads of size $d_p$, {glue:text}`ch03_t2_params_fixed` parameters, {glue:text}`ch03_t2_fixed_restarts` starts);
+# - the **parameter-matched** comparison: a standard layer with fewer, larger heads, {glue:text}`ch03_t2_fewer_heads` heads of size $d_p$, with the same {glue:text}`ch03_t2_params_std` parameters as the $h$-head standard layer ({glue:text}`ch03_t2_fixed_restarts` starts).
+#
+# Errors are relative Frobenius errors on the fitting inputs and on as many fresh ones.
+
+# %% tags=["hide-input"]
+tables.update(M.run_theorem2(t2_d, t2_heads, t2_head_dim, n=t2_n, samples=t2_samples, std_restarts=t2_std_restarts,
+                             fixed_restarts=t2_fixed_restarts, std_max_iter=t2_std_max_iter,
+                             fixed_max_iter=t2_fixed_max_iter, seed=seed))
+(tables["t2"].rename(columns={"layer": "layer", "n_heads": "heads", "head_dim": "head size", "params": "parameters",
+                              "best_fit_error": "best relative error (fitting inputs)",
+                              "test_error": "relative error (fresh inputs)"})
+ .style.hide(axis="index").format({"best relative error (fitting inputs)": "{:.1e}", "relative error (fresh inputs)": "{:.1e}"}))
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch03-theorem2
+#
+# The fixed-head-size layer fits Theorem 2's $g_V$ and the standard layer with $h$ heads does not, with or without the parameters matched. Relative Frobenius error of the best fit on the fitting inputs and on fresh inputs, with each layer's heads, head size and parameters.
+# ```
+
+# %% tags=["hide-input"]
+t2 = tables["t2_restarts"]
+fig, axes = subplots(1, 1, width=5.5, height=3.0)
+ax = axes[0][0]
+for i, (style, layer) in enumerate(zip(grey_safe_lines(2), ["standard", "fixed"])):
+    e = t2[t2.layer == layer]["fit_error"].clip(lower=1e-12)
+    ax.scatter(np.full(len(e), i) + np.linspace(-0.15, 0.15, len(e)), e, color=style["color"], marker=style["marker"])
+ax.set_xticks([0, 1], [f"standard (head size {t2_d // t2_heads})", f"fixed ($d_p$ = {t2_head_dim})"])
+ax.set(yscale="log", ylabel="relative error", xlim=(-0.6, 1.6))
+glue("ch03_fig_t2_restarts", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} ch03_fig_t2_restarts
+# :name: fig-ch03-t2-restarts
+#
+# Fits to Theorem 2's $g_V$, one dot per restart: relative error $\|f(X)-g_V(X)\|_F / \|g_V(X)\|_F$ on the fitting inputs for the standard layer with $h$ heads and for the fixed-head-size layer.
+# ```
+#
+# No restart of the $h$-head standard layer gets below a relative error of {glue:text}`ch03_t2_floor:.3f` (worst restart {glue:text}`ch03_t2_std_max:.3f`; {glue:text}`ch03_t2_floor_test:.3f` on fresh inputs), while the best fixed-head-size fit reaches {glue:text}`ch03_t2_fixed:.1e` ({numref}`fig-ch03-t2-restarts`). The floor is what an optimiser finds, an upper bound on how close $\mathcal{F}$ gets on these inputs; the theorem itself only says that no $f_W$ equals $g_V$ everywhere.
+#
+# The parameter-matched layer settles what the gap is about. With {glue:text}`ch03_t2_fewer_heads` heads of size $d_p$ and the same parameter count as the failing standard layer it fits $g_V$ to {glue:text}`ch03_t2_fewer_fit:.1e` ({glue:text}`ch03_t2_fewer_test:.1e` on fresh inputs), and an exact construction exists (`lowrank.theory.theorem2_in_fewer_heads`, error {glue:text}`ch03_t2_fewer_exact:.0e`): because all heads of $g_V$ share $U$, they all compute the same attention, and $g_V(X) = A(X)\,X \sum_i V_v^i V_o^i$; two heads of size $d_p$ with that attention split the full-rank value map into two halves of rank $d_p$. So $g_V$'s {glue:text}`ch03_t2_params_fixed` parameters are redundant, and what the $h$-head standard layer lacks is head size, not parameters. Theorem 2 is a statement at a **fixed number of heads**.
+#
+# Now the separating input of the proof for the best fitted $h$-head standard layer. `lowrank.theory.separating_input` searches inputs of each case's form (directions from the proof's matrices and random ones; rows of norm up to 2, and in case 3 the second token up to four times larger, so rows of norm up to 8) and picks the case by the outputs: the first family, in the proof's order, on which the layers differ by more than $10^{-6}$ relative, so that round-off differences in the weights cannot choose a case.
+
+# %% tags=["hide-input"]
+sep = tables["separation"]
+print(f"the proof's case for the fitted f_W: {sep.case}; max |f(X) - g(X)| = {sep.gap:.3f}, relative {sep.rel_gap:.3f}")
+(tables["by_case"].rename(columns={"case": "input family (proof case)", "max_abs_gap": "max |f(X) - g(X)|",
+                                   "relative_gap": "relative gap"})
+ .style.hide(axis="index").format({"max |f(X) - g(X)|": "{:.3f}", "relative gap": "{:.3f}"}))
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch03-separation
+#
+# The proof's separating inputs tell the fitted standard layer from $g_V$. For each input family (the case of the proof): the largest output difference $\max|f(X) - g(X)|$ and its size relative to $g$.
+# ```
+
+# %% tags=["hide-input"]
+fX, gX = tables["sep_outputs"]
+fig, axes = subplots(1, 3, width=7.5, height=2.4)
+vmax = max(float(fX.abs().max()), float(gX.abs().max()), float(sep.X.abs().max()))
+for ax, (mat, title) in zip(axes[0], [(sep.X, "separating input $X$"), (fX, "fitted $f_W(X)$"), (gX, "$g_V(X)$")]):
+    im = ax.imshow(mat.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
+    ax.set(title=title, xlabel="coordinate", ylabel="token")
+fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
+glue("ch03_fig_separation", fig, display=False)
+plt.close(fig)
+
+# %% [markdown]
+# ```{glue:figure} ch03_fig_separation
+# :name: fig-ch03-separation
+#
+# The separating input of the proof's case for the best fitted standard layer (left), the fitted layer's output on it (middle) and $g_V$'s (right).
+# ```
+#
+# The fitted $f_W$ falls into case {glue:text}`ch03_sep_case` of the proof: on the input shown in {numref}`fig-ch03-separation` the two layers differ by {glue:text}`ch03_sep_gap:.3f` in the largest entry ({glue:text}`ch03_sep_rel_gap:.2f` relative). Case 1 compares only the value maps, so it says little about attention; the relative gaps of the three families are {glue:text}`ch03_sep_case_gaps`, and on the families that probe attention (cases 2 and 3) the largest is {glue:text}`ch03_sep_attention_gap:.2f`: the fit that looked close on typical inputs is far off where the proof points.
+#
+# ## What a fixed head size costs
+#
+# Per layer (Q, K, V, O projections, no biases) a standard layer has $4d \cdot h \cdot (d/h) = 4d^2$ parameters, a fixed one $4 d h d_p$; FLOPs are $2nd \cdot 3hd_h + 2n \cdot hd_h \cdot d$ for the projections plus $4hn^2d_h$ for the two $n \times n$ products (a multiply-add counted as 2, softmax left out). With $d_p = n$, the ratio fixed/standard is $hn/d$ for both, so a fixed head size is cheap only where $h n \lesssim d$, exactly where the standard layer had no bottleneck to begin with. The paper's argument is that a smaller $d$ then suffices; {doc}`04_head_size_training` tests that in training.
+
+# %% tags=["hide-input"]
+tables.update(M.run_costs(cost_d_models, cost_heads, cost_seq_lens))
+costs = tables["costs"]
+ratio = costs[costs.kind == "fixed"].pivot_table(index=["d_model", "n_heads"], columns="n", values="params_vs_standard")
+ratio.columns = [f"n = {c}: fixed / standard" for c in ratio.columns]
+ratio.reset_index().rename(columns={"d_model": "d", "n_heads": "heads h"}).style.hide(axis="index").format(precision=2)
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch03-costs
+#
+# A fixed head size $d_p = n$ costs $hn/d$ times the parameters of a standard layer: cheap only where the standard layer had no bottleneck. Parameter count of the fixed layer relative to the standard one with the same $d$ and $h$, for each sequence length.
+# ```
+#
+# {numref}`tab-ch03-costs` gives the fixed layer's parameter count relative to the standard one with the same $d$ and $h$ (FLOPs scale the same way up to the $n^2$ terms). At $d$ = {glue:text}`ch03_cost_d`, $h$ = {glue:text}`ch03_cost_h` and $d_p = n$ = {glue:text}`ch03_cost_n`, one fixed-head-size layer has {glue:text}`ch03_cost_ratio:.1f` times the parameters of a standard one.
+#
+# (ch03-paper-settings)=
+# ## The paper's own settings, worked out
+#
+# Table 1 of the paper trains BERT-large ($d$ = {glue:text}`ch03_paper_d`) with 8, 16 and 32 heads, mostly at $n = 128$ and then at $n = 512$. With the thresholds of {doc}`02_representation_theorem` (bidirectional $n - 1$, causal $\lfloor n/2 \rfloor$):
+
+# %% tags=["hide-input"]
+tables.update(M.run_paper_settings(d=paper_d, heads=paper_heads, ns=paper_ns, seed=seed))
+(tables["paper"][["n", "n_heads", "head_dim", "bidirectional_threshold", "causal_threshold", "max_heads_exact",
+                  "logit_share_missed", "truncation_tv", "fixed_cost_ratio"]]
+ .rename(columns={"n_heads": "heads h", "head_dim": "head size d/h", "bidirectional_threshold": "needed: n - 1",
+                  "causal_threshold": "needed causally: floor(n/2)", "max_heads_exact": "most heads without bottleneck",
+                  "logit_share_missed": "share of centred logits out of reach", "truncation_tv": "TV of truncated SVD",
+                  "fixed_cost_ratio": "cost of d_p = n (x standard)"})
+ .style.hide(axis="index").format({"share of centred logits out of reach": "{:.0%}", "TV of truncated SVD": "{:.3f}",
+                                   "cost of d_p = n (x standard)": "{:.1f}"}))
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch03-paper
+#
+# At the paper's settings most rows of its Table 1 sit in the bottleneck regime. For BERT-large's width and each head count and sequence length: the head size against the thresholds $n - 1$ and $\lfloor n/2 \rfloor$, the most heads without a bottleneck, what a dense target loses (share of centred logits out of reach, TV of the truncated SVD) and the cost of $d_p = n$.
+# ```
+#
+# At $n = 128$ at most {glue:text}`ch03_paper_heads_128` heads keep head size $\ge n - 1$, which matches the paper's observation that BERT-large degrades beyond 8 heads; at the $n = 512$ stage at most {glue:text}`ch03_paper_heads_512`, so every row of Table 1 is in the bottleneck regime there. For one dense Dirichlet(1) target, the 16-head model's heads (size 64) cannot reach {glue:text}`ch03_paper_missed_128:.0%` of the centred logits at $n = 128$ and {glue:text}`ch03_paper_missed_512:.0%` at $n = 512$ (Eckart–Young, exact). A causal head of size 64 would suffice at $n = 128$ ({glue:text}`ch03_paper_causal_128`), by {prf:ref}`prop-causal-threshold`. Fixing $d_p = n = 128$ for 16 heads costs {glue:text}`ch03_paper_cost_128:.0f` times the attention parameters of the standard layer.
+
+# %% tags=["remove-cell"]
+for k, v in M.headline(tables).items():
+    glue(k, v, display=False)
+
+# %% tags=["remove-cell"]
+# NBVAL_CHECK_OUTPUT
+print("\n".join(M.summary(tables)))
+
+# %% [markdown]
+# ## What to take away
+#
+# - At $d$ = {glue:text}`ch03_hc_d` and $n$ = {glue:text}`ch03_hc_n`, standard heads fit dense targets up to $h$ = {glue:text}`ch03_h_last_fit` (head size {glue:text}`ch03_dh_last_fit`) and fail from $h$ = {glue:text}`ch03_h_first_fail` (error {glue:text}`ch03_fail_error:.1e`): the boundary is $h > d/(n-1)$, one head size below the paper's $d/n$. Heads of fixed size $n$ fit at every $h$ ({glue:text}`ch03_fixed_worst:.0e`).
+# - A fixed head size contains the standard layer exactly ({glue:text}`ch03_embed_error:.0e`), provided the softmax scale is moved into the queries; padding alone is off by {glue:text}`ch03_embed_naive_error:.2f`.
+# - Theorem 2's witness $g_V$ is out of reach for the standard layer with the same number of heads (best fit {glue:text}`ch03_t2_floor:.3f` relative error; attention-probing separating inputs at {glue:text}`ch03_sep_attention_gap:.2f`), but a standard layer with {glue:text}`ch03_t2_fewer_heads` larger heads and the same parameter count represents it exactly: head size, not parameter count, is the constraint.
+# - At the paper's BERT-large settings the bottleneck-free head count is {glue:text}`ch03_paper_heads_128` at $n = 128$ and {glue:text}`ch03_paper_heads_512` at $n = 512$; a fixed head size $n$ costs $hn/d$ times the standard layer, {glue:text}`ch03_cost_ratio:.0f` at $d$ = {glue:text}`ch03_cost_d`, $h$ = {glue:text}`ch03_cost_h`, $n$ = {glue:text}`ch03_cost_n`.

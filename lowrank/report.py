@@ -1,0 +1,181 @@
+"""The outputs of ``lowrank probe``: tidy table, per-head summary, figures, a one-page report, provenance.
+
+:func:`head_summary` condenses the tidy rank table (:func:`lowrank.probe.rank_table` columns) to
+one row per (layer, head, n): the logit rank against d_h, rank(A) / n at the float64 and float32
+tolerances, the hardmax rank / n against the expected fraction n (1 - (1 - 1/n)^n) / n of Min &
+Li's barrier, and the effective rank of A. :func:`write_outputs` writes everything into a folder.
+Matplotlib is imported only to draw the figures.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .rank import DEFAULT_TOL, FLOAT32_TOL
+
+__all__ = ["FILES", "barrier_fraction", "tidy", "head_summary", "write_outputs"]
+
+FILES = ("ranks.csv", "heads.csv", "heads.png", "heads.svg", "ranks_vs_n.png", "ranks_vs_n.svg",
+         "report.md", "provenance.json")
+
+
+def barrier_fraction(n: int) -> float:
+    """1 - (1 - 1/n)^n: the expected share of distinct argmax columns of n uniform rows (about 0.63)."""
+    return -math.expm1(n * math.log1p(-1.0 / n)) if n > 1 else 1.0
+
+
+def tidy(table: pd.DataFrame) -> pd.DataFrame:
+    """The probe's table in the file's vocabulary: ``window`` for the sequence, matrix ``S`` (logits) or ``A``."""
+    out = table.rename(columns={"seq": "window"})
+    out["matrix"] = out["matrix"].map({"logits": "S", "probs": "A"})
+    return out[["layer", "head", "window", "n", "matrix", "measure", "tolerance", "value"]]
+
+
+def _pick(t: pd.DataFrame, matrix: str, measure: str, tolerance: str | None = None) -> pd.Series:
+    rows = t[(t.matrix == matrix) & (t.measure == measure)]
+    if tolerance is not None:
+        rows = rows[rows.tolerance == tolerance]
+    return rows.groupby(["layer", "head", "n"])["value"]
+
+
+def head_summary(table: pd.DataFrame, head_dim: int) -> pd.DataFrame:
+    """One row per (layer, head, n) from the tidy table (``matrix`` S/A), values over windows."""
+    S = _pick(table, "S", "numerical_rank", DEFAULT_TOL)
+    out = pd.DataFrame({"logit_rank": S.median(), "logit_rank_min": S.min(), "logit_rank_max": S.max()})
+    out = out.reset_index()
+    out.insert(3, "d_h", head_dim)
+    out["bound_trivial"] = out["n"] <= head_dim
+    out["logit_rank_at_bound"] = out["logit_rank_min"] == np.minimum(out["n"], head_dim)
+    idx = pd.MultiIndex.from_frame(out[["layer", "head", "n"]])
+    n = out["n"].to_numpy()
+    for name, tol in (("rank_A_over_n", DEFAULT_TOL), ("rank_A_over_n_float32", FLOAT32_TOL)):
+        out[name] = _pick(table, "A", "numerical_rank", tol).median().reindex(idx).to_numpy() / n
+    out["hardmax_over_n"] = _pick(table, "A", "hardmax_rank").mean().reindex(idx).to_numpy() / n
+    out["barrier_fraction"] = [barrier_fraction(int(k)) for k in n]
+    out["erank_A"] = _pick(table, "A", "effective_rank").mean().reindex(idx).to_numpy()
+    return out
+
+
+def _figures(summary: pd.DataFrame, folder: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    n_max = int(summary["n"].max())
+    top = summary[summary["n"] == n_max]
+    layers, heads = int(top["layer"].max()) + 1, int(top["head"].max()) + 1
+    fig, axes = plt.subplots(1, 2, figsize=(8, 0.4 * layers + 2.2), constrained_layout=True)
+    for ax, (col, label) in zip(axes, (("logit_rank", r"logit rank / $d_h$"),
+                                       ("rank_A_over_n_float32", r"rank$(A)$ / $n$ (float32 tol.)"))):
+        grid = np.full((layers, heads), np.nan)
+        scale = top["d_h"] if col == "logit_rank" else 1
+        for (l, h), v in zip(top[["layer", "head"]].to_numpy(), (top[col] / scale).to_numpy()):
+            grid[l, h] = v
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set(xlabel="head", ylabel="layer", title=f"{label}, $n$ = {n_max}")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    fig.suptitle(title, fontsize="medium")
+    for ext in ("png", "svg"):
+        fig.savefig(folder / f"heads.{ext}", dpi=150)
+    plt.close(fig)
+
+    by_n = summary.groupby("n").median(numeric_only=True).reset_index()
+    n = by_n["n"].to_numpy()
+    fig, ax = plt.subplots(figsize=(6, 3.8), constrained_layout=True)
+    # Markers keep the reference curves visible when only one length was probed.
+    ax.plot(n, n, ":_", color="0.5", ms=14, label=r"$n$")
+    ax.plot(n, by_n["barrier_fraction"] * n, "--_", color="0.3", ms=14, label=r"$n(1-(1-1/n)^n)$")
+    ax.axhline(int(summary["d_h"].iloc[0]), color="C3", lw=1, label=r"$d_h$")
+    ax.plot(n, by_n["logit_rank"], "o-", label=r"rank$(S)$")
+    ax.plot(n, by_n["rank_A_over_n"] * n, "s-", label=r"rank$(A)$, float64 tol.")
+    ax.plot(n, by_n["rank_A_over_n_float32"] * n, "^-", label=r"rank$(A)$, float32 tol.")
+    ax.plot(n, by_n["hardmax_over_n"] * n, "D-", label="hardmax rank")
+    ax.set(xlabel=r"sequence length $n$", ylabel="rank (median over heads)", title=title)
+    ax.legend(fontsize="small", loc="upper left")
+    for ext in ("png", "svg"):
+        fig.savefig(folder / f"ranks_vs_n.{ext}", dpi=150)
+    plt.close(fig)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _report(summary: pd.DataFrame, info: dict, prov: dict) -> str:
+    d_h = info["head_dim"]
+    rows = []
+    for n, g in summary.groupby("n"):
+        at_bound = int(g["logit_rank_at_bound"].sum())
+        rows.append(f"| {n} | {'yes' if n <= d_h else 'no'} | {at_bound} of {len(g)} | "
+                    f"{_fmt(g['rank_A_over_n'].median())} | {_fmt(g['rank_A_over_n_float32'].median())} | "
+                    f"{_fmt(g['hardmax_over_n'].median())} | {_fmt(g['barrier_fraction'].iloc[0])} | "
+                    f"{_fmt(g['erank_A'].median())} |")
+    check = prov["cross_check"]
+    diff = "not recorded" if check["max_abs_diff"] is None else f"{check['max_abs_diff']:.2g}"
+    inputs = prov["inputs"]
+    source = inputs.get("texts") or inputs.get("images")
+    gqa = f", {info['kv_heads']} key heads ({info['gqa_groups']} query heads share each)" \
+        if info["gqa_groups"] > 1 else ""
+    return f"""# Attention ranks of {info['architecture']}
+
+Checkpoint `{Path(info['path']).name}` ({info['model_type']}; full path and weights hash in `provenance.json`): {info['layers']} layers, {info['heads']} heads of
+head size d_h = {d_h}{gqa}; run in {prov['dtype']} on {prov['device']}, inputs: {source},
+{inputs['windows']} windows (seed {inputs['seed']}). Probabilities recomputed in float64 matched the
+model's own to {diff} (max abs; tolerance {check['atol']:g}). lowrank {prov['lowrank_version']},
+revision {prov['git_revision']}.
+
+## Summary (medians over heads)
+
+| n | n <= d_h | heads with rank(S) = min(n, d_h) | rank(A)/n, float64 tol. | rank(A)/n, float32 tol. | hardmax rank / n | barrier fraction | erank(A) |
+|---:|:---:|---:|---:|---:|---:|---:|---:|
+{chr(10).join(rows)}
+
+![Per-head ranks at the longest n](heads.png)
+
+![Ranks against n](ranks_vs_n.png)
+
+## How to read it
+
+- **rank(S)**, the numerical rank of the logits S = Q K^T / sqrt(d_h) at float64's default tolerance,
+  can never exceed d_h: a head at its bound has `logit_rank_at_bound` true in `heads.csv`. This is the
+  low-rank bottleneck of Bhojanapalli et al.; it constrains a head only when n > d_h.
+- **rank(A)/n**, the rank of the row-stochastic probabilities A = softmax(S + mask), is near 1 when the
+  softmax has lifted the rank back to n. The float32 tolerance counts only what the model's own float32
+  arithmetic can resolve; the float64 one counts rounding-level directions too.
+- **hardmax rank / n** is the share of keys that are some query's argmax; Min & Li's barrier compares
+  it with n (1 - (1 - 1/n)^n) / n, about 0.63. A head far below it attends to few keys.
+- **erank(A)** is the effective rank (exp of the entropy of the normalised singular values).
+
+## Caveats
+
+- Causal (decoder) models: A is lower triangular with a positive diagonal, so it has full rank
+  whatever the head does; rank(A)/n near 1 says nothing there, and the hardmax rank is bounded by the
+  causal model's (n + 1) / 2 rather than the barrier.
+- Windows are unpadded; with padding only the valid block would be ranked.
+- When n <= d_h the logit bound is trivial (rank(S) <= n anyway): read rank(S) only at n > d_h.
+- Random or untrained weights put every head at its bound; the numbers describe this checkpoint, these
+  inputs and these lengths only.
+
+Files: `ranks.csv` (one row per layer, head, window, n, matrix S or A, measure, tolerance), `heads.csv`
+(this summary per head), `heads.png|svg`, `ranks_vs_n.png|svg`, `provenance.json`.
+"""
+
+
+def write_outputs(folder: Path, table: pd.DataFrame, info, provenance: dict) -> None:
+    """Write :data:`FILES` into ``folder`` from the probe's rank table (rank_table columns)."""
+    folder = Path(folder)
+    info = asdict(info) if is_dataclass(info) else dict(info)
+    t = tidy(table)
+    t.to_csv(folder / "ranks.csv", index=False)
+    summary = head_summary(t, info["head_dim"])
+    summary.to_csv(folder / "heads.csv", index=False)
+    _figures(summary, folder, f"{info['architecture']} ({info['layers']} layers, {info['heads']} heads, "
+                              f"$d_h$ = {info['head_dim']})")
+    (folder / "report.md").write_text(_report(summary, info, provenance), encoding="utf-8")
+    (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n", encoding="utf-8")

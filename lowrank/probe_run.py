@@ -82,7 +82,9 @@ class CheckpointInfo:
 
 def _fail(what: str, value, allowed: str) -> ProbeInputError:
     text = " ".join(str(value).split())
-    return ProbeInputError(f"{what} = {text[:80]}: {allowed}")
+    if len(text) > 80:  # a long path keeps its end, where the file that failed is named
+        text = "..." + text[-77:]
+    return ProbeInputError(f"{what} = {text}: {allowed}")
 
 
 def _weights_sha256(folder: Path) -> dict:

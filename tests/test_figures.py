@@ -118,3 +118,22 @@ def test_extension_wraps_known_figures_in_a_picture_with_a_narrow_source(tmp_pat
     assert f'srcset="../_images/{sha}-narrow.png"' in tag and "max-width" in tag
     assert f'data-text-px="{meta[F.META_KEY]["text_px"]}"' in tag
     assert f'data-narrow-width="{meta[F.META_KEY]["narrow_width"]}"' in tag
+
+
+def test_book_style_displays_figures_with_their_narrow_variant():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from lowrank.book.plotting import use_style
+
+    shell = InteractiveShell.instance()
+    try:
+        use_style()
+        fig = _panels(2)
+        data, meta = shell.display_formatter.format(fig)
+        plt.close(fig)
+        assert "image/png" in data
+        info = meta["image/png"][F.META_KEY]
+        assert info["narrow_width"] < info["width"] == meta["image/png"]["width"]
+    finally:
+        InteractiveShell.clear_instance()
+        matplotlib.rcdefaults()

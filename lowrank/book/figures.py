@@ -23,6 +23,7 @@ import struct
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+from matplotlib.transforms import ScaledTranslation
 
 __all__ = ["NARROW_WIDTH", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "META_KEY", "smallest_text_px",
            "narrow_copy", "render_png", "figure_png", "shown_text_px", "install"]
@@ -84,15 +85,22 @@ def _grid(fig: Figure):
     return nrows, ncols, cells
 
 
-def _legend_below(ax) -> None:
-    # A legend anchored right of its axes would take most of a narrow figure's width.
+def _legend_below(ax) -> float:
+    # A legend anchored right of its axes would take most of a narrow figure's width. Below the
+    # x axis instead: the offset is the height of the axis' tick labels and label, which are sized
+    # in points and so do not move when the layout resizes the axes.
     legend = ax.get_legend()
     if legend is None:
-        return
+        return 0.0
     anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
-    if anchor.x0 > 0.99:
-        legend.set_loc("upper center")
-        legend.set_bbox_to_anchor((0.5, -0.22), transform=ax.transAxes)
+    if anchor.x0 <= 0.99:
+        return 0.0
+    fig = ax.get_figure()
+    renderer = fig.canvas.get_renderer()
+    below = max(0.0, ax.bbox.y0 - ax.xaxis.get_tightbbox(renderer).y0) / fig.dpi + 0.08
+    legend.set_loc("upper center")
+    legend.set_bbox_to_anchor((0.5, 0.0), transform=ax.transAxes + ScaledTranslation(0, -below, fig.dpi_scale_trans))
+    return legend.get_window_extent(renderer).height / fig.dpi + 0.1  # the height the figure needs more
 
 
 def narrow_copy(fig: Figure) -> Figure | None:
@@ -119,8 +127,17 @@ def narrow_copy(fig: Figure) -> Figure | None:
         copy.set_size_inches(NARROW_WIDTH, panel_height * nrows * ncols)
     else:
         copy.set_size_inches(NARROW_WIDTH, max(height, panel_height * nrows))
+    engine = copy.get_layout_engine()
+    if engine is not None and hasattr(engine, "set") and ncols > 1:
+        engine.set(hspace=0.06)  # room between a panel's legend below it and the next title
+    copy.canvas.draw()
+    extra = 0.0
     for ax, _, _ in cells:
-        _legend_below(ax)
+        extra += _legend_below(ax)
+        # A title wider than a narrow panel wraps instead of running over the y label.
+        ax.title.set_wrap(True)
+    width, height = copy.get_size_inches()
+    copy.set_size_inches(width, height + extra)
     return copy
 
 

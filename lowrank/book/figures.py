@@ -32,7 +32,7 @@ NARROW_WIDTH = 4.2          # inches: about 460 px at 1x, a phone column shows i
 MIN_TEXT_PX = 9.0           # CSS px: the smallest figure text a reader can make out on a phone
 PHONE_COLUMN_PX = 350       # CSS px: the article column of a 390 px screen, less the page margins
 META_KEY = "lowrank"        # the output metadata entry (under "image/png") that carries both variants
-PANEL_HEIGHT = 2.8          # inches: the least height of one stacked panel
+PANEL_HEIGHT = 3.2          # inches: the least height of one stacked panel (room for a long y label)
 
 
 def smallest_text_px(fig: Figure) -> float:
@@ -136,6 +136,10 @@ def narrow_copy(fig: Figure) -> Figure | None:
         extra += _legend_below(ax)
         # A title wider than a narrow panel wraps instead of running over the y label.
         ax.title.set_wrap(True)
+    suptitle = copy.get_suptitle()
+    for text in copy.findobj(Text):
+        if suptitle and text.axes is None and text.get_text() == suptitle:
+            text.set_wrap(True)
     width, height = copy.get_size_inches()
     copy.set_size_inches(width, height + extra)
     return copy

@@ -28,8 +28,11 @@ And as a reader who wants the answer on any screen: at 390 px the visible hambur
 chapter list and the contents button the page contents (at 1280 px the hamburger hides and shows
 the chapter list); every table cell is padded by at least 3 px and numbers are right-aligned; every
 table in a chapter has a numbered caption; pasted values are not bold in running text; no raw
-MyST role or directive markup is left; parameter cells are folded away; and the landing page's
-first screen, at both widths, shows the verdict counts and the verdict chart.
+MyST role or directive markup is left; parameter cells are folded away; the landing page's
+first screen, at both widths, shows the verdict counts and the verdict chart; and no figure text is
+drawn smaller than ``lowrank.book.figures.MIN_TEXT_PX`` (9 CSS px) at either width, computed from
+the size of each figure's smallest text and the width the browser drew the chosen variant at (a
+chapter figure whose text size is unknown fails too: its notebook predates the figure formatter).
 
 Without Chromium (``tools/ensure_chromium.sh`` installs it when it can) or Playwright the browser
 tests are skipped with the reason, except under CI (``CI=true``), where they fail.

@@ -19,6 +19,7 @@ import base64
 import io
 import pickle
 import struct
+import warnings
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -130,7 +131,11 @@ def narrow_copy(fig: Figure) -> Figure | None:
     engine = copy.get_layout_engine()
     if engine is not None and hasattr(engine, "set") and ncols > 1:
         engine.set(hspace=0.06)  # room between a panel's legend below it and the next title
-    copy.canvas.draw()
+    with warnings.catch_warnings():
+        # This draw only measures the x axes; a side legend may not fit the narrow width yet, and
+        # the layout it warns about is redone once the legends sit below.
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
+        copy.canvas.draw()
     extra = 0.0
     for ax, _, _ in cells:
         extra += _legend_below(ax)

@@ -10,6 +10,8 @@ Safety nets applied to every page at build time, so that a chapter cannot undo t
   wherever a width is given (the width stays: the largest size the figure is shown at), and
   ``book_ui.css`` sets ``height: auto`` on every image. An image without alt text gets its
   figure's caption (or a neutral "Figure") instead of its hash file name.
+- **Figures read on a phone.** ``book_figures`` (set up from here) serves each chapter figure's
+  narrow variant, panels stacked, to screens under 600 px.
 - **Test machinery out of sight.** A code cell whose source contains ``# NBVAL_CHECK_OUTPUT`` is
   removed from the page even when it is not tagged ``remove-cell`` (nbval still executes and checks
   it; only the rendering drops it); other ``# NBVAL_...`` marker lines are removed from the code
@@ -148,6 +150,8 @@ def add_static_path(app: Sphinx, config: Config) -> None:
 
 
 def setup(app: Sphinx) -> dict:
+    # Figures' narrow variants for phones come with the page's figures, wherever this one is used.
+    app.setup_extension("book_figures")
     app.connect("config-inited", add_static_path)
     app.add_css_file(CSS_FILE)
     app.add_js_file(JS_FILE, loading_method="defer")

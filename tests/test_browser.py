@@ -28,8 +28,11 @@ And as a reader who wants the answer on any screen: at 390 px the visible hambur
 chapter list and the contents button the page contents (at 1280 px the hamburger hides and shows
 the chapter list); every table cell is padded by at least 3 px and numbers are right-aligned; every
 table in a chapter has a numbered caption; pasted values are not bold in running text; no raw
-MyST role or directive markup is left; parameter cells are folded away; and the landing page's
-first screen, at both widths, shows the verdict counts and the verdict chart.
+MyST role or directive markup is left; parameter cells are folded away; the landing page's
+first screen, at both widths, shows the verdict counts and the verdict chart; and no figure text is
+drawn smaller than ``lowrank.book.figures.MIN_TEXT_PX`` (9 CSS px) at either width, computed from
+the size of each figure's smallest text and the width the browser drew the chosen variant at (a
+chapter figure whose text size is unknown fails too: its notebook predates the figure formatter).
 
 Without Chromium (``tools/ensure_chromium.sh`` installs it when it can) or Playwright the browser
 tests are skipped with the reason, except under CI (``CI=true``), where they fail.
@@ -37,6 +40,7 @@ tests are skipped with the reason, except under CI (``CI=true``), where they fai
 from __future__ import annotations
 
 import ast
+import base64
 import functools
 import html.parser
 import http.server
@@ -513,6 +517,31 @@ READER_PROBE = r"""() => {
 }"""
 
 
+# After SETTLE: each figure's smallest text as drawn (issue 28). A chapter figure sits in a
+# <picture> (_ext/book_figures.py) that carries each variant's 1x width and smallest text in 1x
+# pixels (lowrank.book.figures); the variant the browser chose and the width it drew it at give the
+# text size on screen.
+FIGURE_PROBE = r"""() => {
+  const article = document.querySelector('article') || document.body;
+  const clean = (t) => (t || '').replace(/\s+/g, ' ').trim();
+  return Array.from(article.querySelectorAll('figure img'))
+    .filter((img) => img.getBoundingClientRect().width > 0 && !img.closest('.rerun-chapter'))
+    .map((img) => {
+      const pic = img.closest('picture[data-text-px]');
+      const cap = img.closest('figure').querySelector('figcaption .caption-number');
+      const out = { src: (img.getAttribute('src') || '').split('/').pop(), figure: cap ? clean(cap.textContent) : null,
+                    shownWidth: img.getBoundingClientRect().width, known: !!pic };
+      if (pic) {
+        const narrow = !!pic.dataset.narrow && (img.currentSrc || '').endsWith('/' + pic.dataset.narrow);
+        out.variant = narrow ? 'narrow' : 'wide';
+        out.width1x = parseFloat(narrow ? pic.dataset.narrowWidth : pic.dataset.width);
+        out.textPx = parseFloat(narrow ? pic.dataset.narrowTextPx : pic.dataset.textPx);
+      }
+      return out;
+    });
+}"""
+
+
 @pytest.fixture(scope="module")
 def visit(site, browser):
     """visit(page, width) -> Visit: load each page once per width, wait for MathJax, probe it, screenshot it.
@@ -556,6 +585,7 @@ def visit(site, browser):
             result.dom["overflowX"] = tab.evaluate(SETTLE)
             result.dom["layout"] = tab.evaluate(LAYOUT_PROBE)
             result.dom["reader"] = tab.evaluate(READER_PROBE)
+            result.dom["figures"] = tab.evaluate(FIGURE_PROBE)
             shot = screenshot_path(page, width)
             shot.parent.mkdir(parents=True, exist_ok=True)
             tab.screenshot(path=str(shot), full_page=True)
@@ -931,3 +961,77 @@ def test_landing_page_answers_on_its_first_screen(visit, width):
     assert found["countsTable"], f"{PAGES[1]} at {width} width: the verdict counts are not on the first screen"
     assert found["chart"] and found["chartLoaded"], \
         f"{PAGES[1]} at {width} width: the verdict chart is not on the first screen"
+
+
+
+def small_figure_text(figures: list[dict], *, sizes_required: bool) -> list[str]:
+    """Figures whose smallest text is drawn under MIN_TEXT_PX, and (where sizes are required)
+    figures whose text size is unknown."""
+    from lowrank.book.figures import MIN_TEXT_PX, shown_text_px
+
+    bad = []
+    for f in figures:
+        name = f"{f['figure'] or 'unnumbered figure'} ({f['src']})"
+        if not f["known"]:
+            if sizes_required:
+                bad.append(f"{name}: text size unknown (no lowrank figure metadata: re-execute the chapter)")
+            continue
+        px = shown_text_px(f["textPx"], f["width1x"], f["shownWidth"])
+        if not px >= MIN_TEXT_PX:  # NaN too: a size attribute that is missing or unreadable
+            bad.append(f"{name}, {f['variant']} variant drawn {f['shownWidth']:.0f} px wide: smallest text "
+                       f"{px:.1f} px, under {MIN_TEXT_PX:g}")
+    return bad
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_figure_text_is_legible(visit, page, width):
+    figures = visit(page, width).dom["figures"]
+    bad = small_figure_text(figures, sizes_required=page.is_chapter)
+    assert not bad, f"{page} at {width} width: figure text too small to read:\n" + "\n".join(bad)
+
+
+def test_figure_text_check_fails_on_small_text(browser, tmp_path):
+    """The check above, on a page made here: a figure with 4 pt text fails at 390 px, the same
+    figure drawn with the book's sizes and its narrow variant passes."""
+    import matplotlib.pyplot as plt
+
+    from lowrank.book.figures import figure_png
+    from lowrank.book.plotting import subplots
+
+    def page_for(fontsize: float | None) -> str:
+        fig, axes = subplots(1, 2, width=7.5, height=3.0)
+        for ax in axes[0]:
+            ax.plot([1, 2, 3], [1, 4, 9])
+            ax.set(xlabel="x", ylabel="y")
+        if fontsize:
+            axes[0, 0].text(1.5, 5, "note", fontsize=fontsize)
+        data, meta = figure_png(fig)
+        plt.close(fig)
+        info = meta["lowrank"]
+        (tmp_path / "wide.png").write_bytes(base64.b64decode(data))
+        (tmp_path / "narrow.png").write_bytes(base64.b64decode(info["narrow"]))
+        return (f'<article><figure><picture data-width="{info["width"]}" data-text-px="{info["text_px"]}" '
+                f'data-narrow="narrow.png" data-narrow-width="{info["narrow_width"]}" '
+                f'data-narrow-text-px="{info["narrow_text_px"]}"><source media="(max-width: 599.98px)" '
+                f'srcset="narrow.png"><img src="wide.png" style="width: {meta["width"]}px; max-width: 100%; '
+                f'height: auto"></picture><figcaption><span class="caption-number">Fig. 1 </span></figcaption>'
+                f'</figure></article>')
+
+    def measure(fontsize):
+        (tmp_path / "page.html").write_text(page_for(fontsize), encoding="utf8")
+        context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+        try:
+            tab = context.new_page()
+            tab.goto((tmp_path / "page.html").as_uri(), wait_until="load")
+            return tab.evaluate(FIGURE_PROBE)
+        finally:
+            context.close()
+
+    book = measure(None)
+    assert book and book[0]["variant"] == "narrow", book
+    assert not small_figure_text(book, sizes_required=True)
+    tiny = measure(4)
+    small = small_figure_text(tiny, sizes_required=True)
+    assert small and "under 9" in small[0], f"{tiny}"
+    assert small_figure_text([{"figure": "Fig. 2", "src": "x.png", "known": False}], sizes_required=True)

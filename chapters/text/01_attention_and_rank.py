@@ -139,7 +139,7 @@ for key, value in AR.headline(tables).items():
 # ```{glue:figure} ch01_fig_rank_vs_head_size
 # :name: fig-ch01-rank-vs-head-size
 #
-# Numerical rank of the logits $S$ and of the attention matrix $A$ of random heads against head size, at the standard temperature ($n$ = {glue:text}`ch01_n`, mean and standard deviation over random heads). The logits follow $\min(d_h, n)$; the attention matrices do not.
+# Low-rank logits, full-rank attention: the rank of the logits follows $\min(d_h, n)$, while the attention matrices of the same heads are numerically full rank from small head sizes on. Numerical rank of the logits $S$ and of the attention matrix $A$ of random heads against head size, at the standard temperature ($n$ = {glue:text}`ch01_n`, mean and standard deviation over random heads).
 # ```
 #
 # Across all {glue:text}`ch01_logit_draws` random heads of {numref}`fig-ch01-rank-vs-head-size` (every head size), the numerical rank of the logits {glue:text}`ch01_logit_excess_phrase` $\min(d_h, n)$ at the default tolerance, and equals it for {glue:text}`ch01_logit_at_bound` of them: the bound $\operatorname{rank}(S)\le d_h$ is met with equality, as it should be for generic $Q, K$. The attention matrices tell a different story. At $d_h$ = {glue:text}`ch01_dh_min` their mean numerical rank is already {glue:text}`ch01_prob_rank_dhmin:.1f` out of $n$ = {glue:text}`ch01_n`, and the smallest head size at which every sampled attention matrix is numerically full rank is $d_h$ = {glue:text}`ch01_first_full`. A coarser tolerance (the lines for larger rtol) lowers the count, because what survives the softmax above the rank of $S$ lives in small singular values.
@@ -153,7 +153,7 @@ for key, value in AR.headline(tables).items():
 # ```{glue:figure} ch01_fig_temperature
 # :name: fig-ch01-temperature
 #
-# Left: numerical rank of $A$ against the logit multiplier $k$ (inverse temperature) at head size $d_h$ = {glue:text}`ch01_ref_dh` and $n$ = {glue:text}`ch01_n`, one line per tolerance, with $n$ (dotted) and $(1-1/e)\,n$ (dashed). Right: effective rank of $A$, which needs no tolerance, for each head size.
+# The measured rank of $A$ depends on temperature and tolerance: a colder softmax or a coarser tolerance lowers it. Left: numerical rank of $A$ against the logit multiplier $k$ (inverse temperature) at head size $d_h$ = {glue:text}`ch01_ref_dh` and $n$ = {glue:text}`ch01_n`, one line per tolerance, with $n$ (dotted) and $(1-1/e)\,n$ (dashed). Right: effective rank of $A$, which needs no tolerance, for each head size.
 # ```
 
 # %% tags=["hide-input"]

@@ -130,7 +130,7 @@ plt.close(fig)
 # ```{glue:figure} ch02_fig_construction
 # :name: fig-ch02-construction
 #
-# A dense target $P$ (left, $n$ = {glue:text}`ch02_example_n`), the attention of the head of size $n - 1$ built for it by the row-centred construction (middle), and their entrywise difference (right), which is floating-point round-off.
+# The construction is exact: a head of size $n - 1$ reproduces a dense target up to floating-point round-off. A dense target $P$ (left, $n$ = {glue:text}`ch02_example_n`), the attention of the head of size $n - 1$ built for it by the row-centred construction (middle), and their entrywise difference (right), which is floating-point round-off.
 # ```
 #
 # Over $n$ = {glue:text}`ch02_construction_ns` and both head sizes, the largest entrywise error $\max |\operatorname{softmax}(\text{logits}) - P|$ is {glue:text}`ch02_construction_error:.1e`: the construction is exact to floating point ({numref}`fig-ch02-construction` shows one case). The logits at head size $n$ have full rank $n$, those at $n - 1$ rank $n - 1$, and both give the same $P$.
@@ -198,7 +198,7 @@ plt.close(fig)
 # ```{glue:figure} ch02_fig_threshold
 # :name: fig-ch02-threshold
 #
-# Best fitted max-row TV of the worst target (solid) and the smallest certified lower bound over the targets (dotted, triangles) against head size $r$, one panel per $n$. The vertical line is $r = n - 1$, the dashed line the tolerance {glue:text}`ch02_vanish_tol`. Every fit lies above its bound; the bound is 0 from $r = n - 1$ on and positive below.
+# Every target is fitted from head size $r = n - 1$ on, and no fit gets below its certified bound, which is positive for smaller heads. Best fitted max-row TV of the worst target (solid) and the smallest certified lower bound over the targets (dotted, triangles) against head size $r$, one panel per $n$. The vertical line is $r = n - 1$, the dashed line the tolerance {glue:text}`ch02_vanish_tol`. Every fit lies above its bound; the bound is 0 from $r = n - 1$ on and positive below.
 # ```
 #
 # The fitted error first stays below {glue:text}`ch02_vanish_tol` at $r$ = {glue:text}`ch02_vanish_list` for $n$ = {glue:text}`ch02_ns_list` ({numref}`tab-ch02-threshold`, {numref}`fig-ch02-threshold`): the threshold is {glue:text}`ch02_threshold_verdict`. The exact criterion of {prf:ref}`prop-sharp-threshold` gives $\operatorname{rank}(L_0) = n - 1$ for {glue:text}`ch02_all_generic` of these targets (`lowrank.theory.min_logit_rank`). One size below, the worst target's best fit stays at {glue:text}`ch02_below_min:.1e` or more, while from $r = n - 1$ on every target is fitted to within {glue:text}`ch02_at_max:.1e`, a drop of {glue:text}`ch02_gap_orders:.1f` orders of magnitude. That size of the drop is set by the iteration budget ({glue:text}`ch02_max_iter` L-BFGS steps), not by the mathematics: at $r \ge n - 1$ the exact error is 0.
@@ -266,7 +266,7 @@ plt.close(fig)
 # ```{glue:figure} ch02_fig_sparse
 # :name: fig-ch02-sparse
 #
-# Left: the smallest head size whose fit reaches max-row TV {glue:text}`ch02_sparse_tol`, against $n$, per target family; crosses on the grey line mean "not reached by any size up to {glue:text}`ch02_sparse_rmax`". Right: the worst target's error against head size at $n$ = {glue:text}`ch02_sparse_nmax`.
+# Sparse targets are fitted by much smaller heads than dense ones. Left: the smallest head size whose fit reaches max-row TV {glue:text}`ch02_sparse_tol`, against $n$, per target family; crosses on the grey line mean "not reached by any size up to {glue:text}`ch02_sparse_rmax`". Right: the worst target's error against head size at $n$ = {glue:text}`ch02_sparse_nmax`.
 # ```
 #
 # To reach a max-row TV of {glue:text}`ch02_sparse_tol`, near-permutation targets need {glue:text}`ch02_sparse_permutation_nmin` at $n$ = {glue:text}`ch02_sparse_nmin` and {glue:text}`ch02_sparse_permutation_nmax` at $n$ = {glue:text}`ch02_sparse_nmax`; $k$-sparse targets need {glue:text}`ch02_sparse_sparse_nmin` and {glue:text}`ch02_sparse_sparse_nmax` ({numref}`fig-ch02-sparse`). Dense targets reach it with a head of size at most {glue:text}`ch02_sparse_rmax` at {glue:text}`ch02_sparse_dense_reached` of the {glue:text}`ch02_sparse_n_count` sequence lengths; this says nothing about sizes between {glue:text}`ch02_sparse_rmax` and $n - 1$ (at $n$ = {glue:text}`ch02_near_n`, size {glue:text}`ch02_near_rank` reaches {glue:text}`ch02_near_error:.4f`, above). Sparse patterns, the ones {cite}`likhosherstov2021expressive` address, are cheap to approximate; the exact representation of these sparse targets still needs $n - 1$ ($\log P$ is a shifted multiple of a permutation or support matrix, whose centred rank is generically $n - 1$). With {glue:text}`ch02_sparse_n_targets` targets per family this is a small sample: it shows slow growth with $n$ and is too coarse to tell $\log n$ from other slow rates.
@@ -316,7 +316,7 @@ plt.close(fig)
 # ```{glue:figure} ch02_fig_causal
 # :name: fig-ch02-causal
 #
-# Causal heads: the worst target's best max-row TV against head size minus $\lfloor n/2 \rfloor$, one line per $n$. The error drops to the tolerance (dashed) at 0; sizes 1 and below $\lfloor n/2 \rfloor$ stay far above it.
+# A causal head fits every target from head size $\lfloor n/2 \rfloor$ on, half the bidirectional $n - 1$. The worst target's best max-row TV against head size minus $\lfloor n/2 \rfloor$, one line per $n$. The error drops to the tolerance (dashed) at 0; sizes 1 and below $\lfloor n/2 \rfloor$ stay far above it.
 # ```
 #
 # For $n$ = {glue:text}`ch02_causal_ns` the fitted threshold is {glue:text}`ch02_causal_fitted_list` and the certified bound {glue:text}`ch02_causal_bound_list` ({numref}`fig-ch02-causal`): the threshold is {glue:text}`ch02_causal_law`, and no certified bound exceeded a fitted error ({glue:text}`ch02_causal_bound_violations` exceptions). The law we find: **one causal head represents every generic lower-triangular positive $P$ from head size $\lfloor n/2 \rfloor$, and no smaller head does** — half the bidirectional $n - 1$. The lower half of the claim is proved (the proposition); the upper half is measured at these lengths, not proved. {doc}`03_multihead_bottleneck` turns this into head counts for the paper's settings.

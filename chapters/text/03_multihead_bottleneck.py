@@ -109,7 +109,7 @@ plt.close(fig)
 # ```{glue:figure} ch03_fig_heads
 # :name: fig-ch03-heads
 #
-# The worst head's best max-row TV against the number of heads $h$ (head size $d/h$ under each tick) at $d$ = {glue:text}`ch03_hc_d`, $n$ = {glue:text}`ch03_hc_n`. Dotted: the paper's boundary $h = d/n$; dashed: $h = d/(n-1)$; horizontal: the tolerance.
+# The standard layer stops fitting its heads once their size falls below $n - 1$, while the fixed-head-size layer fits them at every $h$. The worst head's best max-row TV against the number of heads $h$ (head size $d/h$ under each tick) at $d$ = {glue:text}`ch03_hc_d`, $n$ = {glue:text}`ch03_hc_n`. Dotted: the paper's boundary $h = d/n$; dashed: $h = d/(n-1)$; horizontal: the tolerance.
 # ```
 #
 # The standard layer fits every head up to $h$ = {glue:text}`ch03_h_last_fit` (head size {glue:text}`ch03_dh_last_fit`, which is $n - 1$ = {glue:text}`ch03_hc_n_minus_1`); the first head count at which it fails is $h$ = {glue:text}`ch03_h_first_fail` (head size {glue:text}`ch03_dh_first_fail`), where the worst head's error is at least {glue:text}`ch03_fail_error:.1e` ({numref}`fig-ch03-heads`). The fixed layer's worst head stays at {glue:text}`ch03_fixed_worst:.1e` for every $h$. The paper's condition puts the bottleneck at $h > d/n$ = {glue:text}`ch03_paper_h:.0f`; heads of size $n - 1$ still fit, so the exact boundary is $h > d/(n-1)$ = {glue:text}`ch03_boundary_h:.0f`, and both of its neighbours were tested ({glue:text}`ch03_both_sides`).
@@ -179,7 +179,7 @@ plt.close(fig)
 # ```{glue:figure} ch03_fig_t2_restarts
 # :name: fig-ch03-t2-restarts
 #
-# Fits to Theorem 2's $g_V$, one dot per restart: relative error $\|f(X)-g_V(X)\|_F / \|g_V(X)\|_F$ on the fitting inputs for the standard layer with $h$ heads and for the fixed-head-size layer.
+# No restart of the standard layer comes close to Theorem 2's $g_V$; the fixed-head-size layer fits it. Fits to $g_V$, one dot per restart: relative error $\|f(X)-g_V(X)\|_F / \|g_V(X)\|_F$ on the fitting inputs for the standard layer with $h$ heads and for the fixed-head-size layer.
 # ```
 #
 # No restart of the $h$-head standard layer gets below a relative error of {glue:text}`ch03_t2_floor:.3f` (worst restart {glue:text}`ch03_t2_std_max:.3f`; {glue:text}`ch03_t2_floor_test:.3f` on fresh inputs), while the best fixed-head-size fit reaches {glue:text}`ch03_t2_fixed:.1e` ({numref}`fig-ch03-t2-restarts`). The floor is what an optimiser finds, an upper bound on how close $\mathcal{F}$ gets on these inputs; the theorem itself only says that no $f_W$ equals $g_V$ everywhere.
@@ -217,7 +217,7 @@ plt.close(fig)
 # ```{glue:figure} ch03_fig_separation
 # :name: fig-ch03-separation
 #
-# The separating input of the proof's case for the best fitted standard layer (left), the fitted layer's output on it (middle) and $g_V$'s (right).
+# Where the proof points, the best fitted standard layer is far from $g_V$. The separating input of the proof's case for that layer (left), the fitted layer's output on it (middle) and $g_V$'s (right).
 # ```
 #
 # The fitted $f_W$ falls into case {glue:text}`ch03_sep_case` of the proof: on the input shown in {numref}`fig-ch03-separation` the two layers differ by {glue:text}`ch03_sep_gap:.3f` in the largest entry ({glue:text}`ch03_sep_rel_gap:.2f` relative). Case 1 compares only the value maps, so it says little about attention; the relative gaps of the three families are {glue:text}`ch03_sep_case_gaps`, and on the families that probe attention (cases 2 and 3) the largest is {glue:text}`ch03_sep_attention_gap:.2f`: the fit that looked close on typical inputs is far off where the proof points.

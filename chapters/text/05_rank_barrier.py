@@ -119,7 +119,7 @@ T["coupon"].style.hide(axis="index").format(precision=3)
 # ```{glue:figure} ch05_fig_coupon
 # :name: fig-ch05-coupon
 #
-# The bound in units of $n$: $(1-(1-1/n)^n)$ against $n$ (solid) and its limit $1-1/e$ (dotted).
+# The bound approaches $(1-1/e)\,n$ from above, so at finite $n$ it is the exact bound, not its limit, that a rank is compared with. The bound in units of $n$: $(1-(1-1/n)^n)$ against $n$ (solid) and its limit $1-1/e$ (dotted).
 # ```
 
 # %% [markdown]
@@ -167,7 +167,7 @@ plt.close(fig)
 # ```{glue:figure} ch05_fig_keysets
 # :name: fig-ch05-keysets
 #
-# One point per sampled key set $K$. Left: the conditional mean hardmax rank against the plug-in value $\sum_j 1-(1-\hat p_j)^n$ (grey: equality). Right: the plug-in value against the largest winning share. Dotted: the bound.
+# Uneven winning shares keep the hardmax rank below the bound, and the plug-in formula predicts the measured rank. One point per sampled key set $K$. Left: the conditional mean hardmax rank against the plug-in value $\sum_j 1-(1-\hat p_j)^n$ (grey: equality). Right: the plug-in value against the largest winning share. Dotted: the bound.
 # ```
 
 # %% [markdown]
@@ -210,7 +210,7 @@ top.assign(bound=expected_distinct_columns(top.index.to_numpy()) / top.index.to_
 # ```{glue:figure} ch05_fig_montecarlo
 # :name: fig-ch05-montecarlo
 #
-# Mean hardmax rank over $n$ in the theorem's setting against $d_h$, bands $\pm 1.96$ standard errors; dotted lines: the bound $n(1-(1-1/n)^n)$ for each $n$.
+# In the theorem's setting the mean hardmax rank rises with $d_h$ towards the bound. Mean hardmax rank over $n$ against $d_h$, bands $\pm 1.96$ standard errors; dotted lines: the bound $n(1-(1-1/n)^n)$ for each $n$.
 # ```
 
 # %% [markdown]
@@ -248,7 +248,7 @@ plt.close(fig)
 # ```{glue:figure} ch05_fig_temperature
 # :name: fig-ch05-temperature
 #
-# Numerical rank (default tolerance) of softmax attention at logit multipliers $k$, and of hardmax, against $d_h$; bands $\pm 1.96$ standard errors; dotted: the bound.
+# A finite temperature does not reproduce the barrier on its own: only the coldest softmax comes near hardmax, and only at small $d_h$. Numerical rank (default tolerance) of softmax attention at logit multipliers $k$, and of hardmax, against $d_h$; bands $\pm 1.96$ standard errors; dotted: the bound.
 # ```
 
 # %% [markdown]
@@ -279,7 +279,7 @@ plt.close(fig)
 # ```{glue:figure} ch05_fig_tolerance
 # :name: fig-ch05-tolerance
 #
-# The same standard-temperature draws under four rank measures against $d_h$; dotted: the bound.
+# The rank of a softmax matrix is a choice of measure and tolerance, and none lands on the bound by itself. The same standard-temperature draws under four rank measures against $d_h$; dotted: the bound.
 # ```
 
 # %% [markdown]
@@ -317,7 +317,7 @@ in_last.rename("hardmax rank / n at the largest d_h").rename_axis("tokens").rese
 # ```{glue:figure} ch05_fig_inputs
 # :name: fig-ch05-inputs
 #
-# Hardmax rank over $n$ for five token distributions against $d_h$; dotted: the bound.
+# Nearly orthogonal tokens behave like orthonormal ones; tokens that share a direction pick the same keys more often. Hardmax rank over $n$ for five token distributions against $d_h$; dotted: the bound.
 # ```
 
 # %% [markdown]
@@ -354,7 +354,7 @@ plt.close(fig)
 # ```{glue:figure} ch05_fig_causal
 # :name: fig-ch05-causal
 #
-# Causal mask. Left: causal hardmax rank over $n$ (dotted: the uniform-prefix law $(n+1)/(2n)$). Right: numerical rank of causal softmax at the standard temperature.
+# Under a causal mask the answer is not the $(1-1/e)\,n$ barrier, for hardmax or for softmax. Left: causal hardmax rank over $n$ (dotted: the uniform-prefix law $(n+1)/(2n)$). Right: numerical rank of causal softmax at the standard temperature.
 # ```
 
 # %% [markdown]
@@ -404,7 +404,7 @@ plt.close(fig)
 # ```{glue:figure} ch05_fig_heads
 # :name: fig-ch05-heads
 #
-# Ranks over $n$ against the number of heads $h$ at a fixed width ($d_h = d/h$): one hardmax head, and the numerical rank (default tolerance) of the heads' average and of the stacked heads; dotted: the bound.
+# The barrier is about one head: the heads' average and the stacked heads reach a higher rank than each head alone. Ranks over $n$ against the number of heads $h$ at a fixed width ($d_h = d/h$): one hardmax head, and the numerical rank (default tolerance) of the heads' average and of the stacked heads; dotted: the bound.
 # ```
 
 # %% [markdown]

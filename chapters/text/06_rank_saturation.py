@@ -97,7 +97,7 @@ plt.close(fig)
 # ```{glue:figure} ch06_fig_curves
 # :name: fig-ch06-curves
 #
-# Mean hardmax rank over the bound against $d_h$ (left) and against $d_h / (\ln n)^2$ (right), bands $\pm 1.96$ standard errors; dotted lines mark the saturation fractions. On the right the curves nearly coincide.
+# Longer sequences need larger heads to reach the same fraction of the bound, and against $d_h / (\ln n)^2$ the curves nearly coincide. Mean hardmax rank over the bound against $d_h$ (left) and against $d_h / (\ln n)^2$ (right), bands $\pm 1.96$ standard errors; dotted lines mark the saturation fractions.
 # ```
 #
 # In {numref}`fig-ch06-curves` the curves for longer sequences sit to the right: a longer sequence needs a larger head to reach the same fraction of the bound. Against $d_h / \ln n$ they would still spread apart; against $d_h/(\ln n)^2$ (right panel) they nearly collapse, which is the first hint of the law found below. At $d_h$ = {glue:text}`ch06_dhmax` the rank is {glue:text}`ch06_top_list`.
@@ -159,7 +159,7 @@ X.laws_table(T).style.hide(axis="index")
 # ```{glue:figure} ch06_fig_laws
 # :name: fig-ch06-laws
 #
-# Saturation points (95 % bootstrap intervals) against $n$ for three criteria, with the three fitted laws: $a + b\ln n$ (dotted), $c\,n^\alpha$ (dashed), $c\,(\ln n)^\beta$ (solid).
+# The saturation point grows with $n$; the three fitted laws are told apart by how they extrapolate to the largest $n$ (the verdict below). Saturation points (95 % bootstrap intervals) against $n$ for three criteria, with the three fitted laws: $a + b\ln n$ (dotted), $c\,n^\alpha$ (dashed), $c\,(\ln n)^\beta$ (solid).
 # ```
 #
 # For the {glue:text}`ch06_main_criterion` criterion, the reference of the verdict below, the $\chi^2$ per degree of freedom is {glue:text}`ch06_chi2dof_log:.1f` for $a + b \ln n$, {glue:text}`ch06_chi2dof_pow:.1f` for $c\,n^\alpha$ and {glue:text}`ch06_chi2dof_polylog:.1f` for $c\,(\ln n)^\beta$ (on {glue:text}`ch06_dof` degrees of freedom); the BIC exceeds the best law's by {glue:text}`ch06_dbic_log:.0f`, {glue:text}`ch06_dbic_pow:.0f` and {glue:text}`ch06_dbic_polylog:.0f`. Fitted on $n \le$ {glue:text}`ch06_fit_nmax` and extrapolated to $n$ = {glue:text}`ch06_nmax`, where the observed point is {glue:text}`ch06_pred_obs:.1f`, $a + b\ln n$ predicts {glue:text}`ch06_pred_log:.1f` ($z$ = {glue:text}`ch06_pred_log_z:+.1f`), $c\,n^\alpha$ predicts {glue:text}`ch06_pred_pow:.1f` ($z$ = {glue:text}`ch06_pred_pow_z:+.1f`) and $c\,(\ln n)^\beta$ predicts {glue:text}`ch06_pred_polylog:.1f` ($z$ = {glue:text}`ch06_pred_polylog_z:+.1f`). The best law by BIC, per criterion: {glue:text}`ch06_best_by_criterion`. The fitted exponents: $b$ = {glue:text}`ch06_b_main:.2f` [{glue:text}`ch06_b_main_lo:.2f`, {glue:text}`ch06_b_main_hi:.2f`], $\alpha$ = {glue:text}`ch06_alpha_main:.3f` [{glue:text}`ch06_alpha_main_lo:.3f`, {glue:text}`ch06_alpha_main_hi:.3f`] and $\beta$ = {glue:text}`ch06_beta_main:.2f` [{glue:text}`ch06_beta_main_lo:.2f`, {glue:text}`ch06_beta_main_hi:.2f`]; $\beta$ per criterion: {glue:text}`ch06_betas`.
@@ -216,7 +216,7 @@ plt.close(fig)
 # ```{glue:figure} ch06_fig_softmax
 # :name: fig-ch06-softmax
 #
-# Numerical rank of softmax attention at the standard temperature over $n$, against $d_h$, at the default tolerance (left) and at rtol = $10^{-3}$ (right); bands $\pm 1.96$ standard errors.
+# Softmax attention at the standard temperature saturates within the first few head sizes, too early for this grid to resolve a law. Numerical rank of softmax attention at the standard temperature over $n$, against $d_h$, at the default tolerance (left) and at rtol = $10^{-3}$ (right); bands $\pm 1.96$ standard errors.
 # ```
 #
 # At the default tolerance ({glue:text}`ch06_soft0_tol`) the plateau is {glue:text}`ch06_soft0_plateau`, and the {glue:text}`ch06_main_soft` point sits at $d_h$ = {glue:text}`ch06_soft0_points`. At {glue:text}`ch06_soft1_tol` the plateau is {glue:text}`ch06_soft1_plateau` and the same point sits at {glue:text}`ch06_soft1_points` ({numref}`fig-ch06-softmax`). **We fit no law to these points**: at the default tolerance they lie between head sizes 1 and 3, where the only possible head sizes are integers, so they are set by the interpolation between two grid points rather than resolved; and at both tolerances $n$ spans only a factor {glue:text}`ch06_soft_nmax` / {glue:text}`ch06_soft_nmin`, less than the two decades the hardmax rule requires to tell a logarithm from a slow power. What the numbers do show: at the standard temperature the softmax matrix is numerically near full rank from a head size of a few units, and "where rank saturates" is a statement about the temperature and the tolerance as much as about $n$.

@@ -7,6 +7,7 @@ import matplotlib as mpl
 import matplotlib.pyplot as plt
 import seaborn as sns
 
+from . import figures
 from .outputs import FORMATS_ENV
 
 PALETTE = "colorblind"
@@ -38,9 +39,14 @@ def use_style() -> None:
     # saves into the run folder beside each figure's PNG.
     try:
         from matplotlib_inline.backend_inline import set_matplotlib_formats
-        set_matplotlib_formats(*os.environ.get(FORMATS_ENV, "png2x").split(","))
+        formats = os.environ.get(FORMATS_ENV, "png2x").split(",")
+        set_matplotlib_formats(*formats)
     except ImportError:  # outside IPython
-        pass
+        return
+    if "png2x" in formats:
+        # The same retina PNG, plus a narrow variant for phones and the size of each one's
+        # smallest text (lowrank.book.figures; _ext/book_figures.py serves it).
+        figures.install()
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, width: float = 7.0, height: float = 3.6, **kw):

@@ -1,0 +1,190 @@
+"""Figures that read on a phone: a narrow variant of every figure, and the size of its smallest text.
+
+A figure drawn for the ~700 px desktop column is shown at about half its size on a phone (390 px
+wide), where its tick labels and legends fall below legibility. When a chapter's figure is displayed
+(or glued), :func:`figure_png` renders it twice:
+
+- the figure as drawn, a retina PNG as matplotlib's inline backend makes it;
+- a narrow copy, :data:`NARROW_WIDTH` inches wide, with the panels of a multi-panel figure stacked
+  one above the other and legends that sat beside an axes moved under it.
+
+Both go into the output's ``image/png`` metadata (``lowrank``), with the 1x pixel width of each PNG
+and the size of its smallest text in 1x pixels. ``_ext/book_figures.py`` turns that into a
+``<picture>`` whose narrow source small screens load, and the browser test checks, from those sizes
+and the width the browser drew the image at, that no figure text falls below :data:`MIN_TEXT_PX`.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import pickle
+import struct
+import warnings
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.transforms import ScaledTranslation
+
+__all__ = ["NARROW_WIDTH", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "META_KEY", "smallest_text_px",
+           "narrow_copy", "render_png", "figure_png", "shown_text_px", "install"]
+
+NARROW_WIDTH = 4.2          # inches: about 460 px at 1x, a phone column shows it at about 0.75
+MIN_TEXT_PX = 9.0           # CSS px: the smallest figure text a reader can make out on a phone
+PHONE_COLUMN_PX = 350       # CSS px: the article column of a 390 px screen, less the page margins
+META_KEY = "lowrank"        # the output metadata entry (under "image/png") that carries both variants
+PANEL_HEIGHT = 3.2          # inches: the least height of one stacked panel (room for a long y label)
+
+
+def smallest_text_px(fig: Figure) -> float:
+    """The size of the smallest visible, non-empty text of ``fig``, in pixels of its 1x rendering."""
+    fig.canvas.draw()  # tick labels exist only once drawn
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and _drawn(t)]
+    if not sizes:
+        return float("inf")
+    return min(sizes) * fig.dpi / 72.0
+
+
+def _drawn(text: Text) -> bool:
+    # Tick labels outside the view limits are kept by matplotlib but not drawn.
+    axes = text.axes
+    if axes is None or text.get_figure() is None:
+        return True
+    window = text.get_window_extent()
+    figbox = text.get_figure().bbox
+    return window.width > 0 and window.x1 >= figbox.x0 - 1 and window.x0 <= figbox.x1 + 1
+
+
+def _png_width(png: bytes) -> int:
+    return struct.unpack(">I", png[16:20])[0]
+
+
+def render_png(fig: Figure) -> bytes:
+    """``fig`` as a retina PNG (twice its dpi, tight bounding box), as the inline backend draws it."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=2 * fig.dpi, bbox_inches="tight",
+                facecolor=fig.get_facecolor(), edgecolor=fig.get_edgecolor())
+    return buf.getvalue()
+
+
+def _grid(fig: Figure):
+    """(nrows, ncols, [(axes, row, col)]) of the figure's subplot grid, or None when it has none a
+    stacked layout can rebuild (panels spanning several cells, several grids)."""
+    cells, grids = [], set()
+    for ax in fig.axes:
+        spec = ax.get_subplotspec()
+        if spec is None:  # colorbars and insets follow their parent axes
+            continue
+        if spec.rowspan.stop - spec.rowspan.start != 1 or spec.colspan.stop - spec.colspan.start != 1:
+            return None
+        grids.add(id(spec.get_gridspec()))
+        cells.append((ax, spec.rowspan.start, spec.colspan.start))
+    if len(grids) != 1:
+        return None
+    nrows, ncols = cells[0][0].get_subplotspec().get_gridspec().get_geometry()
+    return nrows, ncols, cells
+
+
+def _legend_below(ax) -> float:
+    # A legend anchored right of its axes would take most of a narrow figure's width. Below the
+    # x axis instead: the offset is the height of the axis' tick labels and label, which are sized
+    # in points and so do not move when the layout resizes the axes.
+    legend = ax.get_legend()
+    if legend is None:
+        return 0.0
+    anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+    if anchor.x0 <= 0.99:
+        return 0.0
+    fig = ax.get_figure()
+    renderer = fig.canvas.get_renderer()
+    below = max(0.0, ax.bbox.y0 - ax.xaxis.get_tightbbox(renderer).y0) / fig.dpi + 0.08
+    legend.set_loc("upper center")
+    legend.set_bbox_to_anchor((0.5, 0.0), transform=ax.transAxes + ScaledTranslation(0, -below, fig.dpi_scale_trans))
+    return legend.get_window_extent(renderer).height / fig.dpi + 0.1  # the height the figure needs more
+
+
+def narrow_copy(fig: Figure) -> Figure | None:
+    """A copy of ``fig`` laid out for a phone: NARROW_WIDTH inches wide, panels stacked in one
+    column, side legends moved below. None when the figure cannot be copied (an artist that does not
+    pickle) or its layout cannot be rebuilt."""
+    try:
+        copy = pickle.loads(pickle.dumps(fig))
+    except Exception:
+        return None
+    grid = _grid(copy)
+    if grid is None:
+        plt.close(copy)
+        return None
+    nrows, ncols, cells = grid
+    width, height = copy.get_size_inches()
+    panel_height = max(PANEL_HEIGHT, height / nrows)
+    if ncols > 1:
+        stacked = copy.add_gridspec(nrows * ncols, 1)
+        for ax, row, col in cells:
+            ax.set_subplotspec(stacked[row * ncols + col, 0])
+            # Shared axes hide the inner panels' tick labels; stacked, every panel needs its own.
+            ax.yaxis.set_tick_params(labelleft=True)
+        copy.set_size_inches(NARROW_WIDTH, panel_height * nrows * ncols)
+    else:
+        copy.set_size_inches(NARROW_WIDTH, max(height, panel_height * nrows))
+    engine = copy.get_layout_engine()
+    if engine is not None and hasattr(engine, "set") and ncols > 1:
+        engine.set(hspace=0.06)  # room between a panel's legend below it and the next title
+    with warnings.catch_warnings():
+        # This draw only measures the x axes; a side legend may not fit the narrow width yet, and
+        # the layout it warns about is redone once the legends sit below.
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
+        copy.canvas.draw()
+    extra = 0.0
+    for ax, _, _ in cells:
+        extra += _legend_below(ax)
+        # A title wider than a narrow panel wraps instead of running over the y label.
+        ax.title.set_wrap(True)
+    suptitle = copy.get_suptitle()
+    for text in copy.findobj(Text):
+        if suptitle and text.axes is None and text.get_text() == suptitle:
+            text.set_wrap(True)
+    width, height = copy.get_size_inches()
+    copy.set_size_inches(width, height + extra)
+    return copy
+
+
+def figure_png(fig: Figure):
+    """The inline ``image/png`` of ``fig``: (base64 PNG, metadata) with the 1x width and height, as
+    IPython's retina formatter gives, plus META_KEY: the narrow variant and each variant's 1x width
+    and smallest text in 1x pixels."""
+    if not fig.axes:
+        return None
+    wide = render_png(fig)
+    w, h = _png_width(wide) // 2, struct.unpack(">I", wide[20:24])[0] // 2
+    info = {"width": w, "text_px": round(smallest_text_px(fig), 2)}
+    narrow = narrow_copy(fig)
+    if narrow is not None:
+        try:
+            png = render_png(narrow)
+            info["narrow"] = base64.b64encode(png).decode("ascii")
+            info["narrow_width"] = _png_width(png) // 2
+            info["narrow_text_px"] = round(smallest_text_px(narrow), 2)
+        finally:
+            plt.close(narrow)
+    return base64.b64encode(wide).decode("ascii"), {"width": w, "height": h, META_KEY: info}
+
+
+def shown_text_px(text_px: float, width_1x: float, shown_width: float) -> float:
+    """The smallest text's size on screen when an image of 1x width ``width_1x`` is drawn
+    ``shown_width`` CSS px wide."""
+    return text_px * shown_width / width_1x
+
+
+def install() -> bool:
+    """Make IPython display figures through :func:`figure_png`. False outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    shell.display_formatter.formatters["image/png"].for_type(Figure, figure_png)
+    return True

@@ -1,0 +1,139 @@
+"""Figures on a phone: the narrow variant, the smallest-text measure and the book's <picture> wrapper."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import struct
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from docutils import nodes  # noqa: E402
+from docutils.utils import new_document  # noqa: E402
+
+from lowrank.book import figures as F  # noqa: E402
+from lowrank.book.plotting import subplots  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_ext"))
+import book_figures  # noqa: E402
+
+
+def _size(b64: str) -> tuple[int, int]:
+    png = base64.b64decode(b64)
+    return struct.unpack(">II", png[16:24])
+
+
+def _panels(ncols: int, *, fontsize: float | None = None, sharey: bool = False):
+    fig, axes = subplots(1, ncols, width=7.5, height=2.6, sharey=sharey)
+    for ax in axes[0]:
+        ax.plot([1, 2, 3], [1, 4, 9], label="series")
+        ax.set(xlabel="x", ylabel="y")
+    if fontsize is not None:
+        axes[0, 0].text(1.5, 5, "tiny note", fontsize=fontsize)
+    return fig
+
+
+def test_multi_panel_figure_gets_a_stacked_narrow_variant():
+    fig = _panels(3, sharey=True)
+    data, meta = F.figure_png(fig)
+    info = meta[F.META_KEY]
+    w, h = _size(data)
+    nw, nh = _size(info["narrow"])
+    assert (meta["width"], meta["height"]) == (w // 2, h // 2)
+    assert info["width"] == meta["width"] and info["narrow_width"] == nw // 2
+    # Three panels side by side become three stacked: narrower and taller than the original.
+    assert nw < w and nh > 2.5 * h
+    assert nw // 2 == pytest.approx(F.NARROW_WIDTH * fig.dpi, rel=0.1)
+    # The original figure is untouched (the narrow variant is drawn on a copy).
+    assert tuple(fig.get_size_inches()) == (7.5, 2.6)
+    assert [ax.get_subplotspec().colspan.start for ax in fig.axes] == [0, 1, 2]
+    plt.close(fig)
+
+
+def test_narrow_variant_is_legible_on_a_phone_where_the_wide_one_is_not():
+    fig = _panels(3)
+    _, meta = F.figure_png(fig)
+    info = meta[F.META_KEY]
+    assert F.shown_text_px(info["text_px"], info["width"], F.PHONE_COLUMN_PX) < F.MIN_TEXT_PX
+    assert F.shown_text_px(info["narrow_text_px"], info["narrow_width"], F.PHONE_COLUMN_PX) >= F.MIN_TEXT_PX
+    plt.close(fig)
+
+
+def test_smallest_text_finds_a_small_annotation():
+    fig = _panels(1)
+    normal = F.smallest_text_px(fig)
+    fig.axes[0].text(1.5, 5, "tiny note", fontsize=4)
+    assert F.smallest_text_px(fig) == pytest.approx(4 * fig.dpi / 72)
+    assert normal > 4 * fig.dpi / 72
+    plt.close(fig)
+
+
+def test_side_legend_moves_below_in_the_narrow_variant():
+    fig = _panels(1)
+    fig.axes[0].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    narrow = F.narrow_copy(fig)
+    legend = narrow.axes[0].get_legend()
+    anchor = legend.get_bbox_to_anchor().transformed(narrow.axes[0].transAxes.inverted())
+    assert anchor.x0 < 1 and anchor.y0 < 0
+    plt.close(narrow)
+    plt.close(fig)
+
+
+def _notebook(tmp_path: Path, data: str, meta: dict) -> Path:
+    out = {"output_type": "display_data", "data": {"application/papermill.record/image/png": data},
+           "metadata": {"image/png": meta, "scrapbook": {"name": "k", "mime_prefix": "application/papermill.record/"}}}
+    nb = {"cells": [{"cell_type": "code", "source": "", "outputs": [out], "metadata": {}}],
+          "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "ch.ipynb"
+    path.write_text(json.dumps(nb), encoding="utf8")
+    return path
+
+
+def test_extension_wraps_known_figures_in_a_picture_with_a_narrow_source(tmp_path):
+    fig = _panels(2)
+    data, meta = F.figure_png(fig)
+    plt.close(fig)
+    sha = hashlib.sha256(base64.b64decode(data)).hexdigest()
+    index = book_figures.figure_index([_notebook(tmp_path, data, meta)])
+    assert set(index) == {sha}
+
+    doc = new_document("page")
+    figure = nodes.figure()
+    figure += nodes.image(uri=f"../jupyter_execute/{sha}.png")
+    figure += nodes.image(uri="other.png")
+    doc += figure
+    images = tmp_path / "_images"
+    assert book_figures.wrap_figures(doc, index, images) == 1
+    holder = figure[0]
+    assert isinstance(holder, book_figures.picture) and isinstance(holder[0], nodes.image)
+    assert isinstance(figure[1], nodes.image)  # an image without metadata is left alone
+    narrow = images / f"{sha}-narrow.png"
+    assert narrow.read_bytes() == base64.b64decode(meta[F.META_KEY]["narrow"])
+    tag = book_figures.picture_open_tag(holder, "../_images")
+    assert f'srcset="../_images/{sha}-narrow.png"' in tag and "max-width" in tag
+    assert f'data-text-px="{meta[F.META_KEY]["text_px"]}"' in tag
+    assert f'data-narrow-width="{meta[F.META_KEY]["narrow_width"]}"' in tag
+
+
+def test_book_style_displays_figures_with_their_narrow_variant():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from lowrank.book.plotting import use_style
+
+    shell = InteractiveShell.instance()
+    try:
+        use_style()
+        fig = _panels(2)
+        data, meta = shell.display_formatter.format(fig)
+        plt.close(fig)
+        assert "image/png" in data
+        info = meta["image/png"][F.META_KEY]
+        assert info["narrow_width"] < info["width"] == meta["image/png"]["width"]
+    finally:
+        InteractiveShell.clear_instance()
+        matplotlib.rcdefaults()

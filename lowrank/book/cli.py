@@ -42,6 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     execution = _Parser(add_help=False)
     execution.add_argument("--allow-cpu", action="store_true",
                            help="run a parameter set that declares '# requires: gpu' without CUDA")
+    execution.add_argument("--force", action="store_true",
+                           help="run even when the estimate is over a day of wall time")
     execution.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
     execution.add_argument("--no-progress", action="store_true", help="hide papermill's progress bar")
     execution.add_argument("--log-output", action="store_true",
@@ -178,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
             raise runner.UsageError("no book found: run from the book's folder or pass --root")
         if args.dry_run:
             return _book_dry_run(args, root)
-        html = runner.build_book(root, scale=args.scale, out=args.out, allow_cpu=args.allow_cpu,
+        html = runner.build_book(root, scale=args.scale, out=args.out, allow_cpu=args.allow_cpu, force=args.force,
                                  kernel=args.kernel, rerun=args.rerun, progress_bar=not args.no_progress,
                                  log_output=args.log_output,
                                  overrides=[(n, runner.parse_value(v)) for n, v in args.param])
@@ -250,7 +252,7 @@ def _run(args, root, command: str) -> int:
     overrides = [(name, runner.parse_value(value)) for name, value in args.param]
     chapter = runner.resolve_chapter(args.chapter, root)
     plan = runner.plan_run(chapter, scale=args.scale, files=args.file, overrides=overrides,
-                           kernel=args.kernel, allow_cpu=args.allow_cpu)
+                           kernel=args.kernel, allow_cpu=args.allow_cpu, force=args.force)
     for note in plan.notes:
         print(f"lowrank: warning: {note}", file=sys.stderr)
     book = chapter.path.parent.parent

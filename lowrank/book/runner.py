@@ -458,9 +458,16 @@ class RunPlan:
         return _short_hash(self.parameters)
 
 
+# A run estimated above this much wall time is refused unless forced: a typo in a size (an extra
+# zero) should cost a second, not a month. A week covers every committed set (the longest, chapter
+# 03's paper set, is estimated at about five days of one CPU).
+TIME_BOUND_S = 7 * 24 * 3600
+
+
 def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tuple = (),
              overrides: list[tuple[str, Any]] | tuple = (), kernel: str | None = None,
-             allow_cpu: bool = False, cwd: Path | None = None, memory_bytes: float | None = None) -> RunPlan:
+             allow_cpu: bool = False, cwd: Path | None = None, memory_bytes: float | None = None,
+             force: bool = False) -> RunPlan:
     """Merge and check a run's parameters, its kernel and its requirements; start nothing.
 
     ``overrides`` are (name, value) pairs, values already parsed (see :func:`parse_value`).
@@ -541,6 +548,11 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
             raise UsageError(f"chapter {chapter.name}: these parameters need about {_gb(est.bytes)} of memory "
                              f"({est.what}); this machine has {_gb(limit)}. Reduce the sizes you set "
                              f"({', '.join(sorted(sources)) or 'none'}), or run on a larger machine")
+        if est.wall_s > TIME_BOUND_S and not force:
+            raise UsageError(f"chapter {chapter.name}: this run is estimated at {est.wall_s / 86400:,.1f} days of wall "
+                             f"time ({est.what}), over the {TIME_BOUND_S // 86400} days a run may take unasked; "
+                             f"reduce the sizes you set ({', '.join(sorted(sources)) or 'none'}), or pass --force "
+                             "to run it anyway")
         if est.wall_s > 3600:
             notes.append(f"{chapter.name}: this run is estimated at {est.hours_text()} "
                          f"({est.wall_s / 3600:,.1f} hours of wall time) and {_gb(est.bytes)} of memory ({est.what})")
@@ -1067,7 +1079,7 @@ def _git_revision(folder: Path) -> str | None:
 
 # --- a book from runs -----------------------------------------------------------------------
 
-def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, allow_cpu: bool = False,
+def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, allow_cpu: bool = False, force: bool = False,
                kernel: str | None = None, rerun: bool = False, progress_bar: bool = True,
                log_output: bool = False, overrides: list[tuple[str, Any]] | tuple = ()) -> Path:
     """``lowrank book``: every chapter in the toc run with its ``scale`` set, rendered from a staged copy.
@@ -1100,7 +1112,7 @@ def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, all
     if nowhere:
         raise UsageError(f"no chapter has a parameter {nowhere[0]!r}; "
                          f"parameters: {', '.join(sorted(set().union(*names.values())))}")
-    plans = [plan_run(c, scale=scale, kernel=kernel, allow_cpu=allow_cpu,
+    plans = [plan_run(c, scale=scale, kernel=kernel, allow_cpu=allow_cpu, force=force,
                       overrides=[(n, v) for n, v in overrides if n in names[c.name]]) for c in chapters]
     for plan in plans:
         for note in plan.notes:

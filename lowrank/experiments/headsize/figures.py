@@ -45,9 +45,9 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
                         markersize=4, label=split)
         ax.axhline(0, color="grey", linewidth=1, linestyle="--")
         ax.set_xscale("log")
-        ax.set_xticks([t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in budget.BUDGET_STEPS],
-                      [f"{t * budget.BASE['batch_size'] * budget.BASE['seq_len'] / 1e6:.1f}M"
-                       for t in budget.BUDGET_STEPS])
+        tokens = [t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in budget.BUDGET_STEPS]
+        ax.set_xticks(tokens, [f"{t / 1e6:.1f}M" for t in tokens])
+        ax.set_xlim(tokens[0] / 1.4, tokens[-1] * 1.4)  # the whole design, stored or not
         ax.minorticks_off()
         ax.set_title(ROW_TITLES[row], fontsize="small")
         if not len(c[c.n > 0]):

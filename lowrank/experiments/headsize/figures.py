@@ -56,14 +56,17 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
         ax.set_xlabel("training tokens a run")
 
 
-def plot_lr_check(ax, check: pd.DataFrame) -> None:
-    """Final validation loss against the learning rate (log axis), one line per model, one seed."""
+def plot_lr_check(ax, check: pd.DataFrame, lr: float | None = None) -> None:
+    """Final validation loss against the learning rate (log axis), one line per model, one seed;
+    the chosen rate ``lr`` (None until the check is complete) as a dotted vertical line."""
     if check is None or not len(check):
         ax.text(0.5, 0.5, "no run stored yet", transform=ax.transAxes, ha="center", va="center", color="grey")
     else:
         for (model, s), marker in zip(check.sort_values("lr").groupby("model"), "os^v"):
             ax.plot(s.lr, s.val_loss, marker=marker, color="black" if "fixed" in model else "grey", label=model)
-        ax.legend(fontsize="small")
+        if lr is not None:
+            ax.axvline(lr, color="grey", linestyle=":", linewidth=1, label=f"chosen rate, {lr:g}")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.set_xscale("log")
     ax.set_xticks(list(budget.LR_CHECK_RATES), [f"{r:g}" for r in budget.LR_CHECK_RATES])
     ax.minorticks_off()

@@ -133,6 +133,9 @@ def test_parameter_matched_needs_a_matched_baseline():
     j = rule(ev(hs.MATCH_TOLERANCE + 0.01))
     assert j.verdict == INCONCLUSIVE and "not parameter-matched" in j.qualifier
     assert rule(ev(NAN)).verdict == INCONCLUSIVE
+    # runs missing: said first, not as a parameter mismatch
+    j = rule({**_row("budget", "match", (0.05, 0.01, 0.09), param_gap=NAN, stored=2), **_LONG})
+    assert j.verdict == INCONCLUSIVE and "2 of the 6 runs" in j.evidence and "nan" not in j.evidence
 
 
 def test_live_rules_read_the_live_keys():

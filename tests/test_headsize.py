@@ -339,3 +339,43 @@ def test_headline_gives_every_row_the_shared_rules_evidence_on_both_splits():
     for c in hs.CLAIMS[1:]:
         assert hs.LIVE_RULES[c.key](H).verdict in ("reproduced", "contradicted", "inconclusive")
         assert c.judge(H).verdict == "inconclusive"  # an empty budget store judges nothing
+
+
+def test_a_complete_budget_store_is_judged_by_the_shared_rule(tmp_path, monkeypatch):
+    """A fake trainer fills the budget store: the fixed head size pays 0.2 nats at 1,000 steps,
+    halving with each doubling (so the gap is still closing fast), and gains 0.05 nats per
+    doubling of heads; the rate 0.01 is best for the standard model, 0.003 for the fixed one."""
+    import math
+
+    from lowrank.experiments.headsize import budget as B
+    from lowrank.sweep import sweep
+
+    def fake(cfg, *, run_dir):
+        fixed = cfg["head_dim"] is not None
+        loss = 4.0 - 0.1 * math.log2(cfg["steps"] / 1000) + 0.01 * cfg["seed"] * (1 + fixed)
+        loss += 0.2 * 1000 / cfg["steps"] if fixed else 0.05 * math.log2(cfg["n_heads"] / 4)
+        loss += 0.1 * abs(math.log10(cfg["lr"] / (0.003 if fixed else 0.01))) * (0.3 if fixed else 1)
+        return {"val_loss": loss, "test_loss": loss, "n_params": 1000 if cfg["d_model"] == 64 else 1060,
+                "train_wall_s": 1.0, "finished": True}
+
+    monkeypatch.setattr(B, "sweep", lambda configs, **kw: sweep(list(configs), run_fn=fake, **kw))
+    store = tmp_path / "budget.jsonl"
+    B.run(store)
+    heads, matched, sizes = _grids()
+    H = hs.headline({**_tables(heads, matched, sizes), **hs.run_budget(store)})
+    assert H["ch04_budget_runs"] == 54 and H["ch04_budget_records"] == 82
+    assert H["ch04_budget_lr_text"].startswith("0.01, the rate whose largest regret")
+    assert "fixed h = 32 does best at 0.003" in H["ch04_budget_lr_text"]
+    runs = {(lab["model"], c["steps"], c["seed"]): fake(c, run_dir=None)["val_loss"] for lab, c in B.budget_grid(0.01)}
+    gap = lambda steps: np.mean([runs["standard h = 32", steps, s] - runs["fixed h = 32", steps, s]  # noqa: E731
+                                 for s in B.SEEDS])
+    assert H["ch04_rule_budget_gap_val_diff"] == pytest.approx(gap(4000))
+    assert H["ch04_rule_budget_gap_test_change_diff"] == pytest.approx(gap(4000) - gap(2000))
+    assert H["ch04_rule_budget_match_param_gap"] == pytest.approx(0.06) and H["ch04_rule_budget_gap_stored"] == 6
+    verdicts = {c.key: c.judge(H) for c in hs.CLAIMS}
+    # standard h = 32 is behind, and the gap widens with the budget (+0.05 nats a doubling): reproduced
+    assert verdicts["bhojanapalli-fixed-heads-training"].verdict == "reproduced"
+    assert verdicts["bhojanapalli-more-heads-hurt-standard"].verdict == "reproduced"
+    # the fixed model at h = 32 beats h = 4 but by less with every doubling, reaching 0 within two more
+    for key in ("bhojanapalli-more-heads-help-fixed", "bhojanapalli-parameter-matched"):
+        assert verdicts[key].verdict == "inconclusive" and "moving toward 0" in verdicts[key].qualifier

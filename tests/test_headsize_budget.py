@@ -106,7 +106,7 @@ def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
         fig, axes = plt.subplots(1, 4)
         F.plot_budget_gaps(axes, comps)
         fig2, (a, b) = plt.subplots(1, 2)
-        F.plot_lr_check(a, got["lr_check"])
+        F.plot_lr_check(a, got["lr_check"], got["lr"])
         F.plot_factorial(b, eff)
         plt.close("all")
         t = F.budget_display(comps)

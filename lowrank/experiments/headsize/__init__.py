@@ -758,9 +758,7 @@ def _budget_headline(b: Mapping) -> dict:
     out["budget_factorial_runs"], out["budget_factorial_planned"] = len(b["factorial"]), planned["factorial"]
     out["budget_records"] = int(b["n_records"])
     out["budget_cpu_h"] = float(b["cpu_s"]) / 3600
-    out["budget_lr_text"] = (f"not chosen yet: {len(b['lr_check'])} of the {planned['lr_check']} runs of the "
-                             f"learning-rate check are stored" if b["lr"] is None else
-                             f"{b['lr']:g}, chosen from the learning-rate check by the rule stated before it ran")
+    out["budget_lr_text"] = _budget_lr_text(b)
     out["budget_prov_text"] = _provenance_text(b["provenance"]) if b["provenance"] else "no run stored yet"
     out["budget_largest_tokens"] = budget.BUDGET_STEPS[-1] * budget.BASE["batch_size"] * budget.BASE["seq_len"]
     out["budget_command"] = budget.RESUME_COMMAND
@@ -777,6 +775,20 @@ def _budget_headline(b: Mapping) -> dict:
     out["budget_cost_ratio"] = sum(budget.BUDGET_STEPS) / budget.BUDGET_STEPS[-1]
     out["budget_factorial_text"] = _factorial_text(b["effects"])
     return out
+
+
+def _budget_lr_text(b: Mapping) -> str:
+    """The budget extension's rate, how it was chosen, its largest regret and each model's own
+    best rate in the learning-rate check (one seed), as a phrase."""
+    if b["lr"] is None:
+        return (f"not chosen yet: {len(b['lr_check'])} of the {b['planned']['lr_check']} runs of the "
+                f"learning-rate check are stored")
+    t = b["lr_table"]
+    worst = t[t.chosen].sort_values("regret").iloc[-1]
+    best = t.loc[t.groupby(["family", "h"])["val_loss"].idxmin()]
+    own = "; ".join(f"{f} h = {int(h)} does best at {lr:g}" for f, h, lr in zip(best.family, best.h, best.lr))
+    return (f"{b['lr']:g}, the rate whose largest regret over the two models is smallest (largest regret "
+            f"{worst.regret:.3f} nats, {worst.family} h = {int(worst.h)}; {own}, one seed)")
 
 
 def _factorial_text(effects: pd.DataFrame) -> str:

@@ -213,9 +213,9 @@ def read(store: str | os.PathLike) -> dict:
     planned = {"lr_check": len(lr_check_grid()), "budget": len(MODELS) * len(SEEDS) * len(BUDGET_STEPS),
                "factorial": len(factorial_grid())}
     # The seed-0 h = 32 runs at the chosen rate and 1,000 steps belong to both the check and the extension.
-    keys = {k for k in latest if k in {run_key(c) for g in (lr_check_grid(), factorial_grid(),
-                                                             budget_grid(lr) if lr is not None else [])
-                                       for _, c in g}}
+    design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), budget_grid(lr) if lr is not None else [])
+                   for _, c in g}
+    keys = set(latest) & design_keys
     return {"lr_check": check, "lr": lr, "lr_table": table, "budget": budget, "factorial": fact,
             "planned": planned, "path": str(store), "n_records": len(keys),
             "cpu_s": float(sum(latest[k]["wall_s"] for k in keys))}

@@ -45,9 +45,9 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
                         markersize=4, label=split)
         ax.axhline(0, color="grey", linewidth=1, linestyle="--")
         ax.set_xscale("log")
-        ax.set_xticks([t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in budget.BUDGET_STEPS],
-                      [f"{t * budget.BASE['batch_size'] * budget.BASE['seq_len'] / 1e6:.1f}M"
-                       for t in budget.BUDGET_STEPS])
+        tokens = [t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in budget.BUDGET_STEPS]
+        ax.set_xticks(tokens, [f"{t / 1e6:.1f}M" for t in tokens])
+        ax.set_xlim(tokens[0] / 1.4, tokens[-1] * 1.4)  # the whole design, stored or not
         ax.minorticks_off()
         ax.set_title(ROW_TITLES[row], fontsize="small")
         if not len(c[c.n > 0]):
@@ -56,14 +56,17 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
         ax.set_xlabel("training tokens a run")
 
 
-def plot_lr_check(ax, check: pd.DataFrame) -> None:
-    """Final validation loss against the learning rate (log axis), one line per model, one seed."""
+def plot_lr_check(ax, check: pd.DataFrame, lr: float | None = None) -> None:
+    """Final validation loss against the learning rate (log axis), one line per model, one seed;
+    the chosen rate ``lr`` (None until the check is complete) as a dotted vertical line."""
     if check is None or not len(check):
         ax.text(0.5, 0.5, "no run stored yet", transform=ax.transAxes, ha="center", va="center", color="grey")
     else:
         for (model, s), marker in zip(check.sort_values("lr").groupby("model"), "os^v"):
             ax.plot(s.lr, s.val_loss, marker=marker, color="black" if "fixed" in model else "grey", label=model)
-        ax.legend(fontsize="small")
+        if lr is not None:
+            ax.axvline(lr, color="grey", linestyle=":", linewidth=1, label=f"chosen rate, {lr:g}")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
     ax.set_xscale("log")
     ax.set_xticks(list(budget.LR_CHECK_RATES), [f"{r:g}" for r in budget.LR_CHECK_RATES])
     ax.minorticks_off()

@@ -149,8 +149,12 @@ def rule_parameter_counts(H: Mapping) -> Judgement:
 
 def _matched(H: Mapping, src: str) -> Judgement:
     """The shared rule for the parameter-matched row, after its precondition: the two models'
-    parameter counts within MATCH_TOLERANCE of each other."""
-    gap = need(H, f"ch04_rule_{src}_match_param_gap")
+    parameter counts within MATCH_TOLERANCE of each other. Missing runs are said first, as on every
+    row (their parameter counts are not known until they are stored)."""
+    p = f"ch04_rule_{src}_match_"
+    if need(H, p + "stored") < need(H, p + "planned"):
+        return judge_row(H, src, "match")
+    gap = need(H, p + "param_gap")
     if is_missing(gap) or gap > MATCH_TOLERANCE:
         return Judgement(INCONCLUSIVE, f"{need(H, f'ch04_rule_{src}_match_what')}; parameter counts differ by {gap:.0%}",
                          f"not parameter-matched: the baseline is not within {MATCH_TOLERANCE:.0%} of the fixed-head "

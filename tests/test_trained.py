@@ -282,3 +282,30 @@ def test_barrier_fraction_and_tolerance_names():
     assert X.as_rtols([0.0, "float32", 1e-3]) == (None, "float32", 1e-3)
     assert X.coarse_tolerance([0.0]) == "rtol=max(m,n)eps"
 
+
+
+def test_law_bands_cover_the_intervals_of_the_laws_that_fit():
+    import pandas as pd
+    from lowrank.experiments import trained as X
+
+    pts = pd.DataFrame({"n": [16, 32, 64, 128, 256], "a_lo": [1, 3, 5, 7, 9], "a_hi": [2, 4, 6, 8, 10]})
+    bands = X.law_bands(pts, [16.0, 64.0, 256.0])
+    assert "a + b ln n" in bands and "c n^alpha" not in bands  # the convex power law fits no parameter value
+    lo, hi = bands["a + b ln n"]
+    assert (lo >= np.array([1, 5, 9]) - 1e-6).all() and (hi <= np.array([2, 6, 10]) + 1e-6).all() and (lo < hi).all()
+    table = X.law_table(pts, predict=256).set_index("law")
+    assert bool(table.loc["a + b ln n", "fits"]) and not bool(table.loc["c n^alpha", "fits"])
+    # fitted below n = 256 only, ln n predicts an interval that meets the observed (9, 10]
+    assert table.loc["a + b ln n", "pred_lo"] <= 10 and table.loc["a + b ln n", "pred_hi"] > 9
+
+
+def test_truncating_one_layer_leaves_the_others_whole():
+    from lowrank.pretrained import truncate_logit_rank
+
+    model = _tiny_bert(16)
+    cut = truncate_logit_rank(model, 1, layers=[0])
+    for i, (a, b) in enumerate(zip(model.encoder.layer, cut.encoder.layer)):
+        same = torch.equal(a.attention.self.query.weight, b.attention.self.query.weight)
+        assert same == (i != 0)
+    with pytest.raises(ValueError, match="layers"):
+        truncate_logit_rank(model, 1, layers=[len(model.encoder.layer)])

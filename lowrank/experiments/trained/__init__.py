@@ -59,7 +59,7 @@ _PRETRAINED_KEYS = (
 )
 _RETRIEVAL_KEYS = (
     "ch07_ret_ns", "ch07_ret_dh", "ch07_ret_pair_ns", "ch07_ret_seeds", "ch07_ret_pair_seeds", "ch07_ret_cap",
-    "ch07_ret_min_steps", "ch07_ret_test_seq", "ch07_ret_runs", "ch07_ret_grid_runs", "ch07_ret_plateau",
+    "ch07_ret_min_steps", "ch07_ret_check", "ch07_ret_warmup", "ch07_ret_lr", "ch07_ret_cooldown", "ch07_ret_test_seq", "ch07_ret_runs", "ch07_ret_grid_runs", "ch07_ret_plateau",
     "ch07_ret_capped", "ch07_ret_plateau_tol", "ch07_ret_margin", "ch07_ret_acc_se_max", "ch07_ret_acc_min",
     "ch07_ret_acc_max", "ch07_ret_corr", "ch07_ret_pair_corr", "ch07_ret_bounded", "ch07_ret_cases",
     *(f"ch07_red_{t}{s}" for t in ("single", "pair") for s in ("", "_runs", "_grid", "_plateau", "_judged", "_text")),

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...retrieval import RetrievalConfig, train_retrieval
+from ...retrieval import WARMUP_STEPS, RetrievalConfig, train_retrieval
 from ...stats import MIN_BOOTSTRAP, t_interval
 from ...sweep import ResultStore, sweep
 from ...theory.barrier import expected_distinct_columns
@@ -283,6 +283,10 @@ def retrieval_headline(t: Mapping[str, Any], join) -> dict[str, Any]:
     out["ch07_ret_pair_seeds"] = int(pair.seed.nunique()) if len(pair) else 0
     out["ch07_ret_cap"] = int(grid.max_steps.max())
     out["ch07_ret_min_steps"] = int(grid.min_steps.min())
+    out["ch07_ret_check"] = int(grid.check_every.max())
+    out["ch07_ret_warmup"] = WARMUP_STEPS
+    out["ch07_ret_lr"] = float(grid.lr.iloc[0])
+    out["ch07_ret_cooldown"] = float(grid.cooldown.iloc[0])
     out["ch07_ret_test_seq"] = int(grid.test_sequences.min())
     out["ch07_ret_runs"], out["ch07_ret_grid_runs"] = int(len(runs)), int(len(grid))
     plateau = runs.plateau.astype(bool)

@@ -259,8 +259,11 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
     fits = {law: law_fit(ns, [p["a_lo"] for p in single], [p["a_hi"] for p in single], law) for law in LAWS}
     law_text = "; ".join(f"{law}: " + (f"fits (parameter in [{f['q_lo']:.2f}, {f['q_hi']:.2f}])" if f["fits"]
                                        else "excluded") for law, f in fits.items())
+    same = (f"on the one-key task accuracy and hardmax rank / n are nearly one quantity (correlation "
+            f"{need(h, 'ch07_ret_corr'):.3f} over its stored runs; two-key task {need(h, 'ch07_ret_pair_corr'):.3f}), "
+            f"so there the saturation comparison is largely built in")
     evidence = (f"{stored}; margin {REDUCTION_MARGIN}; " + "; ".join(shown)
-                + (f"; growth of d*_acc over {len(ns)} n: {law_text}" if len(ns) >= MIN_LAW_NS else ""))
+                + (f"; growth of d*_acc over {len(ns)} n: {law_text}" if len(ns) >= MIN_LAW_NS else "") + f"; {same}")
     later = [(name, p) for name, pts in tasks.items() for p in pts if _side(p) == "later"]
     if any(p["gap"] > REDUCTION_MARGIN for _, p in later):
         return Judgement(CONTRADICTED, evidence)
@@ -268,7 +271,7 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
         return Judgement(INCONCLUSIVE, evidence,
                          f"none yet: the rule needs complete grids of plateau runs at {MIN_LAW_NS} lengths of the "
                          f"one-key task and {MIN_PAIR_NS} of the two-key task (it has {len(single)} and "
-                         f"{len(tasks['two-key'])})")
+                         f"{len(tasks['two-key'])}); {same}")
     if not later:
         if fits["a + b ln n"]["fits"] and not fits["c n^alpha"]["fits"]:
             return Judgement(REPRODUCED, evidence)
@@ -276,13 +279,13 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
             others = [law for law in LAWS if fits[law]["fits"]] or ["none of the three laws"]
             return Judgement(WEAKER, evidence, "accuracy saturates in d_h no later than attention rank at every n "
                                                "of both tasks (larger heads are redundant), but d*_acc does not "
-                                               f"grow like ln n (fits: {', '.join(others)})")
+                                               f"grow like ln n (fits: {', '.join(others)}); {same}")
         a = fits["c n^alpha"]
         return Judgement(INCONCLUSIVE, evidence,
                          f"the grid intervals admit both a + b ln n and c n^alpha (alpha in [{a['q_lo']:.2f}, "
-                         f"{a['q_hi']:.2f}]): one grid step of d* at the largest n separates them")
+                         f"{a['q_hi']:.2f}]): one grid step of d* at the largest n separates them; {same}")
     return Judgement(INCONCLUSIVE, evidence,
-                     f"an accuracy gap of {REDUCTION_MARGIN} at the n where accuracy saturates after rank")
+                     f"an accuracy gap of {REDUCTION_MARGIN} at the n where accuracy saturates after rank; {same}")
 
 
 def rule_truncation(h: Mapping[str, Any]) -> Judgement:

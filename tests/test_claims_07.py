@@ -69,6 +69,9 @@ def test_barrier_retrieval_heads_above_it_contradict_even_when_minilm_sits_at_it
     assert j.verdict == CONTRADICTED
     assert "retrieval heads" in j.evidence and "all-MiniLM-L6-v2" in j.evidence and "chapter 04" in j.evidence
     assert "95 of 100" in j.evidence and "hardmax rank" in j.evidence
+    # every run at rank n: no spread, and no zero-width interval printed
+    j = X.rule_trained_barrier(barrier(above=0, heads=200, r_mean=0.36, r_half=0.0, r_above=5, runs=5))
+    assert j.verdict == CONTRADICTED and "no spread" in j.evidence and "[+0.36, +0.36]" not in j.evidence
 
 
 def test_barrier_far_below_is_weaker_only_with_a_ceiling_in_every_model():

@@ -65,7 +65,7 @@ _RETRIEVAL_KEYS = (
     *(f"ch07_red_{t}{s}" for t in ("single", "pair") for s in ("", "_runs", "_grid", "_plateau", "_judged", "_text")),
     "ch07_ret_capped_where", "ch07_red_laws", "ch07_red_pred",
     "ch07_bar_ret_dh", "ch07_bar_ret_ns", "ch07_bar_ret_runs", "ch07_bar_ret_above", "ch07_bar_ret_mean",
-    "ch07_bar_ret_lo", "ch07_bar_ret_hi", "ch07_bar_ret_share_lo", "ch07_bar_ret_share_hi",
+    "ch07_bar_ret_lo", "ch07_bar_ret_hi", "ch07_bar_ret_share_lo", "ch07_bar_ret_share_hi", "ch07_bar_ret_spread",
     "ch07_ret_git", "ch07_ret_code", "ch07_ret_dates", "ch07_ret_machine", "ch07_ret_cpu", "ch07_ret_cpu_min",
     "ch07_ret_source", "ch07_ret_scale",
 )

@@ -348,6 +348,10 @@ def retrieval_headline(t: Mapping[str, Any], join) -> dict[str, Any]:
     else:
         out["ch07_bar_ret_mean"] = out["ch07_bar_ret_lo"] = out["ch07_bar_ret_hi"] = float("nan")
     out["ch07_bar_ret_share_lo"], out["ch07_bar_ret_share_hi"] = wilson_interval(above, int(len(top)))
+    lo, hi = out["ch07_bar_ret_lo"], out["ch07_bar_ret_hi"]
+    out["ch07_bar_ret_spread"] = (f"95 % t interval over runs {lo:.2f} to {hi:.2f}" if hi > lo else
+                                  "the same in every run, so no interval: each head reaches hardmax rank n"
+                                  if len(top) >= 2 else "too few runs for an interval")
     # Provenance, read from the records.
     first = lambda c: ", ".join(sorted({str(v) for v in runs[c].dropna()})) if c in runs else "not recorded"  # noqa: E731
     out["ch07_ret_git"] = first("prov_git_revision")

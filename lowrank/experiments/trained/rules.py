@@ -208,10 +208,11 @@ def rule_trained_barrier(h: Mapping[str, Any]) -> Judgement:
                      f"above it, share [{s_lo:.2f}, {s_hi:.2f}] ({models['all-MiniLM-L6-v2']})")
     if runs >= 2 and not is_missing(r_lo):
         models["retrieval heads"] = barrier_class(r_lo, r_hi, rs_lo, rs_hi)
+        spread = (f"{r_m:+.2f} [{r_lo:+.2f}, {r_hi:+.2f}]" if r_hi > r_lo else
+                  f"{r_m:+.2f} in every run (no spread over runs)")
         parts.append(f"retrieval heads of d_h = {need(h, 'ch07_bar_ret_dh')} at n = {need(h, 'ch07_bar_ret_ns')} "
-                     f"({runs} plateau runs): hardmax rank / n minus the barrier {r_m:+.2f} [{r_lo:+.2f}, "
-                     f"{r_hi:+.2f}]; {r_above} of {runs} above it, share [{rs_lo:.2f}, {rs_hi:.2f}] "
-                     f"({models['retrieval heads']})")
+                     f"({runs} plateau runs): hardmax rank / n minus the barrier {spread}; {r_above} of {runs} "
+                     f"above it, share [{rs_lo:.2f}, {rs_hi:.2f}] ({models['retrieval heads']})")
     else:
         parts.append(f"retrieval heads: {runs} plateau run(s) of the widest head size stored, too few for an interval")
     parts.append("chapter 04's language models: not measured (its store keeps metrics, not weights)")

@@ -20,7 +20,7 @@ import torch
 
 from ... import data as _data
 from ...pretrained import encode_windows, load_minilm
-from ...probe import MEASURES, LayerAttention, for_each_layer, rank_table, valid_blocks
+from ...probe import MEASURES, LayerAttention, for_each_layer, rank_table, text_ranks, valid_blocks
 from ...progress import progress
 from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, tolerance_label
 from ...stats import t_interval
@@ -54,16 +54,10 @@ def pretrained_ranks(model, tokenizer, corpora: Mapping[str, Sequence[str]], *, 
         raise ValueError(f"seq_lens and counts must have the same length, got {len(seq_lens)} and {len(counts)}")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    device = next(model.parameters()).device
-    frames = []
-    jobs = [(c, n, k) for c in corpora for n, k in zip(seq_lens, counts)]
-    for corpus, n, count in progress(jobs, desc="pretrained ranks"):
-        ids = encode_windows(tokenizer, corpora[corpus], n=n, count=count, seed=seed + n)
-        for start in range(0, count, batch_size):
-            t = rank_table(model, ids[start:start + batch_size].to(device), measures=measures,
-                           rtols=as_rtols(rtols), energies=energies)
-            t["seq"] += start
-            frames.append(t.assign(corpus=corpus))
+    # the code path of `lowrank probe`, one corpus at a time
+    frames = [text_ranks(model, tokenizer, corpora[c], lengths=seq_lens, windows=list(counts), batch_size=batch_size,
+                         seed=seed, measures=measures, rtols=as_rtols(rtols), energies=energies).assign(corpus=c)
+              for c in corpora]
     return pd.concat(frames, ignore_index=True)
 
 

@@ -104,11 +104,24 @@ def picture_open_tag(node: picture, imgpath: str) -> str:
 
 
 def visit_picture_html(self, node: picture) -> None:
+    # By now the HTML builder has put a link to the full-size file around each scaled image
+    # (picture > a > img), but a browser picks a <source> only for an <img> that is the picture's
+    # own child: the link goes outside, a > picture > source + img.
+    image = node.next_node(nodes.image)
+    link = image.parent if isinstance(image.parent, nodes.reference) else None
+    if link is not None:
+        self.visit_reference(link)
     self.body.append(picture_open_tag(node, self.builder.imgpath))
+    self.visit_image(image)
+    self.depart_image(image)
+    self.body.append("</picture>")
+    if link is not None:
+        self.depart_reference(link)
+    raise nodes.SkipNode
 
 
 def depart_picture_html(self, node: picture) -> None:
-    self.body.append("</picture>")
+    pass  # visit_picture_html writes the whole element
 
 
 def _pass(self, node) -> None:

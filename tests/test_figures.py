@@ -137,3 +137,34 @@ def test_book_style_displays_figures_with_their_narrow_variant():
     finally:
         InteractiveShell.clear_instance()
         matplotlib.rcdefaults()
+
+
+def test_rendered_html_puts_source_and_img_directly_in_the_picture(tmp_path):
+    """A browser uses a <source> only for the picture's own <img>, so the link Sphinx puts around a
+    scaled image must end up outside the picture."""
+    import re
+
+    from sphinx.application import Sphinx
+
+    fig = _panels(2)
+    data, meta = F.figure_png(fig)
+    plt.close(fig)
+    png = base64.b64decode(data)
+    sha = hashlib.sha256(png).hexdigest()
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / f"{sha}.png").write_bytes(png)
+    (src / "index.rst").write_text(f"Page\n====\n\n.. figure:: {sha}.png\n   :width: 400px\n\n   Caption.\n",
+                                   encoding="utf8")
+    ext = Path(book_figures.__file__).parent
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ext)!r})\nextensions = ['book_figures']\n"
+        f"def setup(app):\n    app.{book_figures._INDEX} = {{{sha!r}: {meta[F.META_KEY]!r}}}\n", encoding="utf8")
+    out = tmp_path / "html"
+    Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html", status=None, warning=None,
+           freshenv=True).build()
+    page = (out / "index.html").read_text(encoding="utf8")
+    assert re.search(r'<a [^>]*image-reference[^>]*><picture class="book-figure"[^>]*>'
+                     rf'<source media="[^"]+" srcset="_images/{sha}-narrow.png"><img [^>]*src="_images/{sha}.png"',
+                     page), page[page.find("<figure"):][:800]
+    assert (out / "_images" / f"{sha}-narrow.png").is_file()

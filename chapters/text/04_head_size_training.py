@@ -412,7 +412,7 @@ hs.comparison_display(H, "long_").style.hide(axis="index")
 # ```{table-caption}
 # :name: tab-ch04-long-paired
 #
-# The long sweep's intervals are far narrower than the live run's ({numref}`tab-ch04-paired`), so it resolves differences the live run cannot. The same comparisons on the long sweep: each difference in validation loss (nats, paired by seed), its 95 % interval, the number of seeds, and what a positive difference means.
+# The long sweep's intervals are far narrower than the live run's, so it resolves differences the live run cannot. The same comparisons on the long sweep: each difference in validation loss (nats, paired by seed), its 95 % interval, the number of seeds, and what a positive difference means.
 # ```
 #
 # ```{glue:figure} ch04_fig_long_paired
@@ -517,7 +517,7 @@ hs.figures.factorial_display(B["effects"]).style.hide(axis="index")
 # The factorial: standard minus fixed head size at $h$ = 32 in each of the four cells, then each factor's effect on that gap (one level minus the other, averaged over the other factor, paired by seed) and their interaction, validation (circles) and test (squares), with 95 % intervals. Right of the dashed line: the fixed head size is better, or the factor's first level favours it more.
 # ```
 #
-# {glue:text}`ch04_budget_factorial_text`
+# {numref}`tab-ch04-factorial` gives the numbers. {glue:text}`ch04_budget_factorial_text`
 
 # %% [markdown]
 # (sec-ch04-verdicts)=
@@ -550,7 +550,7 @@ hs.configuration_display(tables["configs"]).style.hide(axis="index").format(prec
 # ```{table-caption}
 # :name: tab-ch04-live-configs
 #
-# The live run's models see far fewer tokens than the long sweep's, and their perplexities sit far above those of {numref}`tab-ch04-long-configs`. Each configuration trained live (shared runs counted once): family, width $d$, heads $h$, head size, parameters (thousands), seeds, validation and test perplexity (mean ± standard deviation over seeds) and training time per run.
+# The live run's models see far fewer tokens than the long sweep's, and their perplexities sit far above the long sweep's. Each configuration trained live (shared runs counted once): family, width $d$, heads $h$, head size, parameters (thousands), seeds, validation and test perplexity (mean ± standard deviation over seeds) and training time per run.
 # ```
 
 # %% tags=["remove-cell"]

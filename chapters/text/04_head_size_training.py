@@ -20,7 +20,7 @@
 # **Every comparison of trained models is a difference paired by seed, with its 95 % interval. The page runs a small grid live, in minutes; the paper's training claims are decided on stored CPU runs trained to {glue:text}`ch04_budget_largest_tokens:,` tokens a run ({ref}`sec-ch04-decided`), by one rule registered in the rules ledger before those runs started.**
 #
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 seed = 0  # first training seed; runs use seed, seed + 1, ...
 n_seeds = 3  # seeds per configuration
 corpus = "shakespeare"  # corpus name, or the path of a local text corpus (one document per line, or a folder of .txt)
@@ -57,7 +57,7 @@ results_store = None  # JSONL sweep store to reuse and extend (paper runs); None
 shard = None  # "i/N": train only shard i of N of the sweep into results_store (several machines); None: all
 long_store = "data/results/04_head_size_training_long.jsonl"  # the committed long-scale store the chapter reads (never writes); None: this run's own runs
 
-# %%
+# %% tags=["hide-input"]
 from matplotlib import pyplot as plt
 from myst_nb import glue
 
@@ -95,13 +95,19 @@ use_style()
 # \end{aligned}
 # $$
 #
-# `lowrank.models.bert_parameter_count` evaluates it. The table puts it next to all 15 rows of Tables 1, 2(A), 2(B) and 3, with $d_{ff} = 4096$ for the $d = 1024$ and $d = 512$ models and $d_{ff} = 3072$ for the $d = 768$ models, the values we inferred (the paper does not state them). The head size column says whether a row uses the standard $d/h$ or a fixed head size.
+# `lowrank.models.bert_parameter_count` evaluates it. {numref}`tab-ch04-parameters` puts it next to all {glue:text}`ch04_table_rows` rows of Tables 1, 2(A), 2(B) and 3, with $d_{ff} = 4096$ for the $d = 1024$ and $d = 512$ models and $d_{ff} = 3072$ for the $d = 768$ models, the values we inferred (the paper does not state them). The head size column says whether a row uses the standard $d/h$ or a fixed head size.
 
 # %% tags=["hide-input"]
 tables = hs.run_parameter_table()
 hs.parameter_display(tables["parameters"]).style.hide(axis="index").format(precision=2)
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-parameters
+#
+# Our count of a BERT model's parameters matches every count the paper reports, up to its rounding to whole millions. Each model of the paper's Tables 1, 2(A), 2(B) and 3: its table, width $d$, heads $h$, head size (standard $d/h$ or fixed), the feed-forward width $d_{ff}$ we inferred, the reported count, ours and their difference, in millions.
+# ```
+#
 # {glue:text}`ch04_table_within` of the {glue:text}`ch04_table_rows` reported counts are within {glue:text}`ch04_table_tolerance` M of ours (largest difference {glue:text}`ch04_table_max_diff:.2f` M): the paper prints integer millions, so this is agreement to its rounding. The $d = 512$ models keep BERT-Large's $d_{ff} = 4096$: with $d_{ff} = 2048$ the $h = 8$, $d_p = 128$ model would have {glue:text}`ch04_d512_dff2048_M:.1f` M parameters instead of the reported 168 M. Tables 2(A), 2(B) and 3 therefore grow the parameter count with $h$ or $d_p$; only the figures (Fig. 1, Fig. 2) compare at matched parameters.
 
 # %% [markdown]
@@ -253,7 +259,7 @@ plt.close(fig)
 #
 # ## The live run: every comparison, paired by seed
 #
-# {numref}`fig-ch04-paired` and the table below collect the live run's comparisons: each is one model's validation loss minus another's, seed by seed, with the 95 % interval of the mean difference. An interval that excludes 0 is an effect this run detects; an interval that covers 0 bounds the effect that could have gone unnoticed by its half-width.
+# {numref}`fig-ch04-paired` and {numref}`tab-ch04-paired` collect the live run's comparisons: each is one model's validation loss minus another's, seed by seed, with the 95 % interval of the mean difference. An interval that excludes 0 is an effect this run detects; an interval that covers 0 bounds the effect that could have gone unnoticed by its half-width.
 
 # %% tags=["hide-input"]
 cmp = hs.comparison_table(H)
@@ -270,6 +276,12 @@ plt.close(fig)
 hs.comparison_display(H).style.hide(axis="index")
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-paired
+#
+# The live run's power: an interval that excludes 0 is an effect it detects, and the half-width of one that covers 0 bounds what it could have missed. Each comparison's difference in validation loss (nats, paired by seed), its 95 % interval, the number of seeds, and what a positive difference means.
+# ```
+#
 # ```{glue:figure} ch04_fig_paired
 # :name: fig-ch04-paired
 #
@@ -283,15 +295,21 @@ hs.comparison_display(H).style.hide(axis="index")
 # (sec-ch04-long)=
 # ## The long-scale sweep: deciding with power
 #
-# The live run above fits in a few minutes, so its models see {glue:text}`ch04_tokens_seen:,` tokens each and stop at the stage where attention hardly matters. The paper's training claims are decided on a longer sweep, run once on one CPU core and stored with the book: **{glue:text}`ch04_long_prov_text`**, {glue:text}`ch04_long_cpu_s:,.0f` s of training in all (the sum of the runs' wall times). This page reads that store (`data/results/04_head_size_training_long.jsonl`, with the parameters it was run with beside it) and never writes to it; `{glue:text}`ch04_long_command`` re-runs the sweep into a store of your own under `runs/`, and a test re-trains the cheapest stored run and checks its validation loss against the store, so a change to the training code that would invalidate it fails the test suite.
+# The live run above fits in a few minutes, so its models see {glue:text}`ch04_tokens_seen:,` tokens each and stop at the stage where attention hardly matters. A longer sweep, run once on one CPU core and stored with the book, measured them first at one budget (the claims themselves are decided on the budget store of {ref}`sec-ch04-decided`, which extends it): **{glue:text}`ch04_long_prov_text`**, {glue:text}`ch04_long_cpu_s:,.0f` s of training in all (the sum of the runs' wall times). This page reads that store (`data/results/04_head_size_training_long.jsonl`, with the parameters it was run with beside it) and never writes to it; `{glue:text}`ch04_long_command`` re-runs the sweep into a store of your own under `runs/`, and a test re-trains the cheapest stored run and checks its validation loss against the store, so a change to the training code that would invalidate it fails the test suite.
 #
-# The long sweep: $d$ = {glue:text}`ch04_long_d`, $n$ = {glue:text}`ch04_long_n`, {glue:text}`ch04_long_n_layers` layers, fixed head size $d_p$ = {glue:text}`ch04_long_dp`, {glue:text}`ch04_long_steps:,` steps of {glue:text}`ch04_long_batch_size` sequences, {glue:text}`ch04_long_tokens_seen:,` training tokens per run ({glue:text}`ch04_long_epochs:.1f` passes over the training plays), {glue:text}`ch04_long_n_seeds` seeds, {glue:text}`ch04_long_n_runs` runs of {glue:text}`ch04_long_n_configs` configurations. Its learning rate is {glue:text}`ch04_long_lr_text`. The rule, fixed before the sweep ran, picks one rate for every model so that each comparison is a comparison of architectures alone, and picks the one that handicaps the worst-served family least relative to its own best rate; the table gives the sweep.
+# The long sweep: $d$ = {glue:text}`ch04_long_d`, $n$ = {glue:text}`ch04_long_n`, {glue:text}`ch04_long_n_layers` layers, fixed head size $d_p$ = {glue:text}`ch04_long_dp`, {glue:text}`ch04_long_steps:,` steps of {glue:text}`ch04_long_batch_size` sequences, {glue:text}`ch04_long_tokens_seen:,` training tokens per run ({glue:text}`ch04_long_epochs:.1f` passes over the training plays), {glue:text}`ch04_long_n_seeds` seeds, {glue:text}`ch04_long_n_runs` runs of {glue:text}`ch04_long_n_configs` configurations. Its learning rate is {glue:text}`ch04_long_lr_text`. The rule, fixed before the sweep ran, picks one rate for every model so that each comparison is a comparison of architectures alone, and picks the one that handicaps the worst-served family least relative to its own best rate; {numref}`tab-ch04-lr` gives the sweep.
 #
 
 # %% tags=["hide-input"]
 hs.lr_display(tables["long"]["lr_table"]).style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-lr
+#
+# One learning rate serves every model of the long sweep: the one that handicaps the worst-served model least against its own best rate. Final validation loss (nats, one seed) of each model at each peak learning rate, and its regret at the chosen rate: its loss there minus its loss at its own best rate.
+# ```
+#
 # (sec-ch04-heads)=
 # ### Heads at fixed width
 #
@@ -373,7 +391,7 @@ plt.close(fig)
 #
 # At $h$ = {glue:text}`ch04_long_size_heads` heads and $d$ = {glue:text}`ch04_long_d`, the validation loss at $d_p$ = {glue:text}`ch04_long_dp_last` minus that at $d_p$ = {glue:text}`ch04_long_dp_first`, paired by seed, is {glue:text}`ch04_long_dp_change_text`, so the loss {glue:text}`ch04_long_dp_trend`. As in the paper's Table 2(B), the larger head also brings more parameters.
 #
-# {numref}`fig-ch04-long-paired` and the table collect every comparison of the long sweep.
+# {numref}`fig-ch04-long-paired` and {numref}`tab-ch04-long-paired` collect every comparison of the long sweep.
 #
 
 # %% tags=["hide-input"]
@@ -391,19 +409,31 @@ plt.close(fig)
 hs.comparison_display(H, "long_").style.hide(axis="index")
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-long-paired
+#
+# The long sweep's intervals are far narrower than the live run's, so it resolves differences the live run cannot. The same comparisons on the long sweep: each difference in validation loss (nats, paired by seed), its 95 % interval, the number of seeds, and what a positive difference means.
+# ```
+#
 # ```{glue:figure} ch04_fig_long_paired
 # :name: fig-ch04-long-paired
 #
 # The long sweep's comparisons: each is a paired difference in validation loss with its 95 % interval over seeds. Right of the dashed line: the first-named model has the higher loss.
 # ```
 #
-# Every configuration of the long sweep, with its validation and test perplexity (mean ± standard deviation over seeds) and its training time per run on one core:
+# {numref}`tab-ch04-long-configs` lists every configuration of the long sweep, with its validation and test perplexity (mean ± standard deviation over seeds) and its training time per run on one core.
 #
 
 # %% tags=["hide-input"]
 hs.configuration_display(tables["long"]["configs"]).style.hide(axis="index").format(precision=1)
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-long-configs
+#
+# Standard models of one width share one parameter count whatever their heads, while the fixed-head models grow with $h$ and $d_p$, and training time grows with the number of heads. Each configuration of the long sweep: family, width $d$, heads $h$, head size, parameters (thousands), seeds, validation and test perplexity (mean ± standard deviation over seeds) and training time per run on one core.
+# ```
+#
 # (sec-ch04-decided)=
 # ## Deciding at four times the budget
 #
@@ -418,23 +448,29 @@ hs.configuration_display(tables["long"]["configs"]).style.hide(axis="index").for
 
 # %% tags=["hide-input"]
 B = tables["budget"]
-fig, axes = subplots(1, 1, width=5.6, height=3.0)
-hs.figures.plot_lr_check(axes[0][0], B["lr_check"])
+fig, axes = subplots(1, 1, width=7.0, height=3.0)
+hs.figures.plot_lr_check(axes[0][0], B["lr_check"], B["lr"])
 glue("ch04_fig_lr_check", fig, display=False)
 plt.close(fig)
 hs.figures.lr_check_display(B["lr_check"], B["lr_table"]).style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-lr-check
+#
+# The budget extension trains both families at one rate: the one whose larger regret over the two models is smallest. Validation and test loss (nats, one seed) of the standard and the fixed-head model with the most heads at each peak learning rate, the regret (loss minus the model's loss at its own best rate) and the chosen rate.
+# ```
+#
 # ```{glue:figure} ch04_fig_lr_check
 # :name: fig-ch04-lr-check
 #
-# The learning-rate check: final validation loss of each model at each peak rate (one seed). The table gives every run and, once the check is complete, each model's regret and the chosen rate.
+# The learning-rate check: final validation loss of each model at each peak rate (one seed). {numref}`tab-ch04-lr-check` gives every run and, once the check is complete, each model's regret and the chosen rate.
 # ```
 #
 # {numref}`fig-ch04-budget` shows each judged comparison against the training budget.
 
 # %% tags=["hide-input"]
-fig, axes = subplots(2, 2, width=7.2, height=5.4, sharex=True)
+fig, axes = subplots(2, 2, width=7.2, height=2.8, sharex=True)
 hs.figures.plot_budget_gaps([ax for row in axes for ax in row], B["comparisons"])
 for row in axes:
     row[0].set_ylabel("loss of a $-$ b (nats)")
@@ -444,10 +480,16 @@ plt.close(fig)
 hs.figures.budget_display(B["comparisons"]).style.hide(axis="index")
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-budget
+#
+# A comparison is judged only at its largest budget and only once every seed is stored there; the last column says how far the store has come. Each judged comparison (a minus b, paired by seed) at each training budget: steps and training tokens a run, the validation and test difference (nats) with its 95 % interval, the change from the previous budget, and the runs stored.
+# ```
+#
 # ```{glue:figure} ch04_fig_budget
 # :name: fig-ch04-budget
 #
-# Each judged comparison (a minus b, paired by seed; above the dashed line the claim holds) against the training tokens of a run (log axis), validation (circles) and test (squares) side by side, with 95 % intervals over seeds. A panel without points has no run stored yet; the table gives every number and how many runs are stored.
+# Each judged comparison (a minus b, paired by seed; above the dashed line the claim holds) against the training tokens of a run (log axis), validation (circles) and test (squares) side by side, with 95 % intervals over seeds. A panel without points has no run stored yet; {numref}`tab-ch04-budget` gives every number and how many runs are stored.
 # ```
 #
 # The rule reads the largest budget: both splits must agree there, and a gap that is detectably moving toward 0 over the last doubling, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, whichever its sign ({ref}`sec-ch04-verdicts`).
@@ -463,34 +505,53 @@ plt.close(fig)
 hs.figures.factorial_display(B["effects"]).style.hide(axis="index")
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-factorial
+#
+# The factorial tells whether the gap between standard and fixed heads follows the tokenizer, the initialisation or both. Standard minus fixed head size with the most heads in each cell of tokenizer and initialisation, then each factor's effect and their interaction: validation and test difference (nats, 95 % interval) and the number of seeds.
+# ```
+#
 # ```{glue:figure} ch04_fig_factorial
 # :name: fig-ch04-factorial
 #
 # The factorial: standard minus fixed head size at $h$ = 32 in each of the four cells, then each factor's effect on that gap (one level minus the other, averaged over the other factor, paired by seed) and their interaction, validation (circles) and test (squares), with 95 % intervals. Right of the dashed line: the fixed head size is better, or the factor's first level favours it more.
 # ```
 #
-# {glue:text}`ch04_budget_factorial_text`
+# {numref}`tab-ch04-factorial` gives the numbers. {glue:text}`ch04_budget_factorial_text`
 
 # %% [markdown]
 # (sec-ch04-verdicts)=
 # ## Verdicts
 #
-# The paper's claims that this chapter tests. The training claims share one rule (`lowrank.experiments.headsize.rules.judge_row`): the claim's worse model minus its better one, paired by seed, at the largest budget with every seed stored; the validation and test splits must agree; and a gap detectably moving toward 0 over the last doubling of the budget, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, in either direction. The four rows of the budget store are judged on it (the verdicts chapter 08 records, at the long scale); the head-size row on the long sweep, at its one budget. Each row shows its rules-ledger history: when the rule was registered or amended, at which commit, and whether the data it judges had been seen. The next column applies the same rule to this page's live run, to show what its power allows.
+# {numref}`tab-ch04-claims` lists the paper's claims that this chapter tests. The training claims share one rule (`lowrank.experiments.headsize.rules.judge_row`): the claim's worse model minus its better one, paired by seed, at the largest budget with every seed stored; the validation and test splits must agree; and a gap detectably moving toward 0 over the last doubling of the budget, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, in either direction. The four rows of the budget store are judged on it (the verdicts chapter 08 records, at the long scale); the head-size row on the long sweep, at its one budget. Each row shows its rules-ledger history: when the rule was registered or amended, at which commit, and whether the data it judges had been seen. The next column applies the same rule to this page's live run, to show what its power allows.
 
 # %% tags=["hide-input"]
 hs.claims_table(H).style.hide(axis="index")
 
 # %% [markdown]
-# **What the two scales can tell.** The live run's column is a verdict at {glue:text}`ch04_tokens_seen:,` training tokens per run, where the rank correlation between parameter count and validation perplexity is {glue:text}`ch04_size_ppl_spearman:.2f` over its configurations (a positive value: larger models are further from convergence); at a fixed width the fixed-head model with many heads is also the larger model, so at that budget the extra heads have had little chance to pay for their parameters. The long sweep trains every model on {glue:text}`ch04_long_tokens_seen:,` tokens with {glue:text}`ch04_long_n_seeds` seeds paired by seed; its verdicts are the ones chapter 08 records, marked as judged at the long scale. They are verdicts at that budget: at $h$ = {glue:text}`ch04_long_gap_h` the fixed-head model's slower start had not been made up by the last step, where the standard-minus-fixed difference {glue:text}`ch04_long_gap_curve_text`; {numref}`fig-ch04-long-recovery` shows it in training loss. The budget check ({ref}`sec-ch04-budget`) trains that pair for {glue:text}`ch04_long_rec_budget_text`: the gap there is {glue:text}`ch04_long_rec_gap_text`, and over that doubling it {glue:text}`ch04_long_rec_trend`. The training claims are judged on the budget store at {glue:text}`ch04_budget_largest_tokens:,` tokens a run ({ref}`sec-ch04-decided`); what happens beyond its largest budget, it does not say.
+# ```{table-caption}
+# :name: tab-ch04-claims
+#
+# The verdicts come from the stored sweeps; the live run's column only shows what its power allows. Each claim of the paper this chapter tests: its verdict, the evidence, the same rule applied to the live run, the rule, and the rule's history in the rules ledger.
+# ```
+#
+# **What the two scales can tell.** The live run's column is a verdict at {glue:text}`ch04_tokens_seen:,` training tokens per run, where the rank correlation between parameter count and validation perplexity is {glue:text}`ch04_size_ppl_spearman:.2f` over its configurations (a positive value: larger models are further from convergence); at a fixed width the fixed-head model with many heads is also the larger model, so at that budget the extra heads have had little chance to pay for their parameters. The long sweep trains every model on {glue:text}`ch04_long_tokens_seen:,` tokens with {glue:text}`ch04_long_n_seeds` seeds paired by seed. Its comparisons are measurements at that budget: at $h$ = {glue:text}`ch04_long_gap_h` the fixed-head model's slower start had not been made up by the last step, where the standard-minus-fixed difference {glue:text}`ch04_long_gap_curve_text`; {numref}`fig-ch04-long-recovery` shows it in training loss. The budget check ({ref}`sec-ch04-budget`) trains that pair for {glue:text}`ch04_long_rec_budget_text`: the gap there is {glue:text}`ch04_long_rec_gap_text`, and over that doubling it {glue:text}`ch04_long_rec_trend`. The training claims are judged on the budget store at {glue:text}`ch04_budget_largest_tokens:,` tokens a run ({ref}`sec-ch04-decided`); what happens beyond its largest budget, it does not say.
 #
 # **How far both scales are from the paper's.** Our models have $d$ = {glue:text}`ch04_long_d` and {glue:text}`ch04_long_n_layers` layers and see at most {glue:text}`ch04_long_tokens_seen:,` training tokens each ({glue:text}`ch04_long_epochs:.1f` passes over the training plays); the paper's LM1B models have $d = 256$, six layers, a 32k vocabulary and $n = 256$, and train for 250k steps at batch size 4096 on the One Billion Word benchmark {cite}`chelba2013billion`, about 0.8 billion words. At $n$ = {glue:text}`ch04_n`, every head in both families is already smaller than $n$ except the single standard head, so the bottleneck argument does not separate the two families here as cleanly as $d_p = n$ would; and short training mostly teaches a model the statistics of short contexts, where many small heads lose little and larger models have not yet caught up. Whatever the comparisons above show, they are evidence about tiny models trained on a few million tokens of one author, with our choices of initialisation and learning rate (which the paper does not report), not a test of the paper's claim at its scale; where a verdict here goes beyond what the paper measured, it says so in its evidence (tokens, seeds, scale). The `paper` parameter set (`chapters/params/paper/04_head_size_training.yaml`) runs the LM1B-scale grid (6 layers, $d = 256$, $d_p = 32$, $h$ from 4 to 70, $n = 256$, baselines $d$ from 256 to 512) through the same sweep store on a GPU; point `corpus` at a local LM1B or WikiText copy to leave Shakespeare behind, and `results_store` at a file under `data/results/` to keep and resume the runs.
 #
 # ## Measured perplexities per configuration of the live run
 #
-# Every distinct configuration trained live for this page (shared runs counted once), with the validation and test perplexity (mean ± standard deviation over seeds) and the mean training time per run:
+# {numref}`tab-ch04-live-configs` lists every distinct configuration trained live for this page (shared runs counted once), with the validation and test perplexity (mean ± standard deviation over seeds) and the mean training time per run.
 
 # %% tags=["hide-input"]
 hs.configuration_display(tables["configs"]).style.hide(axis="index").format(precision=1)
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-live-configs
+#
+# The live run's models see far fewer tokens than the long sweep's, and their perplexities sit far above the long sweep's. Each configuration trained live (shared runs counted once): family, width $d$, heads $h$, head size, parameters (thousands), seeds, validation and test perplexity (mean ± standard deviation over seeds) and training time per run.
+# ```
 
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT

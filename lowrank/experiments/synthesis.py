@@ -455,20 +455,18 @@ def totals_sentence(rows: Iterable[Row]) -> str:
 
 
 def counts_by_kind(rows: Iterable[Row]):
-    """Claims per kind (rows) and verdict (columns), the papers' claims only, then the book's own findings."""
+    """Claims per verdict (rows) and kind (columns), the papers' claims only, then the book's own
+    findings in a column of their own; verdicts no claim has are left out."""
     import pandas as pd
 
     rows = [r for r in rows if _is_claim(r)]
-    used = [v for v in (*VERDICTS, NOT_JUDGED) if any(r.verdict == v for r in rows)]
     groups = [(k, [r for r in rows if not r.own and r.kind == k]) for k in KINDS]
-    groups.append(("the book's own findings", [r for r in rows if r.own]))
-    records = []
-    for name, group in groups:
-        if not group:
-            continue
-        c = Counter(r.verdict for r in group)
-        records.append({"Kind": name, **{v: c.get(v, 0) for v in used}, "Total": len(group)})
-    return pd.DataFrame(records, columns=["Kind", *used, "Total"])
+    groups.append(("book's own findings", [r for r in rows if r.own]))
+    groups = [(name, g) for name, g in groups if g]
+    used = [v for v in (*VERDICTS, NOT_JUDGED) if any(r.verdict == v for r in rows)]
+    records = [{"Verdict": v, **{name: sum(r.verdict == v for r in g) for name, g in groups}} for v in used]
+    records.append({"Verdict": "total", **{name: len(g) for name, g in groups}})
+    return pd.DataFrame(records, columns=["Verdict", *(name for name, _ in groups)])
 
 
 def found_sentence(rows: Iterable[Row], paper: str) -> str:

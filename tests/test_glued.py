@@ -35,3 +35,12 @@ def test_reads_the_committed_chapter_01():
     from pathlib import Path
     got = read_glue(Path(__file__).resolve().parents[1] / "chapters" / "01_attention_and_rank.ipynb")
     assert got["ch01_n"] == 64 and got["ch01_logit_excess"] == 0
+
+
+def test_a_glued_float_that_is_not_finite_reads_back_as_a_float():
+    import math
+
+    from lowrank.book.glued import _value
+
+    assert math.isnan(_value("nan")) and _value("inf") == float("inf") and _value("-inf") == float("-inf")
+    assert _value("'nan'") == "nan"  # the text "nan", glued as a string, stays a string

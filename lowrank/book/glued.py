@@ -15,8 +15,14 @@ __all__ = ["read_glue", "read_book_glue"]
 _PREFIX = "application/papermill.record/"
 
 
+# A float that is not finite is glued as its repr, which is not a Python literal.
+_NOT_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
 def _value(text: str) -> Any:
-    """Python literal from a glued repr; other reprs (arrays, frames) stay strings."""
+    """Python literal from a glued repr (nan and inf as floats); other reprs (arrays, frames) stay strings."""
+    if text in _NOT_FINITE:
+        return _NOT_FINITE[text]
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError):

@@ -43,7 +43,7 @@ CPU_RATES: dict[str, float] = {
     "train_run": 3.1e-02,        # per training run: data, model, checkpoints, evaluation
     "retrieval": 6.8e-03,    # a retrieval-task optimiser step of 2048 queries
     "retrieval_run": 1.8e-01,    # per retrieval run: testing on fresh sequences, ranks
-    "minilm": 2.9e-07,       # a MiniLM window with every head's ranks (144 SVDs of n x n): per window x n^3
+    "minilm": 1.4e-07,       # a MiniLM window with every head's ranks (144 SVDs of n x n): per window x n^3
     "truncation": 9.3e-04,   # one MiniLM token forward in the truncation probe: per token
     "bootstrap": 2.6e-06,
     "worker_start": 2.5e+00,  # a sweep worker process: start and import lowrank (paid once, in parallel)    # a bootstrap replicate of a saturation curve: per replicate x cell

@@ -594,4 +594,4 @@ def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
     ax.set_xlabel("number of claims")
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.grid(axis="y", visible=False)
-    ax.legend(title="verdict", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=3)
+    ax.legend(title="verdict", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)

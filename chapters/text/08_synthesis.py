@@ -126,7 +126,10 @@ print(S.verdict_counts(tables["rows"]))
 # (sec-ch08-papers)=
 # ## The two papers side by side
 #
-# The papers seem to disagree. {cite:t}`bhojanapalli2020lowrank` say a head needs a size near the sequence length $n$ or it cannot represent what attention should; {cite:t}`min2025limitation` say the rank of attention saturates at a small head size and stays below about $(1-1/e)\,n$, so large heads are redundant. Read side by side, they answer different questions about different matrices:
+# The papers seem to disagree. {cite:t}`bhojanapalli2020lowrank` say a head needs a size near the sequence length $n$ or it cannot represent what attention should; {cite:t}`min2025limitation` say the rank of attention saturates at a small head size and stays below about $(1-1/e)\,n$, so large heads are redundant. Read side by side ({numref}`tab-ch08-papers`), they answer different questions about different matrices.
+#
+# ```{table} The two papers answer different questions about different matrices: exact representability of the logits against the typical rank of random zero-temperature attention.
+# :name: tab-ch08-papers
 #
 # | | {cite:t}`bhojanapalli2020lowrank` | {cite:t}`min2025limitation` |
 # |---|---|---|
@@ -136,6 +139,7 @@ print(S.verdict_counts(tables["rows"]))
 # | Central result | below $d_h = n$ some patterns cannot be represented; a fixed head size $d_p$ removes the bottleneck (Theorems 1 and 2) | the mean hardmax rank stays below $(1 - (1-1/n)^n)\,n \approx 0.63\,n$ and saturates in $d_h$ |
 # | Tested in | {doc}`02_representation_theorem`, {doc}`03_multihead_bottleneck`, {doc}`04_head_size_training` | {doc}`05_rank_barrier`, {doc}`06_rank_saturation` |
 # | In trained models | {doc}`07_trained_attention` | {doc}`07_trained_attention` |
+# ```
 #
 # **Exact representability against typical rank.** Theorem 1 is an existence statement about the logits: for one input and one target, weights of head size $d_h$ reproduce the target exactly only if the logits can have the rank the target needs. Min & Li's statement is about the typical rank of the probabilities of random heads. A typical random head lying below $0.63\,n$ says nothing about what the best head of the same size can represent, and the bottleneck on the logits says nothing about what random heads do.
 #

@@ -31,6 +31,9 @@ __all__ = ["NARROW_WIDTH", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "META_KEY", "smalle
 
 NARROW_WIDTH = 4.2          # inches: about 460 px at 1x, a phone column shows it at about 0.75
 MIN_TEXT_PX = 9.0           # CSS px: the smallest figure text a reader can make out on a phone
+# The narrow variant's smallest font: shown about 342 px wide, 4.2 in draw at about 1.13 px a point,
+# so 9 pt keeps 9 px with room for a legend that widens the drawing a little.
+NARROW_MIN_PT = 9.0
 PHONE_COLUMN_PX = 350       # CSS px: the article column of a 390 px screen, less the page margins
 META_KEY = "lowrank"        # the output metadata entry (under "image/png") that carries both variants
 PANEL_HEIGHT = 3.2          # inches: the least height of one stacked panel (room for a long y label)
@@ -104,6 +107,18 @@ def _legend_below(ax) -> float:
     return legend.get_window_extent(renderer).height / fig.dpi + 0.1  # the height the figure needs more
 
 
+def _at_least(fig: Figure, points: float) -> None:
+    """Raise every text of ``fig`` smaller than ``points`` to it: tick labels, legends, labels, notes."""
+    for ax in fig.axes:
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            labels = axis.get_ticklabels()
+            if labels and labels[0].get_fontsize() < points:
+                ax.tick_params(axis=name, labelsize=points)
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < points:
+            text.set_fontsize(points)
+
+
 def narrow_copy(fig: Figure) -> Figure | None:
     """A copy of ``fig`` laid out for a phone: NARROW_WIDTH inches wide, panels stacked in one
     column, side legends moved below. None when the figure cannot be copied (an artist that does not
@@ -128,6 +143,7 @@ def narrow_copy(fig: Figure) -> Figure | None:
         copy.set_size_inches(NARROW_WIDTH, panel_height * nrows * ncols)
     else:
         copy.set_size_inches(NARROW_WIDTH, max(height, panel_height * nrows))
+    _at_least(copy, NARROW_MIN_PT)
     engine = copy.get_layout_engine()
     if engine is not None and hasattr(engine, "set") and ncols > 1:
         engine.set(hspace=0.06)  # room between a panel's legend below it and the next title

@@ -34,6 +34,8 @@ MIN_TEXT_PX = 9.0           # CSS px: the smallest figure text a reader can make
 # The narrow variant's smallest font: shown about 342 px wide, 4.2 in draw at about 1.13 px a point,
 # so 9 pt keeps 9 px with room for a legend that widens the drawing a little.
 NARROW_MIN_PT = 9.0
+# y labels longer than this wrap in the narrow variant: about a third of a 4.2 in figure at 9 pt
+NARROW_LABEL_CHARS = 24
 PHONE_COLUMN_PX = 350       # CSS px: the article column of a 390 px screen, less the page margins
 META_KEY = "lowrank"        # the output metadata entry (under "image/png") that carries both variants
 PANEL_HEIGHT = 3.2          # inches: the least height of one stacked panel (room for a long y label)
@@ -119,6 +121,51 @@ def _at_least(fig: Figure, points: float) -> None:
             text.set_fontsize(points)
 
 
+def _wrap_tick_labels(fig: Figure, chars: int) -> None:
+    """Wrap long category labels on the y axes (a forest plot's comparisons), which would otherwise
+    widen the narrow drawing and shrink all of its text."""
+    import textwrap
+
+    for ax in fig.axes:
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        if any(len(label) > chars for label in labels):
+            ax.set_yticks(ax.get_yticks(), [textwrap.fill(label, chars) for label in labels])
+
+
+def _one_column_below(fig: Figure) -> float:
+    """An axes legend set below its axes in columns is rebuilt in one column (columns side by side
+    would widen the narrow drawing); returns the height in inches the figure needs more."""
+    extra = 0.0
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        anchor = legend.get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+        if anchor.y0 >= 0:
+            continue
+        texts = legend.get_texts()
+        size = max([t.get_fontsize() for t in texts] + [NARROW_MIN_PT])
+        handles, labels = list(legend.legend_handles), [t.get_text() for t in texts]
+        legend.remove()
+        ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(anchor.x0, anchor.y0), ncols=1, fontsize=size)
+        extra += len(labels) * size * 1.5 / 72
+    return extra
+
+
+def _figure_legends_below(fig: Figure) -> None:
+    """A figure-level legend goes under the panels in one column: side by side or to the right it
+    would widen the narrow drawing and shrink all of its text."""
+    if fig.get_layout_engine() is None:
+        return  # "outside" placement needs the constrained layout the book's figures use
+    for legend in list(fig.legends):
+        texts = legend.get_texts()
+        labels = [t.get_text() for t in texts]
+        size = max([t.get_fontsize() for t in texts] + [NARROW_MIN_PT])
+        handles = list(legend.legend_handles)
+        legend.remove()
+        fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize=size)
+
+
 def narrow_copy(fig: Figure) -> Figure | None:
     """A copy of ``fig`` laid out for a phone: NARROW_WIDTH inches wide, panels stacked in one
     column, side legends moved below. None when the figure cannot be copied (an artist that does not
@@ -144,6 +191,9 @@ def narrow_copy(fig: Figure) -> Figure | None:
     else:
         copy.set_size_inches(NARROW_WIDTH, max(height, panel_height * nrows))
     _at_least(copy, NARROW_MIN_PT)
+    _wrap_tick_labels(copy, NARROW_LABEL_CHARS)
+    _figure_legends_below(copy)
+    legend_room = _one_column_below(copy)
     engine = copy.get_layout_engine()
     if engine is not None and hasattr(engine, "set") and ncols > 1:
         engine.set(hspace=0.06)  # room between a panel's legend below it and the next title
@@ -162,7 +212,7 @@ def narrow_copy(fig: Figure) -> Figure | None:
         if suptitle and text.axes is None and text.get_text() == suptitle:
             text.set_wrap(True)
     width, height = copy.get_size_inches()
-    copy.set_size_inches(width, height + extra)
+    copy.set_size_inches(width, height + extra + legend_room)
     return copy
 
 

@@ -992,14 +992,15 @@ def test_figure_text_is_legible(visit, page, width):
 
 
 def test_figure_text_check_fails_on_small_text(browser, tmp_path):
-    """The check above, on a page made here: a figure with 4 pt text fails at 390 px, the same
-    figure drawn with the book's sizes and its narrow variant passes."""
+    """The check above, on a page made here: a figure with 4 pt text served without a narrow variant
+    fails at 390 px; the same figure with its narrow variant (which raises small text) passes, and so
+    does the figure drawn with the book's sizes."""
     import matplotlib.pyplot as plt
 
     from lowrank.book.figures import figure_png
     from lowrank.book.plotting import subplots
 
-    def page_for(fontsize: float | None) -> str:
+    def page_for(fontsize: float | None, narrow: bool = True) -> str:
         fig, axes = subplots(1, 2, width=7.5, height=3.0)
         for ax in axes[0]:
             ax.plot([1, 2, 3], [1, 4, 9])
@@ -1011,15 +1012,16 @@ def test_figure_text_check_fails_on_small_text(browser, tmp_path):
         info = meta["lowrank"]
         (tmp_path / "wide.png").write_bytes(base64.b64decode(data))
         (tmp_path / "narrow.png").write_bytes(base64.b64decode(info["narrow"]))
+        variant = (f'data-narrow="narrow.png" data-narrow-width="{info["narrow_width"]}" '
+                   f'data-narrow-text-px="{info["narrow_text_px"]}"') if narrow else ""
+        source = '<source media="(max-width: 599.98px)" srcset="narrow.png">' if narrow else ""
         return (f'<article><figure><picture data-width="{info["width"]}" data-text-px="{info["text_px"]}" '
-                f'data-narrow="narrow.png" data-narrow-width="{info["narrow_width"]}" '
-                f'data-narrow-text-px="{info["narrow_text_px"]}"><source media="(max-width: 599.98px)" '
-                f'srcset="narrow.png"><img src="wide.png" style="width: {meta["width"]}px; max-width: 100%; '
+                f'{variant}>{source}<img src="wide.png" style="width: {meta["width"]}px; max-width: 100%; '
                 f'height: auto"></picture><figcaption><span class="caption-number">Fig. 1 </span></figcaption>'
                 f'</figure></article>')
 
-    def measure(fontsize):
-        (tmp_path / "page.html").write_text(page_for(fontsize), encoding="utf8")
+    def measure(fontsize, narrow=True):
+        (tmp_path / "page.html").write_text(page_for(fontsize, narrow), encoding="utf8")
         context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
         try:
             tab = context.new_page()
@@ -1031,7 +1033,8 @@ def test_figure_text_check_fails_on_small_text(browser, tmp_path):
     book = measure(None)
     assert book and book[0]["variant"] == "narrow", book
     assert not small_figure_text(book, sizes_required=True)
-    tiny = measure(4)
+    assert not small_figure_text(measure(4), sizes_required=True)  # the narrow variant raises small text
+    tiny = measure(4, narrow=False)
     small = small_figure_text(tiny, sizes_required=True)
     assert small and "under 9" in small[0], f"{tiny}"
     assert small_figure_text([{"figure": "Fig. 2", "src": "x.png", "known": False}], sizes_required=True)

@@ -16,7 +16,7 @@ page's path; ``LOWRANK_SCREENSHOTS`` overrides the folder), and one at phone wid
 ``_build/screenshots/phone/``.
 
 At desktop (1280 px) and phone (390 px) width, every page is also checked as a reader sees it
-(issue 20): every image keeps its natural aspect ratio and sits in a numbered, captioned figure; no
+(as a reader would): every image keeps its natural aspect ratio and sits in a numbered, captioned figure; no
 raw ``$`` or TeX is left in the text; no stderr or error output block is shown; the page does not
 scroll sideways (the elements that stick out are named) and no formula, image, table or code is
 cut off by a box that hides its overflow; and chapter prose shows values, not the
@@ -456,7 +456,7 @@ LAYOUT_PROBE = r"""() => {
 }"""
 
 
-# After SETTLE: tables, pasted values, leftover markup and the landing page's first screen (issue 28).
+# After SETTLE: tables, pasted values, leftover markup and the landing page's first screen.
 READER_PROBE = r"""() => {
   const article = document.querySelector('article') || document.body;
   const clean = (t) => (t || '').replace(/\s+/g, ' ').trim();
@@ -517,7 +517,7 @@ READER_PROBE = r"""() => {
 }"""
 
 
-# After SETTLE: each figure's smallest text as drawn (issue 28). A chapter figure sits in a
+# After SETTLE: each figure's smallest text as drawn. A chapter figure sits in a
 # <picture> (_ext/book_figures.py) that carries each variant's 1x width and smallest text in 1x
 # pixels (lowrank.book.figures); the variant the browser chose and the width it drew it at give the
 # text size on screen.
@@ -734,7 +734,7 @@ def test_execution_report_lists_every_chapter(visit):
         assert rows[docname][-1] == "succeeded", f"execution report: {docname} did not succeed: {rows[docname]}"
 
 
-# --- the book as a reader meets it at every width (issue 20) --------------------------------------
+# --- the book as a reader meets it at every width -------------------------------------------------
 #
 # Each check runs on every page at desktop and phone width and names the page, the width and the
 # element (its section, file name or text) that fails.
@@ -863,7 +863,7 @@ def test_screenshots_of_every_chapter(visit, page):
         assert shot.is_file() and shot.stat().st_size > 10_000, f"{page}: no {width} screenshot at {shot}"
 
 
-# --- answers first, readable on every screen (issue 28) ----------------------------------------
+# --- answers first, readable on every screen ---------------------------------------------------
 
 def _open_dialog(tab, dialog: str) -> dict:
     return tab.evaluate("""(id) => { const d = document.getElementById(id);

@@ -1,4 +1,4 @@
-"""Chapter 04's committed long-scale store (issue 17): every record carries its provenance, the
+"""Chapter 04's committed long-scale store: every record carries its provenance, the
 chapter's grid is complete in it, and the cheapest stored run, re-trained in full by today's
 code, matches its stored validation loss. An engine change that would invalidate the store
 (initialisation, data, batches, loss, optimiser) fails here, not silently in the book."""
@@ -68,7 +68,7 @@ def test_the_cheapest_stored_run_is_reproduced_by_todays_code(tmp_path):
 def test_the_long_parameter_set_generates_the_budget_doubling_runs():
     """`lowrank run 04 --scale long` trains the budget check exactly as it was stored: each
     h = 32, 1,000-step configuration of d = 64 in the store, at 2,000 steps with a checkpoint
-    every 500 (issue 17), and nothing at the default or smoke scales."""
+    every 500, and nothing at the default or smoke scales."""
     from lowrank.book import runner
 
     ch = runner.resolve_chapter(str(ROOT / "chapters" / "04_head_size_training.ipynb"), ROOT)

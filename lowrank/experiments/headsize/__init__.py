@@ -452,7 +452,7 @@ def _with_steps(base: dict, steps: int) -> dict:
 
 
 def recovery_grid(P: Mapping, lr: float | None = None) -> list[tuple[dict, dict]]:
-    """The budget check (issue 17): the standard and the fixed-head model at the largest head
+    """The budget check: the standard and the fixed-head model at the largest head
     count of ``heads`` where they differ (h divides d and d / h != d_p), every seed, trained for
     ``recovery_steps`` steps instead of ``steps`` (labels ``family``; same rate ``lr`` as the main
     grids, default ``P["lr"]``). Empty when ``recovery_steps`` is None or absent."""
@@ -859,7 +859,7 @@ HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
     "tokens_seen", "epochs", "n_configs", "n_runs", "train_s", "wall_s", "size_ppl_spearman",
     "init", "lr_text", "lr_regret"))
 
-# The budget check (issue 17): the gap at the recovery budget and its change (see _recovery_headline).
+# The budget check: the gap at the recovery budget and its change (see _recovery_headline).
 _RECOVERY_KEYS = ("rec_h", "rec_steps", "rec_tokens", "rec_budget_text", *(f"rec_gap_{x}" for x in _PAIRED),
                   *(f"rec_change_{x}" for x in _PAIRED), "rec_trend")
 HEADLINE_KEYS = HEADLINE_KEYS + tuple(f"ch04_{k}" for k in _RECOVERY_KEYS)

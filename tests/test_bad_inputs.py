@@ -23,7 +23,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from lowrank.book import cli, runner
-from lowrank.book.params import SCHEMAS, Bool, Int, short_repr
+from lowrank.book.params import SCHEMAS
+from lowrank.params import Bool, Int, short_repr
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_ENV = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))

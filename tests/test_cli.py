@@ -20,7 +20,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from lowrank.book import runner
 from lowrank.book.cli import main
-from lowrank.book.params import SCHEMAS, Bool, Float, Int, Str, validate
+from lowrank.book.params import SCHEMAS, validate
+from lowrank.params import Bool, Float, Int, Str
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -135,7 +136,7 @@ def test_default_run_folder_is_timestamp_and_parameter_hash(book):
 def test_parameter_sets_are_valid_for_the_notebook_and_the_schema(chapter, monkeypatch):
     monkeypatch.setattr(runner, "_cuda_available", lambda: True)  # paper sets name device cuda
     ch = runner.resolve_chapter(str(chapter), ROOT)
-    assert ch.name in SCHEMAS, f"no schema registered for {ch.name} in lowrank/book/params.py"
+    assert ch.name in SCHEMAS, f"no schema for {ch.name} (lowrank/experiments/registry.py)"
     defaults = {k: v["default"] for k, v in runner.notebook_parameters(ch).items()}
     assert set(SCHEMAS[ch.name]) == set(defaults), "schema and parameters cell name different parameters"
     validate(ch.name, defaults)  # the notebook's own defaults pass its schema
@@ -310,7 +311,7 @@ def test_unknown_kernel_and_missing_parameter_set_are_refused(book, capsys):
 def test_chapter_without_schema_is_refused(book, monkeypatch, capsys):
     monkeypatch.delitem(SCHEMAS, TEST_CHAPTER)
     assert main(["run", TEST_CHAPTER, "--root", str(book)]) == 2
-    assert f"register('{TEST_CHAPTER}', ...) to lowrank/book/params.py" in capsys.readouterr().err
+    assert f"chapter {TEST_CHAPTER} has no parameter schema: list its module in" in capsys.readouterr().err
 
 
 def test_gpu_set_needs_cuda_or_allow_cpu(book, monkeypatch, capsys):

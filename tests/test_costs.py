@@ -10,7 +10,7 @@ import pytest
 
 from lowrank.book import cli, costs as book_costs, runner, sets
 from lowrank.book.params import ParameterError
-from lowrank.experiments import costs
+from lowrank.experiments import costs, headsize, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -27,7 +27,7 @@ def test_every_default_and_long_estimate_is_within_a_factor_of_3_of_its_measured
     if info.measured.done is not None:
         pytest.skip(f"{info.chapter} {info.scale}: {info.measured.text()} (no time of the whole set yet)")
     assert info.measured.seconds is not None, f"{info.chapter} {info.scale} has no measured time"
-    if info.cost is None and info.chapter in costs.UNITS:
+    if info.cost is None and info.chapter in registry.MODULES:
         pytest.skip(f"{info.chapter}: its parameters cell does not pass its schema (test_cli says which names)")
     assert info.cost is not None, f"{info.chapter} has no cost model"
     ratio = info.cost.wall_s / info.measured.seconds
@@ -129,7 +129,7 @@ def test_training_runs_are_counted_from_the_real_grid_with_shared_configs_once()
     p = sets.set_parameters(ROOT / "chapters" / "04_head_size_training.ipynb",
                                   runner.load_parameter_file(ROOT / "chapters/params/long/04_head_size_training.yaml")[0])
     keys = {run_key(c) for _, c in lr_sweep_grid(p)} | {run_key(c) for g in training_grids(p).values() for _, c in g}
-    assert len(costs.training_runs_04(p)) == len(keys)
+    assert len(headsize.training_runs(p)) == len(keys)
     assert costs.estimate("04_head_size_training", p).what == f"{len(keys)} training runs"
 
 
@@ -183,4 +183,4 @@ def test_the_readme_table_is_rewritten_in_place(tmp_path):
 
 
 def test_every_chapter_has_a_cost_model():
-    assert {nb.stem for nb in NOTEBOOKS} <= set(costs.UNITS) and NOTEBOOKS
+    assert {nb.stem for nb in NOTEBOOKS} <= set(registry.MODULES) and NOTEBOOKS

@@ -12,19 +12,9 @@ from pathlib import Path
 import pytest
 
 from lowrank.book.glued import read_glue
+from lowrank.experiments.registry import MODULES
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
-# chapter notebook stem -> experiment module; a chapter joins once its cells call headline()
-MODULES = {
-    "01_attention_and_rank": "attention_rank",
-    "08_synthesis": "synthesis",
-    "07_trained_attention": "trained",
-    "05_rank_barrier": "barrier",
-    "06_rank_saturation": "saturation",
-    "04_head_size_training": "headsize",
-    "02_representation_theorem": "representation",
-    "03_multihead_bottleneck": "multihead",
-}
 
 
 def _code_cells(stem):

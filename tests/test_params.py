@@ -1,10 +1,15 @@
 import pytest
 
-from lowrank.book.params import (Choice, Float, FloatList, Int, IntList, ParameterError, chapter_name, register,
-                            schema, validate)
+from lowrank.book.params import SCHEMAS, chapter_name, schema, validate
+from lowrank.params import Choice, Float, FloatList, Int, IntList, ParameterError
 
-register("99_test_chapter", seed=Int(0), n=Int(2, 100, doc="sequence length"), lr=Float(0, 1),
-         dims=IntList(1), scales=FloatList(0.1), kind=Choice("a", "b"))
+
+@pytest.fixture(autouse=True)
+def test_chapter(monkeypatch):
+    monkeypatch.setitem(SCHEMAS, "99_test_chapter", dict(seed=Int(0), n=Int(2, 100, doc="sequence length"),
+                                                         lr=Float(0, 1), dims=IntList(1), scales=FloatList(0.1),
+                                                         kind=Choice("a", "b")))
+
 GOOD = dict(seed=0, n=8, lr=0.5, dims=[1, 2], scales=[1, 2.5], kind="a")
 
 
@@ -51,7 +56,6 @@ def test_chapter_name_resolution():
 def test_every_registered_chapter_has_a_notebook_with_matching_parameters():
     import json
     import pathlib
-    from lowrank.book.params import SCHEMAS
     root = pathlib.Path(__file__).resolve().parents[1] / "chapters"
     for name, spec in SCHEMAS.items():
         if name.startswith("99_"):

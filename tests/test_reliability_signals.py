@@ -21,9 +21,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 COMMAND = textwrap.dedent("""
     import sys
-    from lowrank.book import cli, params
+    from lowrank import params
+    from lowrank.book import cli
+    from lowrank.book.params import SCHEMAS
 
-    params.register("99_sleep", t=params.Int(0, 600))
+    SCHEMAS["99_sleep"] = {"t": params.Int(0, 600)}
     sys.exit(cli.main(sys.argv[1:]))
 """)
 

@@ -13,12 +13,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "lowrank"
 CHAPTERS = ROOT.parent / "chapters"
 LAYERS = {"theory": 1, "experiments": 2, "book": 3}
-# The experiment modules `book/` may import: the judging machinery and the cost model (every
-# chapter's estimate, counted from the grids the chapters build), never a chapter's module.
-BOOK_MAY_IMPORT = {"lowrank.experiments", "lowrank.experiments.synthesis", "lowrank.experiments.ledger",
-                   "lowrank.experiments.verdicts", "lowrank.experiments.costs"}
-# Modules that may import by a computed name (the one place that loads chapters by their registry).
-DYNAMIC_IMPORTERS = {"lowrank", "lowrank.experiments.synthesis"}
+# The experiment modules `book/` may import: the chapter registry (schemas, estimates), the judging
+# machinery and the cost model, never a chapter's module by name.
+BOOK_MAY_IMPORT = {"lowrank.experiments", "lowrank.experiments.registry", "lowrank.experiments.synthesis",
+                   "lowrank.experiments.ledger", "lowrank.experiments.verdicts", "lowrank.experiments.costs"}
+# Modules that may import by a computed name (the registry, which loads chapters by their names).
+DYNAMIC_IMPORTERS = {"lowrank", "lowrank.experiments.registry", "lowrank.experiments.synthesis"}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -177,11 +177,9 @@ def notebook_experiment_imports(source: str) -> set[str]:
 
 
 def _own_module(stem: str) -> str:
-    from lowrank.experiments.synthesis import CLAIM_CHAPTERS
+    from lowrank.experiments.registry import MODULES
 
-    own = {s.stem: s.module for s in CLAIM_CHAPTERS}
-    own.update({"01_attention_and_rank": "attention_rank", "08_synthesis": "synthesis"})
-    return f"lowrank.experiments.{own[stem]}"
+    return f"lowrank.experiments.{MODULES[stem]}"
 
 
 NOTEBOOKS = sorted(p for p in CHAPTERS.glob("[0-9]*.ipynb"))

@@ -41,7 +41,7 @@ def _slice_configs(set_file: Path) -> list[dict]:
 
 
 def _train_rates(configs: list[dict]) -> tuple[dict, dict]:
-    from lowrank.experiments.costs import lm_units
+    from lowrank.experiments.headsize import lm_units
     from lowrank.train import train
 
     per_step, units = {}, []

@@ -91,7 +91,7 @@ def _lm_run(n_heads: int, steps: int, seed: int, folder: Path) -> tuple[float, d
 
 def _train_pair() -> dict[str, float]:
     """Solve two runs (4 and 32 standard heads at d = 64) for the per-flop and per-head rates."""
-    from lowrank.experiments.costs import lm_units
+    from lowrank.experiments.headsize import lm_units
     with tempfile.TemporaryDirectory() as tmp:
         _lm_run(4, 10, 0, Path(tmp))  # tokenizer and corpus caches
         t_short, c_short = _lm_run(4, 10, 1, Path(tmp))

@@ -372,7 +372,7 @@ def _list(args, root) -> int:
                       f"estimate: {info.estimate_text()}; {info.measured.text()}")
         spec = SCHEMAS.get(chapter.name, {})
         if not spec:
-            print("  no schema registered in lowrank/book/params.py")
+            print("  no schema: the chapter is not in lowrank/experiments/registry.py")
         params = runner.notebook_parameters(chapter, papermill=False)
         w_name = max((len(n) for n in params), default=0)
         w_default = max((len(p["default_text"]) for p in params.values()), default=0)

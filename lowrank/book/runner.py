@@ -480,8 +480,8 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
     """
     cwd = Path(cwd or Path.cwd()).resolve()
     if chapter.name not in SCHEMAS:
-        raise UsageError(f"chapter {chapter.name} has no parameter schema: add "
-                         f"register({chapter.name!r}, ...) to lowrank/book/params.py")
+        raise UsageError(f"chapter {chapter.name} has no parameter schema: list its module in "
+                         "lowrank/experiments/registry.py and give the module a SCHEMA")
     known = notebook_parameters(chapter)
 
     values: dict[str, Any] = {}

@@ -17,11 +17,30 @@ from ..attention import MultiHeadAttention, attention_parameter_count, row_softm
 from ..progress import progress
 from ..rank import default_rtol, effective_rank_of_singular_values, numerical_rank_of_singular_values
 from ..theory.sampling import sample_qk
+from ..params import Int, IntList, FloatList, Constraint, contains
 
-__all__ = ["rank_vs_head_dim", "softmax_transpose_gap", "parameter_cost", "run_attention_rank",
+__all__ = ["estimate", "rank_vs_head_dim", "softmax_transpose_gap", "parameter_cost", "run_attention_rank",
            "headline", "HEADLINE_KEYS", "COST_HEADS"]
 
 COST_HEADS = (1, 2, 4, 8, 16, 32)  # head counts of the parameter-cost table
+
+
+# The chapter's parameters: the notebook's parameters cell sets these names, and
+# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+SCHEMA = dict(
+    seed=Int(0, doc="random seed"),
+    n=Int(4, 4096, doc="sequence length"),
+    head_dims=IntList(1, 4096, doc="head sizes d_h to sweep"),
+    n_trials=Int(1, 10_000, doc="random draws per setting"),
+    scales=FloatList(1e-3, 1e4, doc="logit multipliers (inverse temperatures) to sweep"),
+    rtols=FloatList(0.0, 1.0, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
+    d_model=Int(1, 65536, doc="model width for the parameter-cost table"),
+    seq_lens=IntList(2, 65536, doc="sequence lengths for the parameter-cost table"),
+)
+CONSTRAINTS = (
+    Constraint(("rtols",), contains("rtols", 0.0, "the default tolerance every figure compares against")),
+    Constraint(("scales",), contains("scales", 1.0, "the standard temperature the figures show")),
+)
 
 
 def _tol_label(rtol: float, n: int) -> str:
@@ -163,3 +182,12 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
         "ch01_rank_warm_coarse": float(by_scale.loc[1.0, coarse_tol]),
         "ch01_coarse_tol": coarse_tol,
     }
+
+
+# --- cost estimate: work units the cost model (lowrank.experiments.costs) turns into time ----------
+
+def estimate(p) -> tuple[dict[str, float], str]:
+    """(work unit -> count, what the run does in a few words) at a full, checked parameter set."""
+    n, T, k = p["n"], p["n_trials"], len(p["scales"])
+    draws = len(p["head_dims"]) * T * (1 + k)
+    return {"svd": draws * n ** 3}, f"{draws:,} float64 {n} x {n} matrices, every rank measure"

@@ -9,10 +9,58 @@ import math
 
 from ..progress import tqdm
 from ..fit import fit_heads
+from ..params import Int, Float, IntList, Constraint, divides
 
-__all__ = ["head_count_sweep", "run_head_count", "run_embedding", "run_theorem2", "run_costs", "run_paper_settings",
+__all__ = ["estimate", "head_count_sweep", "run_head_count", "run_embedding", "run_theorem2", "run_costs", "run_paper_settings",
            "headline",
            "summary", "HEADLINE_KEYS"]
+
+
+# The chapter's parameters: the notebook's parameters cell sets these names, and
+# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+SCHEMA = dict(
+    seed=Int(0, doc="random seed"),
+    d_model=Int(2, 8192, doc="model width d for the head-count sweep"),
+    n=Int(2, 1024, doc="sequence length n for the head-count sweep"),
+    heads=IntList(1, 8192, doc="head counts h (each must divide d_model)"),
+    concentration=Float(1e-3, 1e4, doc="Dirichlet concentration of the dense target rows"),
+    restarts=Int(1, 256, doc="L-BFGS restarts per head fit"),
+    max_iter=Int(1, 100_000, doc="L-BFGS iteration cap, head fits"),
+    vanish_tol=Float(1e-14, 0.5, doc="max row total variation below which a head fits"),
+    embed_d_model=Int(1, 8192, doc="width of the standard layer embedded in a fixed one"),
+    embed_heads=Int(1, 1024, doc="heads of that layer (must divide embed_d_model)"),
+    embed_head_dim=Int(1, 8192, doc="head size d_p of the fixed layer (>= embed_d_model / embed_heads)"),
+    embed_n=Int(1, 4096, doc="tokens per random input for the embedding check"),
+    embed_batch=Int(1, 4096, doc="random inputs for the embedding check"),
+    t2_d=Int(2, 1024, doc="Theorem 2: width d"),
+    t2_heads=Int(1, 1024, doc="Theorem 2: heads h (h > d / d_p, h divides d)"),
+    t2_head_dim=Int(1, 1024, doc="Theorem 2: fixed head size d_p (d / h < d_p <= d)"),
+    t2_n=Int(2, 1024, doc="Theorem 2: tokens per input"),
+    t2_samples=Int(1, 100_000, doc="Theorem 2: inputs the layers are fitted on"),
+    t2_std_restarts=Int(1, 256, doc="Theorem 2: restarts of the standard-layer fit"),
+    t2_fixed_restarts=Int(1, 256, doc="Theorem 2: restarts of the fixed-layer fit"),
+    t2_std_max_iter=Int(1, 100_000, doc="Theorem 2: L-BFGS cap, standard layer"),
+    t2_fixed_max_iter=Int(1, 100_000, doc="Theorem 2: L-BFGS cap, fixed layer"),
+    cost_d_models=IntList(1, 65536, doc="widths d for the cost table"),
+    cost_heads=IntList(1, 4096, doc="head counts h for the cost table"),
+    cost_seq_lens=IntList(1, 65536, doc="sequence lengths n for the cost table (fixed d_p = n)"),
+    paper_d=Int(1, 65536, doc="width d of the paper's worked numbers (Table 1: BERT-large)"),
+    paper_heads=IntList(1, 4096, doc="head counts of the worked numbers (Table 1)"),
+    paper_ns=IntList(2, 65536, doc="sequence lengths of the worked numbers (the two pre-training stages)"),
+)
+CONSTRAINTS = (
+    Constraint(("heads", "d_model"), divides("heads", "d_model")),
+    Constraint(("embed_heads", "embed_d_model"), divides("embed_heads", "embed_d_model")),
+    Constraint(("embed_head_dim", "embed_d_model", "embed_heads"), lambda p: None if (
+        p["embed_head_dim"] * p["embed_heads"] >= p["embed_d_model"]) else (
+        f"embed_head_dim = {p['embed_head_dim']} must be at least embed_d_model / embed_heads = "
+        f"{p['embed_d_model'] / p['embed_heads']:g}")),
+    Constraint(("t2_heads", "t2_d"), divides("t2_heads", "t2_d")),
+    Constraint(("t2_head_dim", "t2_d", "t2_heads"), lambda p: None if (
+        p["t2_d"] / p["t2_heads"] < p["t2_head_dim"] <= p["t2_d"]) else (
+        f"t2_head_dim = {p['t2_head_dim']} must satisfy t2_d / t2_heads = {p['t2_d'] / p['t2_heads']:g} "
+        f"< t2_head_dim <= t2_d = {p['t2_d']} (Theorem 2)")),
+)
 
 
 def head_count_sweep(X, heads, *, concentration: float = 1.0, fixed_head_dim: int | None = None,
@@ -373,3 +421,22 @@ CLAIMS = (
              "Theorem 2: for h > d/d_p, the fixed-head-size class G is strictly larger than the standard class F.",
              rule_theorem2, kind=_v.PROOF_CHECK, where="Theorem 2"),
 )
+
+
+# --- cost estimate: work units the cost model (lowrank.experiments.costs) turns into time ----------
+
+def estimate(p) -> tuple[dict[str, float], str]:
+    """(work unit -> count, what the run does in a few words) at a full, checked parameter set."""
+    d, n = p["d_model"], p["n"]
+    heads = 0.0
+    for h in p["heads"]:
+        for hd in (d // h, n):
+            heads += h * p["restarts"] * p["max_iter"] * n * (n + d) * hd
+    t2d, t2n, S = p["t2_d"], p["t2_n"], p["t2_samples"]
+    per = S * t2n * t2d * (t2d + t2n)
+    layer = per * (p["t2_std_restarts"] * p["t2_std_max_iter"] + p["t2_fixed_restarts"] * p["t2_fixed_max_iter"])
+    if t2d % p["t2_head_dim"] == 0:
+        layer += per * p["t2_fixed_restarts"] * p["t2_fixed_max_iter"]
+    fits = len(p["heads"]) * 2
+    return ({"heads_fit": heads, "layer_fit": layer},
+            f"{fits} head-count fits and the Theorem 2 layer fits")

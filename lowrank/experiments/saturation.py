@@ -18,11 +18,39 @@ from ..theory.barrier import expected_distinct_columns, saturation_head_dim
 from .barrier import attention_rank_table, mean_band
 from .verdicts import (SIMULATION, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
                        is_missing, need)
+from ..params import Int, Float, Choice, IntList, FloatList, Constraint, distinct_at_least
 
-__all__ = ["head_dim_grid", "saturation_points", "saturation_bootstrap", "fit_saturation",
+__all__ = ["estimate", "head_dim_grid", "saturation_points", "saturation_bootstrap", "fit_saturation",
            "nested_hardmax_table", "curve_bootstrap", "point_summary", "law_comparison", "LAWS",
            "points_table", "laws_table", "trials_per_n", "main_criterion", "run_saturation", "headline", "HEADLINE_KEYS", "CLAIMS", "rule_saturation", "Z_PRED",
            "BIC_STRONG", "MIN_NS", "MIN_RANGE"]
+
+# The chapter's parameters: the notebook's parameters cell sets these names, and
+# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+SCHEMA = dict(
+    seed=Int(0, doc="random seed"),
+    device=Choice("cpu", "cuda", doc="where the Monte Carlo runs"),
+    ns=IntList(2, 16384, doc="sequence lengths n"),
+    max_head_dim=Int(2, 65536, doc="largest head size on the grid"),
+    points_per_octave=Int(1, 16, doc="grid density: head sizes round(2^(k / points_per_octave))"),
+    rows_per_cell=Int(1, 10_000_000, doc="trials per (n, d_h) = max(min_trials, rows_per_cell // n)"),
+    min_trials=Int(2, 100_000, doc="fewest trials per (n, d_h)"),
+    fractions=FloatList(0.01, 0.999, doc="saturation criteria: fractions of the bound (or plateau)"),
+    increment=Float(1e-6, 1.0, doc="saturation criterion: relative rank increment per doubling of d_h"),
+    n_boot=Int(2000, 100_000, doc="bootstrap replicates over Monte-Carlo draws (>= 2000 for 95% percentile intervals)"),
+    softmax_ns=IntList(2, 16384, doc="sequence lengths for the softmax (standard temperature) part"),
+    softmax_max_head_dim=Int(2, 65536, doc="largest head size for the softmax part"),
+    softmax_points_per_octave=Int(1, 64, doc="softmax grid density: head sizes round(2^(k / m)); 8 gives every integer to 6"),
+    softmax_trials=Int(2, 100_000, doc="draws per (n, d_h) for the softmax part"),
+    softmax_rtols=FloatList(0.0, 1.0, min_len=2, doc="two or more tolerances for the softmax numerical rank (0 means the default max(m,n)*eps)"),
+)
+CONSTRAINTS = (
+    Constraint(("ns",), distinct_at_least("ns", 3, "the saturation law is fitted across three or more n")),
+    Constraint(("max_head_dim",), lambda p: None if p["max_head_dim"] >= 4 else (
+        f"max_head_dim = {p['max_head_dim']} must be at least 4: the saturation criteria need head sizes "
+        "over two octaves or more, or no n has a saturation point to plot")),
+)
+
 
 def head_dim_grid(max_head_dim: int, points_per_octave: int = 4) -> list[int]:
     """Distinct head sizes round(2^(k / points_per_octave)) from 1 to max_head_dim (inclusive)."""
@@ -756,3 +784,19 @@ CLAIMS: tuple[Claim, ...] = (
           "Saturation by the paper's own criterion: the rank increment falls below about 0.01 at a head size "
           "of order log n", rule_saturation_increment, kind=SIMULATION, where="Table 2 (as R25 Reviewer 2 quotes it)"),
 )
+
+
+# --- cost estimate: work units the cost model (lowrank.experiments.costs) turns into time ----------
+
+def estimate(p) -> tuple[dict[str, float], str]:
+    """(work unit -> count, what the run does in a few words) at a full, checked parameter set."""
+    grid = head_dim_grid(p["max_head_dim"], p["points_per_octave"])
+    trials = trials_per_n(p)
+    nested = sum(t * n * n * (max(grid) + 4 * len(grid)) for n, t in zip(p["ns"], trials))
+    sgrid = head_dim_grid(p["softmax_max_head_dim"], p["softmax_points_per_octave"])
+    svd = sum(p["softmax_trials"] * len(sgrid) * n ** 3 for n in p["softmax_ns"])
+    cells = len(p["ns"]) * len(grid) + len(p["softmax_ns"]) * len(sgrid) * len(p["softmax_rtols"])
+    boot = p["n_boot"] * cells * 2
+    draws = sum(trials)
+    return ({"nested": nested, "svd": svd, "bootstrap": boot},
+            f"{draws:,} nested hardmax draws (no SVD) over {len(grid)} head sizes, softmax SVDs on {len(sgrid)}")

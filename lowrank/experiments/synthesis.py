@@ -27,13 +27,26 @@ from typing import Any
 from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS,
                        KIND_MEANING, MIN_LI, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
                        WEAKER, Claim, Judgement, MissingEvidence)
+from ..params import Str
+from . import registry
 
-__all__ = ["ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
+__all__ = ["estimate", "ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
            "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
            "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
            "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
            "HEADLINE_KEYS", "plot_verdicts_by_paper", "counts_by_kind", "found_sentence", "kinds_table",
            "verdict_groups", "reading_table", "card_rows"]
+
+
+# The chapter's parameters: the notebook's parameters cell sets these names, and
+# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+SCHEMA = dict(
+    chapters_dir=Str(doc="folder holding the executed chapter notebooks 01 to 07"),
+)
+CONSTRAINTS = ()
+# Parameters that name files or folders (lowrank.book.runner resolves them): a results store
+# written, a store only read, a folder read, or a corpus name or path.
+PATHS = {"chapters_dir": "input_folder"}
 
 
 @dataclass(frozen=True)
@@ -44,15 +57,9 @@ class ChapterSource:
     module: str
 
 
-# The one place that lists where claims come from. A chapter joins by defining CLAIMS in its module.
-CLAIM_CHAPTERS: tuple[ChapterSource, ...] = (
-    ChapterSource("02", "02_representation_theorem", "representation"),
-    ChapterSource("03", "03_multihead_bottleneck", "multihead"),
-    ChapterSource("04", "04_head_size_training", "headsize"),
-    ChapterSource("05", "05_rank_barrier", "barrier"),
-    ChapterSource("06", "06_rank_saturation", "saturation"),
-    ChapterSource("07", "07_trained_attention", "trained"),
-)
+# Where claims come from (lowrank.experiments.registry); a chapter joins by defining CLAIMS in its module.
+CLAIM_CHAPTERS: tuple[ChapterSource, ...] = tuple(
+    ChapterSource(stem[:2], stem, registry.MODULES[stem]) for stem in registry.CLAIM_CHAPTERS)
 
 # What a row says in the verdict column when no rule could be applied (not one of the five verdicts).
 NOT_JUDGED = "not judged"
@@ -595,3 +602,10 @@ def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
     ax.xaxis.get_major_locator().set_params(integer=True)
     ax.grid(axis="y", visible=False)
     ax.legend(title="verdict", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+
+
+# --- cost estimate: work units the cost model (lowrank.experiments.costs) turns into time ----------
+
+def estimate(p) -> tuple[dict[str, float], str]:
+    """(work unit -> count, what the run does in a few words) at a full, checked parameter set."""
+    return {}, "reads the executed chapters"

@@ -1,0 +1,71 @@
+"""The one list of the book's chapters and the module that holds each.
+
+A chapter module exports ``SCHEMA`` and ``CONSTRAINTS`` (its parameters, :mod:`lowrank.params`),
+optionally ``PATHS`` and ``MANIFESTS`` (parameters naming files), its run functions, ``headline``
+(every number its notebook glues) and, when it judges the papers, ``CLAIMS``. The book layer,
+the synthesis chapter, ``lowrank list`` and the tests read the chapters from here.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+from types import ModuleType
+from typing import Any, Mapping
+
+from ..params import ParameterError, short_repr, validate as validate_values
+
+__all__ = ["CHAPTERS", "CLAIM_CHAPTERS", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests",
+           "validate"]
+
+# Book order; the value is the module under lowrank.experiments.
+MODULES: dict[str, str] = {
+    "01_attention_and_rank": "attention_rank",
+    "02_representation_theorem": "representation",
+    "03_multihead_bottleneck": "multihead",
+    "04_head_size_training": "headsize",
+    "05_rank_barrier": "barrier",
+    "06_rank_saturation": "saturation",
+    "07_trained_attention": "trained",
+    "08_synthesis": "synthesis",
+}
+CHAPTERS: tuple[str, ...] = tuple(MODULES)
+# The chapters whose modules judge the papers' claims (CLAIMS): chapter 01 introduces the
+# measures and chapter 08 collects the verdicts.
+CLAIM_CHAPTERS: tuple[str, ...] = CHAPTERS[1:-1]
+
+
+def chapter_name(chapter: str, known: tuple[str, ...] = CHAPTERS) -> str:
+    """Resolve '01', '01_attention_and_rank' or a path ending in the notebook's name."""
+    stem = str(chapter).rsplit("/", 1)[-1].removesuffix(".ipynb")
+    if stem in known:
+        return stem
+    hits = [c for c in known if c.split("_", 1)[0] == stem.zfill(2)]
+    if len(hits) == 1:
+        return hits[0]
+    raise ParameterError(f"unknown chapter {short_repr(chapter)}; known chapters: {', '.join(sorted(known))}")
+
+
+def module(chapter: str) -> ModuleType:
+    """The chapter's experiments module (imported on first use: some load torch)."""
+    return import_module(f"{__package__}.{MODULES[chapter_name(chapter)]}")
+
+
+def schema(chapter: str) -> dict:
+    return module(chapter).SCHEMA
+
+
+def constraints(chapter: str) -> tuple:
+    return tuple(module(chapter).CONSTRAINTS)
+
+
+def paths(chapter: str) -> dict[str, str]:
+    return dict(getattr(module(chapter), "PATHS", {}))
+
+
+def manifests(chapter: str) -> tuple[str, ...]:
+    return tuple(getattr(module(chapter), "MANIFESTS", ()))
+
+
+def validate(chapter: str, values: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:
+    """A chapter's parameters checked against its module's SCHEMA and CONSTRAINTS."""
+    name = chapter_name(chapter)
+    return validate_values(schema(name), values, constraints=constraints(name), label=name, partial=partial)

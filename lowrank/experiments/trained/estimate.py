@@ -1,0 +1,61 @@
+"""Chapter 07's cost: the MiniLM windows, the retrieval trainings and the truncated models its
+parameters make."""
+from __future__ import annotations
+
+from .reduction import grid_configs
+from .truncation import truncation_configs
+
+__all__ = ["retrieval_configs_at", "truncation_configs_at", "estimate", "run_keys", "PLATEAU_SHARE"]
+
+
+def retrieval_configs_at(p) -> list[dict]:
+    if not p["retrieval_run"]:
+        return []
+    return grid_configs(ns=p["retrieval_ns"], pair_ns=p["retrieval_pair_ns"], head_dims=p["retrieval_head_dims"],
+                        n_seeds=p["retrieval_seeds"], pair_seeds=p["retrieval_pair_seeds"], seed=p["seed"],
+                        max_steps=p["retrieval_max_steps"], min_steps=p["retrieval_min_steps"],
+                        d_model=p["retrieval_d_model"], n_values=p["retrieval_values"], lr=p["retrieval_lr"],
+                        tokens_per_step=p["retrieval_tokens"], test_sequences=p["retrieval_test_sequences"],
+                        rank_sequences=p["retrieval_rank_sequences"], rank_rtol=p["retrieval_rtol"])
+
+
+def truncation_configs_at(p) -> list[dict]:
+    if not p["truncation_run"]:
+        return []
+    return truncation_configs(ns=p["truncation_ns"], ranks=p["truncation_ranks"], per_class=p["truncation_per_class"],
+                              folds=p["truncation_folds"], seed=p["seed"], l2=p["truncation_l2"],
+                              layer_n=p["truncation_layer_n"], layer_ranks=p["truncation_layer_ranks"])
+
+
+# A retrieval run stops at its loss plateau, checked from min_steps on; the estimate charges
+# min_steps plus this share of the rest, then the cool-down the config adds after the stop. A step
+# costs more beyond n = 128 (every query attends over n keys), in proportion to n.
+PLATEAU_SHARE = 1 / 3
+
+
+def estimate(p) -> tuple[dict[str, float], str]:
+    """(work unit -> count, what the run does in a few words) at a full, checked parameter set."""
+    # every window: one forward pass and the SVDs of all 72 heads' logits and probabilities
+    windows = len(p["minilm_corpora"]) * sum(k * n ** 3 for n, k in zip(p["minilm_seq_lens"], p["minilm_counts"]))
+    out = {"minilm": windows}
+    what = ["MiniLM ranks"]
+    configs = retrieval_configs_at(p)
+    if configs:
+        steps = lambda c: (c["min_steps"] + PLATEAU_SHARE * (c["max_steps"] - c["min_steps"])) * (1 + c["cooldown"])
+        out["retrieval"] = sum(steps(c) * c["tokens_per_step"] / 2048 * (c["d_model"] / 64) * max(1.0, c["n"] / 128)
+                               for c in configs)
+        out["retrieval_run"] = sum(c["test_sequences"] * c["n"] / 160_000 for c in configs)
+        what.append(f"{len(configs)} retrieval trainings")
+    truncated = truncation_configs_at(p)
+    if truncated:
+        docs = 5 * p["truncation_per_class"]
+        # every n: the full model and one model per rank; at layer_n also one per (layer, rank)
+        out["truncation"] = sum(docs * c["n"] * (1 + len(c["ranks"]) + 6 * len(c["layer_ranks"])) for c in truncated)
+        what.append(f"MiniLM truncated at {len(p['truncation_ranks'])} ranks")
+    return out, ", ".join(what)
+
+
+def run_keys(p) -> set[str]:
+    from ...train import run_key
+
+    return {run_key(c) for c in retrieval_configs_at(p) + truncation_configs_at(p)}

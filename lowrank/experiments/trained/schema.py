@@ -1,0 +1,60 @@
+"""The chapter's parameters: what its notebook's parameters cell sets, checked before any run."""
+from __future__ import annotations
+
+from ...params import Param, Int, Float, Bool, Str, IntList, FloatList, ChoiceList, Constraint, ascending, same_length
+
+SCHEMA = dict(
+    seed=Int(0, doc="random seed (text windows, initialisations, training)"),
+    threads=Int(0, 1024, doc="torch CPU threads; 0 leaves torch's default"),
+    minilm_corpora=ChoiceList("shakespeare", "bbcnews", doc="real text fed to MiniLM"),
+    minilm_seq_lens=IntList(3, 512, doc="sequence lengths n for MiniLM, [CLS] and [SEP] included (512 positions)"),
+    minilm_counts=IntList(1, 1_000_000, distinct=False,
+                          doc="windows per corpus at each n, one entry per minilm_seq_lens entry"),
+    minilm_batch=Int(1, 4096, doc="windows per forward pass (memory: one layer of one batch)"),
+    rtols=FloatList(0.0, 0.5, doc="relative tolerances for the numerical rank (0 means the default max(m,n)*eps)"),
+    energy=Float(0.5, 1.0, doc="fraction of sum sigma^2 for the energy rank"),
+    retrieval_ns=IntList(2, 4096, doc="sequence lengths n of the retrieval task (context pairs = queries)"),
+    retrieval_head_dims=IntList(1, 4096, doc="query/key sizes d_h of the retrieval head, ascending"),
+    retrieval_seeds=Int(1, 1000, doc="seeds per (n, d_h) of the one-key retrieval task"),
+    retrieval_pair_ns=IntList(2, 4096, doc="sequence lengths n of the two-key retrieval task"),
+    retrieval_pair_seeds=Int(0, 1000, doc="seeds per (n, d_h) of the two-key retrieval task (0: not run)"),
+    retrieval_max_steps=Int(1, 10_000_000, doc="step cap of a retrieval run (it stops earlier at its loss plateau)"),
+    retrieval_min_steps=Int(1, 10_000_000, doc="steps before a retrieval run's first plateau check"),
+    retrieval_d_model=Int(1, 65536, doc="width of the retrieval model"),
+    retrieval_values=Int(2, 65536, doc="number of distinct values (classes) in the retrieval task"),
+    retrieval_lr=Float(1e-6, 1.0, doc="learning rate of the retrieval runs (Adam: warm-up, constant to the plateau, linear decay)"),
+    retrieval_tokens=Int(1, 10_000_000, doc="queries per optimiser step (batch = this // n sequences)"),
+    retrieval_test_sequences=Int(1, 10_000_000, doc="fresh test sequences per retrieval run"),
+    retrieval_rank_sequences=Int(1, 100_000, doc="held-out sequences whose attention is ranked per run"),
+    retrieval_rtol=Float(0.0, 0.5, doc="relative tolerance of the numerical rank of the retrieval head's attention"),
+    retrieval_run=Bool(doc="True trains the retrieval grid (into retrieval_store); False reads retrieval_long_store"),
+    retrieval_store=Param("str", allow_none=True,
+                          doc="your results store for retrieval runs (appended, resumable); None: a temporary file"),
+    retrieval_long_store=Str(doc="the committed long-scale retrieval store, read only (never written)"),
+    truncation_run=Bool(doc="True measures MiniLM's head truncation here (into retrieval_store); False reads retrieval_long_store"),
+    truncation_ns=IntList(3, 512, doc="sequence lengths n (tokens, [CLS] and [SEP] included) of the truncated MiniLM"),
+    truncation_ranks=IntList(1, 32, doc="logit ranks r each head is cut to, ascending (32 = the full head)"),
+    truncation_per_class=Int(2, 10_000, doc="BBC News documents per topic for the probe"),
+    truncation_folds=Int(2, 100, doc="cross-validation folds of the linear probe (stratified)"),
+    truncation_l2=Float(0.0, 100.0, doc="L2 penalty of the probe's logistic regression"),
+    truncation_layer_n=Int(3, 512, doc="the length n at which MiniLM is cut one layer at a time (one of truncation_ns)"),
+    truncation_layer_ranks=IntList(1, 32, doc="logit ranks r of the one-layer-at-a-time cut"),
+)
+CONSTRAINTS = (
+    Constraint(("minilm_seq_lens", "minilm_counts"), same_length("minilm_seq_lens", "minilm_counts")),
+    Constraint(("truncation_ranks",), ascending("truncation_ranks")),
+    Constraint(("retrieval_head_dims",), ascending("retrieval_head_dims")),
+    Constraint(("retrieval_ns",), ascending("retrieval_ns")),
+    Constraint(("retrieval_min_steps", "retrieval_max_steps"), lambda p: None if p["retrieval_min_steps"] <= p[
+        "retrieval_max_steps"] else f"retrieval_min_steps = {p['retrieval_min_steps']} exceeds retrieval_max_steps = "
+                                    f"{p['retrieval_max_steps']}"),
+    Constraint(("truncation_layer_n", "truncation_ns"), lambda p: None if p["truncation_layer_n"] in p[
+        "truncation_ns"] else f"truncation_layer_n = {p['truncation_layer_n']} must be one of truncation_ns"),
+    Constraint(("truncation_folds", "truncation_per_class"), lambda p: None if (
+        p["truncation_folds"] <= p["truncation_per_class"]) else (
+        f"truncation_folds = {p['truncation_folds']} must not exceed truncation_per_class = "
+        f"{p['truncation_per_class']} (every fold of the stratified probe needs a document of each topic)")),
+)
+# Parameters that name files or folders (lowrank.book.runner resolves them): a results store
+# written, a store only read, a folder read, or a corpus name or path.
+PATHS = {"retrieval_store": "store", "retrieval_long_store": "read_store"}

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from lowrank.experiments import attention_rank as AR
+from lowrank.experiments import attention_and_rank as AR
 
 SMALL = dict(seed=0, n=12, head_dims=[1, 2, 16], n_trials=3, scales=[1.0, 8.0], rtols=[0.0, 1e-3],
              d_model=64, seq_lens=[8])

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from lowrank.attention import hardmax
-from lowrank.experiments import barrier as E
-from lowrank.experiments import saturation as S
+from lowrank.experiments import rank_barrier as E
+from lowrank.experiments import rank_saturation as S
 from lowrank.theory import barrier as B
 from lowrank.theory.sampling import sample_inputs
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from lowrank.experiments import representation as R
+from lowrank.experiments import representation_theorem as R
 from lowrank.experiments import verdicts as V
 
 RULES = {c.key: c for c in R.CLAIMS}

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from lowrank.experiments import multihead as M
+from lowrank.experiments import multihead_bottleneck as M
 from lowrank.experiments import verdicts as V
 
 RULES = {c.key: c for c in M.CLAIMS}

@@ -3,7 +3,7 @@ threshold, reaching every verdict it can return."""
 
 import pytest
 
-from lowrank.experiments import headsize as hs
+from lowrank.experiments import head_size_training as hs
 from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, MissingEvidence
 
 NAN = float("nan")

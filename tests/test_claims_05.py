@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from lowrank.experiments import barrier as X
+from lowrank.experiments import rank_barrier as X
 from lowrank.experiments.verdicts import (CONDITIONAL, CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER,
                                           MissingEvidence)
 

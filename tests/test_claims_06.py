@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from lowrank.experiments import saturation as X
+from lowrank.experiments import rank_saturation as X
 from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, MissingEvidence
 
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from lowrank.experiments import trained as X
+from lowrank.experiments import trained_attention as X
 from lowrank.experiments.verdicts import (CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER, Judgement,
                                           MissingEvidence)
 

@@ -10,7 +10,7 @@ import pytest
 
 from lowrank.book import cli, costs as book_costs, runner, sets
 from lowrank.book.params import ParameterError
-from lowrank.experiments import costs, headsize, registry
+from lowrank.experiments import costs, head_size_training, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
@@ -123,13 +123,13 @@ def test_gpu_estimates_use_gpu_rates_and_say_when_they_are_assumed():
 
 
 def test_training_runs_are_counted_from_the_real_grid_with_shared_configs_once():
-    from lowrank.experiments.headsize import lr_sweep_grid, training_grids
+    from lowrank.experiments.head_size_training import lr_sweep_grid, training_grids
     from lowrank.train import run_key
 
     p = sets.set_parameters(ROOT / "chapters" / "04_head_size_training.ipynb",
                                   runner.load_parameter_file(ROOT / "chapters/params/long/04_head_size_training.yaml")[0])
     keys = {run_key(c) for _, c in lr_sweep_grid(p)} | {run_key(c) for g in training_grids(p).values() for _, c in g}
-    assert len(headsize.training_runs(p)) == len(keys)
+    assert len(head_size_training.training_runs(p)) == len(keys)
     assert costs.estimate("04_head_size_training", p).what == f"{len(keys)} training runs"
 
 

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lowrank.experiments import barrier as E
-from lowrank.experiments import saturation as S
+from lowrank.experiments import rank_barrier as E
+from lowrank.experiments import rank_saturation as S
 from lowrank.theory import expected_distinct_columns, saturation_head_dim
 
 P05 = dict(seed=0, device="cpu", ns=[16, 32], head_dims=[1, 4, 64], n_trials=6, n_setting=24,

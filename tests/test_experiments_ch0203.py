@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from lowrank.experiments import multihead as M
-from lowrank.experiments import representation as R
+from lowrank.experiments import multihead_bottleneck as M
+from lowrank.experiments import representation_theorem as R
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from lowrank.experiments import headsize as hs
+from lowrank.experiments import head_size_training as hs
 from lowrank.sweep import ResultStore, run_key
 
 
@@ -347,7 +347,7 @@ def test_a_complete_budget_store_is_judged_by_the_shared_rule(tmp_path, monkeypa
     doubling of heads; the rate 0.01 is best for the standard model, 0.003 for the fixed one."""
     import math
 
-    from lowrank.experiments.headsize import budget as B
+    from lowrank.experiments.head_size_training import budget as B
     from lowrank.sweep import sweep
 
     def fake(cfg, *, run_dir):

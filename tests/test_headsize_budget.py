@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from lowrank.experiments.headsize import budget as B
+from lowrank.experiments.head_size_training import budget as B
 from lowrank.sweep import ResultStore, sweep
 from lowrank.train import run_key
 
@@ -95,7 +95,7 @@ def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from lowrank.experiments.headsize import figures as F
+    from lowrank.experiments.head_size_training import figures as F
 
     empty = B.read(tmp_path / "none.jsonl")
     store = tmp_path / "budget.jsonl"

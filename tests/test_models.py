@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from lowrank.experiments.headsize import PAPER_TABLES
+from lowrank.experiments.head_size_training import PAPER_TABLES
 from lowrank.models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, Transformer,
                             TransformerConfig, bert_parameter_count, count_parameters, mask_tokens)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.experiments import headsize as hs
+from lowrank.experiments import head_size_training as hs
 from lowrank.sweep import ResultStore
 from lowrank.train import TrainConfig, run_key, train
 
@@ -84,7 +84,7 @@ def test_the_long_parameter_set_generates_the_budget_doubling_runs():
 
 
 # ---------------------------------------------------------------------------------------------
-# The budget store (lowrank.experiments.headsize.budget): partial while its runs resume, by design.
+# The budget store (lowrank.experiments.head_size_training.budget): partial while its runs resume, by design.
 
 BUDGET = ROOT / "data" / "results" / "04_head_size_budget.jsonl"
 
@@ -95,7 +95,7 @@ def _budget_records():
 
 
 def test_the_budget_store_matches_its_design_and_every_record_belongs_to_it():
-    from lowrank.experiments.headsize import budget
+    from lowrank.experiments.head_size_training import budget
 
     assert json.loads(budget.manifest_path(BUDGET).read_text()) == json.loads(json.dumps(budget.design()))
     got = budget.read(BUDGET)
@@ -125,7 +125,7 @@ def test_every_budget_record_was_trained_from_a_clean_checkout_after_its_rules_w
 
 
 def test_the_cheapest_budget_run_is_reproduced_by_todays_code(tmp_path):
-    from lowrank.experiments.headsize import budget
+    from lowrank.experiments.head_size_training import budget
 
     recs = _budget_records()
     if not recs:

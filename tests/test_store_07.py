@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from lowrank.experiments import ledger
-from lowrank.experiments import trained as X
+from lowrank.experiments import trained_attention as X
 from lowrank.retrieval import train_retrieval
 from lowrank.sweep import ResultStore
 

@@ -204,8 +204,8 @@ def test_a_notebook_imports_only_its_own_chapter_module(path):
     ("from importlib import import_module\nimport_module(f'lowrank.{x}')", "lowrank.rank", "computed name"),
     ("from lowrank.stats import _t_quantile", "lowrank.fit", "imports private"),
     ("from lowrank import stats as st\nst._t_quantile(3)", "lowrank.fit", "private name lowrank.stats._t_quantile"),
-    ("from lowrank.experiments import headsize", "lowrank.book.runner", "imports the chapter module"),
-    ("from lowrank.experiments.headsize import headline", "lowrank.book.runner", "imports the chapter module"),
+    ("from lowrank.experiments import head_size_training", "lowrank.book.runner", "imports the chapter module"),
+    ("from lowrank.experiments.head_size_training import headline", "lowrank.book.runner", "imports the chapter module"),
 ])
 def test_each_injected_violation_is_caught(source, mod, expected):
     found = violations(source, mod)
@@ -214,11 +214,11 @@ def test_each_injected_violation_is_caught(source, mod, expected):
 
 def test_allowed_imports_are_not_flagged():
     assert not violations("from lowrank.experiments import synthesis\nfrom lowrank import rank", "lowrank.book.glued")
-    assert not violations("from . import verdicts as _v\n_v.need({}, 'x')\n_v.__doc__", "lowrank.experiments.barrier")
+    assert not violations("from . import verdicts as _v\n_v.need({}, 'x')\n_v.__doc__", "lowrank.experiments.rank_barrier")
     assert not violations("import importlib\nimportlib.import_module(f'{__package__}.{n}')",
                           "lowrank.experiments.synthesis")
 
 
 def test_a_notebook_reaching_another_chapter_is_caught():
-    src = "from lowrank.experiments import saturation as S\nfrom lowrank.experiments.barrier import run"
-    assert notebook_experiment_imports(src) == {"lowrank.experiments.saturation", "lowrank.experiments.barrier"}
+    src = "from lowrank.experiments import rank_saturation as S\nfrom lowrank.experiments.rank_barrier import run"
+    assert notebook_experiment_imports(src) == {"lowrank.experiments.rank_saturation", "lowrank.experiments.rank_barrier"}

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from lowrank.attention import MultiHeadAttention
-from lowrank.experiments.trained import argmax_patterns, as_rtols, pretrained_ranks
+from lowrank.experiments.trained_attention import argmax_patterns, as_rtols, pretrained_ranks
 
 def test_as_rtols():
     assert as_rtols([0.0, 1e-6, None]) == (None, 1e-6, None)
@@ -79,11 +79,11 @@ def test_argmax_patterns_counts_shares():
 
 def _tiny_pretrained_tables(rtols=(0.0, 1e-3)):
     """The tables run_pretrained returns, from a tiny random BERT (no MiniLM needed)."""
-    from lowrank.experiments.trained import argmax_patterns
+    from lowrank.experiments.trained_attention import argmax_patterns
 
     model = _tiny_bert(16)
     texts = {"x": ["a bb ccc dddd " * 40]}
-    from lowrank.experiments.trained import with_float32
+    from lowrank.experiments.trained_attention import with_float32
     mini = pretrained_ranks(model, Tok(), texts, seq_lens=[3, 12], counts=[2, 2], batch_size=2,
                             rtols=with_float32(rtols))
     mini = mini.assign(frac=mini.value / mini.n)
@@ -113,7 +113,7 @@ def _truncation_records():
 
 
 def test_headline_keys_and_values(tmp_path):
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     tables = _tiny_pretrained_tables()
     store = tmp_path / "ret.jsonl"
@@ -179,7 +179,7 @@ def _synthetic_runs(d_star, ns=(16, 32), dims=(1, 2, 3, 4, 8), seeds=5, task="si
 
 
 def test_grid_intervals_are_never_zero_width_and_use_plateau_runs_only():
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     runs, grid = _synthetic_runs({16: 3, 32: 8})
     p = X.grid_intervals(runs, grid, "single").set_index("n")
@@ -199,7 +199,7 @@ def test_grid_intervals_are_never_zero_width_and_use_plateau_runs_only():
 
 
 def test_neighbour_overlap_and_similarity_correlation_can_fail():
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     g = torch.Generator().manual_seed(0)
     E = torch.randn(40, 8, generator=g)
@@ -215,7 +215,7 @@ def test_neighbour_overlap_and_similarity_correlation_can_fail():
 
 
 def test_redundant_rank_interval_needs_both_measures():
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     tr = X.truncation_table(_truncation_records())
     red = X.redundant_ranks(tr).set_index("n")
@@ -228,7 +228,7 @@ def test_redundant_rank_interval_needs_both_measures():
 
 
 def test_missing_store_fails_loudly(tmp_path):
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     with pytest.raises(FileNotFoundError, match="no retrieval store"):
         X.read_retrieval_store(tmp_path / "none.jsonl")
@@ -259,7 +259,7 @@ def test_truncate_logit_rank_full_rank_is_the_model_and_lower_rank_bounds_the_lo
 
 
 def test_probe_accuracy_separates_and_folds_are_stratified():
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1, 2], 10)
@@ -273,7 +273,7 @@ def test_probe_accuracy_separates_and_folds_are_stratified():
 
 
 def test_barrier_fraction_and_tolerance_names():
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     assert X.barrier_fraction(512) == pytest.approx(1 - (1 - 1 / 512) ** 512)
     assert X.tolerance_names([1e-3, 0.0, 1e-6]) == ["rtol=max(m,n)eps", "rtol=max(m,n)eps_float32", "rtol=1e-06",
@@ -286,7 +286,7 @@ def test_barrier_fraction_and_tolerance_names():
 
 def test_law_bands_cover_the_intervals_of_the_laws_that_fit():
     import pandas as pd
-    from lowrank.experiments import trained as X
+    from lowrank.experiments import trained_attention as X
 
     pts = pd.DataFrame({"n": [16, 32, 64, 128, 256], "a_lo": [1, 3, 5, 7, 9], "a_hi": [2, 4, 6, 8, 10]})
     bands = X.law_bands(pts, [16.0, 64.0, 256.0])

@@ -26,7 +26,7 @@ STEPS = 200
 def _slice_configs(set_file: Path) -> list[dict]:
     from lowrank.book.runner import load_parameter_file
     from lowrank.book.sets import set_parameters
-    from lowrank.experiments.headsize import training_grids
+    from lowrank.experiments.head_size_training import training_grids
 
     values, _ = load_parameter_file(set_file)
     P = set_parameters(ROOT / "chapters" / "04_head_size_training.ipynb", values)
@@ -41,7 +41,7 @@ def _slice_configs(set_file: Path) -> list[dict]:
 
 
 def _train_rates(configs: list[dict]) -> tuple[dict, dict]:
-    from lowrank.experiments.headsize import lm_units
+    from lowrank.experiments.head_size_training import lm_units
     from lowrank.train import train
 
     per_step, units = {}, []
@@ -61,8 +61,8 @@ def _train_rates(configs: list[dict]) -> tuple[dict, dict]:
 
 
 def _kernel_rates() -> dict:
-    from lowrank.experiments.barrier import attention_rank_table, hardmax_rank_table
-    from lowrank.experiments.saturation import head_dim_grid, nested_hardmax_table
+    from lowrank.experiments.rank_barrier import attention_rank_table, hardmax_rank_table
+    from lowrank.experiments.rank_saturation import head_dim_grid, nested_hardmax_table
 
     def timed(fn) -> float:
         import torch

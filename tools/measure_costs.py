@@ -25,21 +25,21 @@ def _timed(fn) -> float:
 
 
 def svd() -> tuple[float, float]:
-    from lowrank.experiments.barrier import attention_rank_table
+    from lowrank.experiments.rank_barrier import attention_rank_table
     n, T = 128, 60
     s = _timed(lambda: attention_rank_table(n, [8], n_trials=T, rtols=(None, 1e-6, 1e-3), energies=(0.99,)))
     return s, T * n ** 3
 
 
 def hardmax() -> tuple[float, float]:
-    from lowrank.experiments.barrier import hardmax_rank_table
+    from lowrank.experiments.rank_barrier import hardmax_rank_table
     n, dh, T = 256, 512, 60
     s = _timed(lambda: hardmax_rank_table([n], [dh], n_trials=T))
     return s, T * n * n * (dh + 8)
 
 
 def nested() -> tuple[float, float]:
-    from lowrank.experiments.saturation import head_dim_grid, nested_hardmax_table
+    from lowrank.experiments.rank_saturation import head_dim_grid, nested_hardmax_table
     grid = head_dim_grid(256, 4)
     n, T = 512, 16
     s = _timed(lambda: nested_hardmax_table([n], grid, n_trials=T))
@@ -49,14 +49,14 @@ def nested() -> tuple[float, float]:
 def causal_iter() -> tuple[float, float]:
     """Causal fits at tiny n, whose time is the per-iteration cost of their L-BFGS loop
     (they run to their iteration cap)."""
-    from lowrank.experiments.representation import run_causal
+    from lowrank.experiments.representation_theorem import run_causal
     ns, it = [4, 5, 6], 1000
     s = _timed(lambda: run_causal(ns, n_targets=2, width=1, restarts=4, max_iter=it, seed=0))
     return s, len(ns) * it
 
 
 def lbfgs() -> tuple[float, float]:
-    from lowrank.experiments.representation import rank_grid, threshold_sweep
+    from lowrank.experiments.representation_theorem import rank_grid, threshold_sweep
     n, conc, targets, restarts, it = 32, [1.0], 2, 2, 1000
     s = _timed(lambda: threshold_sweep([n], conc, n_targets=targets, near=2, coarse=3, restarts=restarts, max_iter=it))
     b = len(conc) * targets * len(rank_grid(n, near=2, coarse=3)) * restarts
@@ -64,7 +64,7 @@ def lbfgs() -> tuple[float, float]:
 
 
 def heads_fit() -> tuple[float, float]:
-    from lowrank.experiments.multihead import run_head_count
+    from lowrank.experiments.multihead_bottleneck import run_head_count
     d, n, heads, restarts, it = 24, 6, [1, 2, 4, 6], 2, 1000
     s = _timed(lambda: run_head_count(d, n, heads, restarts=restarts, max_iter=it))
     units = sum(h * restarts * it * n * (n + d) * hd for h in heads for hd in (d // h, n))
@@ -72,7 +72,7 @@ def heads_fit() -> tuple[float, float]:
 
 
 def layer_fit() -> tuple[float, float]:
-    from lowrank.experiments.multihead import run_theorem2
+    from lowrank.experiments.multihead_bottleneck import run_theorem2
     d, h, hd, n, S, sr, fr, si, fi = 6, 3, 3, 4, 8, 2, 2, 500, 500
     s = _timed(lambda: run_theorem2(d, h, hd, n=n, samples=S, std_restarts=sr, fixed_restarts=fr,
                                     std_max_iter=si, fixed_max_iter=fi))
@@ -91,7 +91,7 @@ def _lm_run(n_heads: int, steps: int, seed: int, folder: Path) -> tuple[float, d
 
 def _train_pair() -> dict[str, float]:
     """Solve two runs (4 and 32 standard heads at d = 64) for the per-flop and per-head rates."""
-    from lowrank.experiments.headsize import lm_units
+    from lowrank.experiments.head_size_training import lm_units
     with tempfile.TemporaryDirectory() as tmp:
         _lm_run(4, 10, 0, Path(tmp))  # tokenizer and corpus caches
         t_short, c_short = _lm_run(4, 10, 1, Path(tmp))
@@ -147,7 +147,7 @@ def retrieval_run() -> tuple[float, float]:
 
 
 def truncation() -> tuple[float, float]:
-    from lowrank.experiments.trained import truncation_configs, truncation_run
+    from lowrank.experiments.trained_attention import truncation_configs, truncation_run
     cfg = truncation_configs(ns=[64], ranks=[1, 32], per_class=4, folds=2, seed=0, l2=0.01)[0]
     truncation_run(dict(cfg, n=16))  # MiniLM and the corpus into the caches
     s = _timed(lambda: truncation_run(cfg))
@@ -155,7 +155,7 @@ def truncation() -> tuple[float, float]:
 
 
 def bootstrap() -> tuple[float, float]:
-    from lowrank.experiments.saturation import curve_bootstrap, head_dim_grid, nested_hardmax_table
+    from lowrank.experiments.rank_saturation import curve_bootstrap, head_dim_grid, nested_hardmax_table
     grid = head_dim_grid(64, 4)
     table = nested_hardmax_table([32, 64, 128], grid, n_trials=16)
     s = _timed(lambda: curve_bootstrap(table, n_boot=2000, fractions=[0.5, 0.75, 0.9], increment=0.01, seed=0))
@@ -163,7 +163,7 @@ def bootstrap() -> tuple[float, float]:
 
 
 def minilm() -> tuple[float, float]:
-    from lowrank.experiments.trained import run_pretrained
+    from lowrank.experiments.trained_attention import run_pretrained
     ns, counts = [64, 128], [4, 2]
     run_pretrained(corpora=["bbcnews"], seq_lens=[16], counts=[1], batch_size=1, seed=0, rtols=[0.0], energy=0.99)
     s = _timed(lambda: run_pretrained(corpora=["bbcnews"], seq_lens=ns, counts=counts, batch_size=4, seed=0,
@@ -175,7 +175,7 @@ def worker_start() -> tuple[float, float]:
     """A sweep worker: a fresh Python process importing what a training run needs."""
     import subprocess
     s = _timed(lambda: subprocess.run([sys.executable, "-c", "import lowrank.sweep, lowrank.train, "
-                                       "lowrank.experiments.headsize"], check=True))
+                                       "lowrank.experiments.head_size_training"], check=True))
     return s, 1.0
 
 

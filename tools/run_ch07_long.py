@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from lowrank.experiments import trained as X
+from lowrank.experiments import trained_attention as X
 
 if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("retrieval", "truncation", "all")):
     print("usage: python tools/run_ch07_long.py STORE [retrieval|truncation|all]", file=sys.stderr)

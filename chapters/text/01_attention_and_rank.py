@@ -35,7 +35,7 @@ from myst_nb import glue
 
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
-from lowrank.experiments import attention_rank as AR
+from lowrank.experiments import attention_and_rank as AR
 from lowrank.rank import rank_label
 
 P = validate("01_attention_and_rank", globals())

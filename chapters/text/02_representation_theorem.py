@@ -59,7 +59,7 @@ many_restarts = 3  # L-BFGS restarts per many-inputs fit
 import matplotlib.pyplot as plt
 from myst_nb import glue
 
-from lowrank.experiments import representation as R
+from lowrank.experiments import representation_theorem as R
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
 from lowrank.rank import rank_label

@@ -54,7 +54,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from myst_nb import glue
 
-from lowrank.experiments import multihead as M
+from lowrank.experiments import multihead_bottleneck as M
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
 

@@ -61,7 +61,7 @@ long_store = "data/results/04_head_size_training_long.jsonl"  # the committed lo
 from matplotlib import pyplot as plt
 from myst_nb import glue
 
-from lowrank.experiments import headsize as hs
+from lowrank.experiments import head_size_training as hs
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
 
@@ -437,7 +437,7 @@ hs.configuration_display(tables["long"]["configs"]).style.hide(axis="index").for
 # (sec-ch04-decided)=
 # ## Deciding at four times the budget
 #
-# The long sweep above left the fixed-heads claim open and judged the parameter-matched comparison and Fig. 3a at one budget, although the same slow start of the fixed-head model affects them all; its learning-rate sweep was too short to tell the fixed-head model's best rate. The **budget store** (`data/results/04_head_size_budget.jsonl`, written by `python -m lowrank.experiments.headsize.budget`) re-decides them. Its design and its one rule (`lowrank.experiments.headsize.rules`) were committed, with their tests and rules-ledger entries, before its first run, and its runs are trained from a clean checkout of that commit (each record's provenance names it):
+# The long sweep above left the fixed-heads claim open and judged the parameter-matched comparison and Fig. 3a at one budget, although the same slow start of the fixed-head model affects them all; its learning-rate sweep was too short to tell the fixed-head model's best rate. The **budget store** (`data/results/04_head_size_budget.jsonl`, written by `python -m lowrank.experiments.head_size_training.budget`) re-decides them. Its design and its one rule (`lowrank.experiments.head_size_training.rules`) were committed, with their tests and rules-ledger entries, before its first run, and its runs are trained from a clean checkout of that commit (each record's provenance names it):
 #
 # 1. **A learning-rate check the fixed-head model can see**: standard and fixed heads at $h$ = 32, peak rates {glue:text}`ch04_budget_rates_text`, {glue:text}`ch04_budget_lr_check_steps:,` steps, one seed. The budget extension uses the rate whose largest regret over the two models is smallest (the chapter's rule, stated before the check ran), read from the store, never typed.
 # 2. **The budget extension**: standard $h$ = 4 (which is also the fixed $d_p$ = 16 model at $h$ = 4), standard $h$ = 16 and 32, fixed $d_p$ = 16 at $h$ = 16 and 32, all at $d$ = 64, and the standard $d$ = 112 baseline, {glue:text}`ch04_budget_seeds` seeds each, trained for {glue:text}`ch04_budget_steps_text` ({glue:text}`ch04_budget_tokens_text` training tokens a run), validation and test loss at each. **Each budget is its own run with its own cosine schedule**, not one long run evaluated on the way: at a quarter of a 4,000-step schedule the learning rate has hardly decayed, so a loss read there mixes the budget with where the schedule stands, and a gap measured that way would move for reasons of the schedule alone. Separate runs give, at every budget, the loss that budget buys with this recipe, which is what a claim about capacity needs; they cost {glue:text}`ch04_budget_cost_ratio:.2f` times the steps of a single run to the largest budget.
@@ -523,7 +523,7 @@ hs.figures.factorial_display(B["effects"]).style.hide(axis="index")
 # (sec-ch04-verdicts)=
 # ## Verdicts
 #
-# {numref}`tab-ch04-claims` lists the paper's claims that this chapter tests. The training claims share one rule (`lowrank.experiments.headsize.rules.judge_row`): the claim's worse model minus its better one, paired by seed, at the largest budget with every seed stored; the validation and test splits must agree; and a gap detectably moving toward 0 over the last doubling of the budget, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, in either direction. The four rows of the budget store are judged on it (the verdicts chapter 08 records, at the long scale); the head-size row on the long sweep, at its one budget. Each row shows its rules-ledger history: when the rule was registered or amended, at which commit, and whether the data it judges had been seen. The next column applies the same rule to this page's live run, to show what its power allows.
+# {numref}`tab-ch04-claims` lists the paper's claims that this chapter tests. The training claims share one rule (`lowrank.experiments.head_size_training.rules.judge_row`): the claim's worse model minus its better one, paired by seed, at the largest budget with every seed stored; the validation and test splits must agree; and a gap detectably moving toward 0 over the last doubling of the budget, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, in either direction. The four rows of the budget store are judged on it (the verdicts chapter 08 records, at the long scale); the head-size row on the long sweep, at its one budget. Each row shows its rules-ledger history: when the rule was registered or amended, at which commit, and whether the data it judges had been seen. The next column applies the same rule to this page's live run, to show what its power allows.
 
 # %% tags=["hide-input"]
 hs.claims_table(H).style.hide(axis="index")

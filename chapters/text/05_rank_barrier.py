@@ -50,7 +50,7 @@ from myst_nb import glue
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
 from lowrank.book.verdict_view import rows_from_claims, verdict_cards
-from lowrank.experiments import barrier as X
+from lowrank.experiments import rank_barrier as X
 from lowrank.rank import rank_label
 from lowrank.theory import expected_distinct_columns, expected_distinct_columns_causal
 

@@ -45,7 +45,7 @@ from myst_nb import glue
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
 from lowrank.book.verdict_view import rows_from_claims, verdict_cards
-from lowrank.experiments import saturation as X
+from lowrank.experiments import rank_saturation as X
 from lowrank.rank import rank_label
 from lowrank.theory import saturation_head_dim
 

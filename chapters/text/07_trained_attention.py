@@ -63,7 +63,7 @@ from myst_nb import glue
 
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
-from lowrank.experiments import trained as X
+from lowrank.experiments import trained_attention as X
 from lowrank.rank import rank_label
 
 P = validate("07_trained_attention", globals())

@@ -361,17 +361,17 @@ def _list(args, root) -> int:
         for scale in scales:
             header = runner.parameter_file_header(chapter.param_file(scale))
             print(f"    {scale}: " + "\n      ".join(textwrap.wrap(" ".join(header.split()), 96) or ["(no header)"]))
-        # estimates build each set's real grid (torch, the chapter's module): only for one chapter,
-        # so that the overview stays instant
+        # estimates and allowed ranges load the chapter's module (torch): only for one chapter, so
+        # that the overview stays instant
         if chapter.name in SCHEMAS and not args.chapter:
-            print(f"    estimates and measured times: lowrank list {chapter.name.split('_')[0]}")
+            print(f"    estimates, measured times and allowed values: lowrank list {chapter.name.split('_')[0]}")
         elif chapter.name in SCHEMAS:
             for scale in ("default", *[s for s in scales if s != "smoke"]):
                 info = set_info(root or chapter.path.parent.parent, chapter.path, scale)
                 print(f"    {scale}: needs {info.hardware}; computes on {'a GPU' if info.devices == 'cuda' else 'the CPU'}; "
                       f"estimate: {info.estimate_text()}; {info.measured.text()}")
-        spec = SCHEMAS.get(chapter.name, {})
-        if not spec:
+        spec = SCHEMAS.get(chapter.name, {}) if args.chapter else {}
+        if args.chapter and not spec:
             print("  no schema: the chapter is not in lowrank/experiments/registry.py")
         params = runner.notebook_parameters(chapter, papermill=False)
         w_name = max((len(n) for n in params), default=0)

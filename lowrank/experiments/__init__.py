@@ -1,7 +1,9 @@
-"""One module per chapter: functions that run its computations and return tidy tables, and
-``headline(tables)``, the dict of every number the chapter glues. ``synthesis`` judges the
-papers' claims from those dicts with rules fixed before the data (``verdicts``).
+"""One module per chapter, named after the chapter's notebook (``registry`` lists them): its
+parameters (``SCHEMA``, ``CONSTRAINTS``), its cost ``estimate``, functions that run its
+computations and return tidy tables, ``headline(tables)`` (every number the chapter glues) and,
+where it tests the papers, ``CLAIMS``. ``synthesis`` judges the claims from the headline dicts with
+rules fixed before the data (``verdicts``, ``ledger``); ``costs`` turns estimates into time.
 
-attention_rank (01)  representation (02)  multihead (03)  headsize (04)
-barrier (05)  saturation (06)  trained (07)  synthesis (08)
+attention_and_rank (01)  representation_theorem (02)  multihead_bottleneck (03)
+head_size_training (04)  rank_barrier (05)  rank_saturation (06)  trained_attention (07)  synthesis (08)
 """

@@ -2,9 +2,9 @@
 
 Every estimate is ``overhead + sum(units[k] * rate[k])``: ``units`` counts the operations the
 chapter actually runs at parameters P (the draws, fits and training steps of its own grid
-builders: :func:`lowrank.experiments.headsize.training_grids`,
-:func:`lowrank.experiments.trained.retrieval_configs`,
-:func:`lowrank.experiments.saturation.head_dim_grid`, ...), and ``rate`` is the measured
+builders: :func:`lowrank.experiments.head_size_training.training_grids`,
+:func:`lowrank.experiments.trained_attention.retrieval_configs`,
+:func:`lowrank.experiments.rank_saturation.head_dim_grid`, ...), and ``rate`` is the measured
 cost of one unit of that operation on one device. ``tools/measure_costs.py`` measures the CPU
 rates by running the same code at a small size and prints them; the numbers below are its
 output on the build machine (one core of an AMD EPYC, torch 2.13 CPU, 2026-12-03). GPU rates
@@ -24,14 +24,14 @@ from typing import Any
 
 from . import registry
 
-__all__ = ["Cost", "CPU_RATES", "GPU_SPEEDUP", "OVERHEAD_S", "UNITS", "units", "rates", "estimate",
+__all__ = ["Cost", "CPU_RATES", "GPU_SPEEDUP", "OVERHEAD_S", "units", "rates", "estimate",
            "chapter_device", "run_keys", "training_runs_04", "lm_units"]
 
 # Seconds of one notebook that computes almost nothing: kernel start, imports, figures, glue
 # (chapter 08's committed execution record, 9.1 s on the build machine).
 OVERHEAD_S = 9.0
 
-# Seconds per unit on one CPU core (tools/measure_costs.py; each unit is defined in UNITS below).
+# Seconds per unit on one CPU core (tools/measure_costs.py; each chapter module's estimate counts its units).
 CPU_RATES: dict[str, float] = {
     "svd": 1.3e-09,          # a float64 n x n attention matrix with every rank measure: per n^3
     "hardmax": 1.4e-10,      # one hardmax draw: per n^2 (d_h + 8) (logits, argmax, distinct columns)
@@ -92,6 +92,8 @@ def _mib(x: float) -> float:
 def units(chapter: str, p: Mapping[str, Any]) -> tuple[dict[str, float], str]:
     """(unit kind -> count, what the run does in a few words) for a full, checked parameter set:
     the chapter module's ``estimate``."""
+    if chapter not in registry.MODULES:
+        raise KeyError(chapter)
     return registry.module(chapter).estimate(p)
 
 
@@ -119,19 +121,9 @@ def rates(device: str, measured: Mapping[str, float] | None = None) -> dict[str,
 
 
 def _memory(chapter: str, p: Mapping[str, Any]) -> float:
-    base = _mib(400)
-    if chapter == "01_attention_and_rank":
-        return base + 8.0 * p["n_trials"] * (3 + len(p["scales"])) * p["n"] ** 2
-    if chapter in ("05_rank_barrier", "06_rank_saturation"):
-        return base + 8.0 * 2 ** 25
-    if chapter == "07_trained_attention":
-        return base + 4.0 * p["minilm_batch"] * 12 * max(p["minilm_seq_lens"]) ** 2 * 4
-    if chapter == "04_head_size_training":
-        d, L, n, B = p["d_model"], p["n_layers"], p["seq_len"], p["batch_size"]
-        h = max(p["heads"])
-        acts = B * L * (n * 14 * max([d, *p["baseline_widths"]]) + 3 * h * n * n) * 4.0
-        return base + max(1, p["workers"]) * (acts + 16.0 * p["vocab_size"] * d * 2)
-    return base
+    """Peak bytes: a Python process with torch, plus the chapter's largest arrays (its ``memory``)."""
+    extra = getattr(registry.module(chapter), "memory", None)
+    return _mib(400) + (extra(p) if extra else 0.0)
 
 
 def estimate(chapter: str, p: Mapping[str, Any], *, device: str | None = None,
@@ -145,7 +137,7 @@ def estimate(chapter: str, p: Mapping[str, Any], *, device: str | None = None,
     u, what = units(chapter, p)
     r = rates(device, measured)
     work = sum(count * r[kind] for kind, count in u.items())
-    workers = int(p.get("workers") or 1) if chapter == "04_head_size_training" else 1
+    workers = int(p.get("workers") or 1)
     runs = u.get("train_run", 1.0)
     parallel = max(1, min(workers, int(runs)))
     start = r["worker_start"] if parallel > 1 else 0.0

@@ -16,18 +16,19 @@ from ..params import ParameterError, short_repr, validate as validate_values
 __all__ = ["CHAPTERS", "CLAIM_CHAPTERS", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests",
            "validate"]
 
-# Book order; the value is the module under lowrank.experiments.
-MODULES: dict[str, str] = {
-    "01_attention_and_rank": "attention_rank",
-    "02_representation_theorem": "representation",
-    "03_multihead_bottleneck": "multihead",
-    "04_head_size_training": "headsize",
-    "05_rank_barrier": "barrier",
-    "06_rank_saturation": "saturation",
-    "07_trained_attention": "trained",
-    "08_synthesis": "synthesis",
-}
-CHAPTERS: tuple[str, ...] = tuple(MODULES)
+# Book order: each chapter's notebook is chapters/<stem>.ipynb and its module
+# lowrank.experiments.<stem without its number>.
+CHAPTERS: tuple[str, ...] = (
+    "01_attention_and_rank",
+    "02_representation_theorem",
+    "03_multihead_bottleneck",
+    "04_head_size_training",
+    "05_rank_barrier",
+    "06_rank_saturation",
+    "07_trained_attention",
+    "08_synthesis",
+)
+MODULES: dict[str, str] = {stem: stem.split("_", 1)[1] for stem in CHAPTERS}
 # The chapters whose modules judge the papers' claims (CLAIMS): chapter 01 introduces the
 # measures and chapter 08 collects the verdicts.
 CLAIM_CHAPTERS: tuple[str, ...] = CHAPTERS[1:-1]

@@ -10,7 +10,7 @@ so the row argmaxes are i.i.d. draws from a column distribution p(K), and
 the inequality by concavity (Jensen), with equality at uniform p. This module holds the
 closed forms, the argmax column distribution of a key set and the reviewers' counterexample.
 The Monte-Carlo tables, saturation points and fits of chapters 05 and 06 live in
-``lowrank.experiments.barrier`` and ``lowrank.experiments.saturation``.
+``lowrank.experiments.rank_barrier`` and ``lowrank.experiments.rank_saturation``.
 """
 from __future__ import annotations
 

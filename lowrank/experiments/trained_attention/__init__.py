@@ -28,10 +28,10 @@ from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbou
                          probe_documents, redundant_ranks, run_truncation, similarity_correlation, stratified_folds,
                          truncation_configs, truncation_headline, truncation_run, truncation_table)
 
-from .estimate import estimate, run_keys
+from .estimate import estimate, memory, run_keys
 from .schema import CONSTRAINTS, SCHEMA, PATHS
 
-__all__ = ["estimate", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
+__all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
            "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
            "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
            "plateau_table", "read_retrieval_store", "resolve_store", "retrieval_configs", "retrieval_run",

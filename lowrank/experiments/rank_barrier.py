@@ -28,7 +28,7 @@ from ..params import Int, Float, Choice, IntList, FloatList, ChoiceList, Constra
 
 MAX_ELEMENTS = 2 ** 24  # per sampled chunk, so a batch of draws fits in a few hundred MB
 
-__all__ = ["estimate", "MAX_ELEMENTS", "key_set_table", "hardmax_rank_table", "attention_rank_table",
+__all__ = ["estimate", "memory", "MAX_ELEMENTS", "key_set_table", "hardmax_rank_table", "attention_rank_table",
            "head_combination_table", "mean_band", "barrier_verdicts", "run_barrier", "headline",
            "HEADLINE_KEYS", "CLAIMS", "rule_barrier", "rule_rank_rises", "Z95", "FAMILY_LEVEL",
            "NEAR_MARGIN"]
@@ -615,3 +615,8 @@ def estimate(p) -> tuple[dict[str, float], str]:
     svd += heads * ns ** 3
     draws = 2 * p["n_trials"] * len(p["ns"]) * len(p["head_dims"])
     return {"hardmax": hard, "svd": svd}, f"{draws:,} hardmax draws and the settings sweeps"
+
+
+def memory(p) -> float:
+    """Bytes of the largest arrays: the Monte Carlo runs in blocks of 2^25 float64 entries."""
+    return 8.0 * 2 ** 25

@@ -19,7 +19,7 @@ from ..rank import default_rtol, effective_rank_of_singular_values, numerical_ra
 from ..theory.sampling import sample_qk
 from ..params import Int, IntList, FloatList, Constraint, contains
 
-__all__ = ["estimate", "rank_vs_head_dim", "softmax_transpose_gap", "parameter_cost", "run_attention_rank",
+__all__ = ["estimate", "memory", "rank_vs_head_dim", "softmax_transpose_gap", "parameter_cost", "run_attention_rank",
            "headline", "HEADLINE_KEYS", "COST_HEADS"]
 
 COST_HEADS = (1, 2, 4, 8, 16, 32)  # head counts of the parameter-cost table
@@ -191,3 +191,8 @@ def estimate(p) -> tuple[dict[str, float], str]:
     n, T, k = p["n"], p["n_trials"], len(p["scales"])
     draws = len(p["head_dims"]) * T * (1 + k)
     return {"svd": draws * n ** 3}, f"{draws:,} float64 {n} x {n} matrices, every rank measure"
+
+
+def memory(p) -> float:
+    """Bytes of the largest arrays: every draw's n x n matrices at every temperature, float64."""
+    return 8.0 * p["n_trials"] * (3 + len(p["scales"])) * p["n"] ** 2

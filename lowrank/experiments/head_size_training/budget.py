@@ -3,11 +3,11 @@
 Three grids of causal-LM runs on the recipe of the chapter's long-scale sweep (d = 64, n = 64,
 two pre-LN layers, BPE vocabulary 512, batch 32, cosine decay after 100 warm-up steps, scaled
 initialisation, one torch thread), written to one resumable store through :func:`lowrank.sweep.sweep`
-and run in this order by :func:`run` (``python -m lowrank.experiments.headsize.budget``):
+and run in this order by :func:`run` (``python -m lowrank.experiments.head_size_training.budget``):
 
 1. :func:`lr_check_grid`: standard and fixed head size at h = 32, every rate of
    :data:`LR_CHECK_RATES`, :data:`LR_CHECK_STEPS` steps, one seed. The rate the budget extension
-   uses is picked from these runs by :func:`lowrank.experiments.headsize.choose_lr` (smallest
+   uses is picked from these runs by :func:`lowrank.experiments.head_size_training.choose_lr` (smallest
    largest regret over the two families), read from the store, never typed.
 2. :func:`budget_grid`: the six models of :data:`MODELS`, every seed, each trained separately
    to every budget of :data:`BUDGET_STEPS` with its own schedule (ascending budgets first).
@@ -86,7 +86,7 @@ INITS = ("bert", "scaled")
 STEP_COST_S = {"standard h = 4": 0.063, "standard h = 16": 0.104, "standard h = 32": 0.138, "fixed h = 16": 0.118,
                "fixed h = 32": 0.198, "standard d = 112": 0.112}
 
-RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.headsize.budget "
+RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head_size_training.budget "
                   "--store /work/stores/04_head_size_budget.jsonl > /work/stores/04_head_size_budget.log 2>&1 &")
 
 
@@ -166,7 +166,7 @@ def _frame(labelled: list[tuple[dict, dict]], latest: Mapping[str, dict]) -> pd.
 
 def choose_rate(check: pd.DataFrame) -> tuple[float | None, pd.DataFrame | None]:
     """The rate the budget extension uses, from the learning-rate check's runs (None until all are
-    stored): :func:`lowrank.experiments.headsize.choose_lr`'s rule, stated before the check ran."""
+    stored): :func:`lowrank.experiments.head_size_training.choose_lr`'s rule, stated before the check ran."""
     from . import choose_lr  # the chapter's one choice rule, shared with its long-scale sweep
 
     if len(check) < len(lr_check_grid()):
@@ -295,7 +295,7 @@ def factorial_effects(fact: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.headsize.budget",
+    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.head_size_training.budget",
                                  description="Train chapter 04's budget store (resumable by run key).")
     ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
     ap.add_argument("--shard", default=None, help="i/N: train only this share of every grid")

@@ -6,7 +6,7 @@ from typing import Any
 
 from ...train import run_key
 
-__all__ = ["training_runs", "lm_units", "estimate", "run_keys"]
+__all__ = ["training_runs", "lm_units", "estimate", "memory", "run_keys"]
 
 
 def _lm_params(cfg: Mapping[str, Any]) -> float:
@@ -46,6 +46,14 @@ def estimate(p) -> tuple[dict[str, float], str]:
         for k, v in lm_units(c).items():
             out[k] = out.get(k, 0.0) + v
     return out, f"{len(runs)} training runs"
+
+
+def memory(p) -> float:
+    """Bytes of every worker's activations and embedding optimiser state (float32)."""
+    d, L, n, B = p["d_model"], p["n_layers"], p["seq_len"], p["batch_size"]
+    h = max(p["heads"])
+    acts = B * L * (n * 14 * max([d, *p["baseline_widths"]]) + 3 * h * n * n) * 4.0
+    return max(1, p["workers"]) * (acts + 16.0 * p["vocab_size"] * d * 2)
 
 
 def run_keys(p) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .reduction import grid_configs
 from .truncation import truncation_configs
 
-__all__ = ["retrieval_configs_at", "truncation_configs_at", "estimate", "run_keys", "PLATEAU_SHARE"]
+__all__ = ["retrieval_configs_at", "truncation_configs_at", "estimate", "memory", "run_keys", "PLATEAU_SHARE"]
 
 
 def retrieval_configs_at(p) -> list[dict]:
@@ -53,6 +53,11 @@ def estimate(p) -> tuple[dict[str, float], str]:
         out["truncation"] = sum(docs * c["n"] * (1 + len(c["ranks"]) + 6 * len(c["layer_ranks"])) for c in truncated)
         what.append(f"MiniLM truncated at {len(p['truncation_ranks'])} ranks")
     return out, ", ".join(what)
+
+
+def memory(p) -> float:
+    """Bytes of one MiniLM layer's attention over a batch of the longest windows (float32)."""
+    return 4.0 * p["minilm_batch"] * 12 * max(p["minilm_seq_lens"]) ** 2 * 4
 
 
 def run_keys(p) -> set[str]:

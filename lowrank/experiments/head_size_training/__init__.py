@@ -47,10 +47,10 @@ from .rules import HORIZON_DOUBLINGS, evidence_keys, row_evidence
 from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_more_heads_fixed,
                     rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched)
 
-from .estimate import estimate, lm_units, run_keys, training_runs
+from .estimate import estimate, lm_units, memory, run_keys, training_runs
 from .schema import CONSTRAINTS, SCHEMA, PATHS, MANIFESTS
 
-__all__ = ["estimate", "lm_units", "run_keys", "training_runs", "SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "parameter_matched",
+__all__ = ["estimate", "memory", "lm_units", "run_keys", "training_runs", "SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "PAPER_TABLES", "paper_parameter_table", "heads_at_fixed_width", "parameter_matched",
            "head_size_at_fixed_heads", "run_grids", "summarise", "curves", "mean_curves", "headline",
            "configuration_table", "default_runs_dir", "base_config", "training_grids",
            "run_parameter_table", "run_corpus", "run_training", "HEADLINE_KEYS",

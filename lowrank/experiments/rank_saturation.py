@@ -15,12 +15,12 @@ import torch
 from ..progress import tqdm
 from ..stats import MIN_BOOTSTRAP
 from ..theory.barrier import expected_distinct_columns, saturation_head_dim
-from .barrier import attention_rank_table, mean_band
+from .rank_barrier import attention_rank_table, mean_band
 from .verdicts import (SIMULATION, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim, Judgement,
                        is_missing, need)
 from ..params import Int, Float, Choice, IntList, FloatList, Constraint, distinct_at_least
 
-__all__ = ["estimate", "head_dim_grid", "saturation_points", "saturation_bootstrap", "fit_saturation",
+__all__ = ["estimate", "memory", "head_dim_grid", "saturation_points", "saturation_bootstrap", "fit_saturation",
            "nested_hardmax_table", "curve_bootstrap", "point_summary", "law_comparison", "LAWS",
            "points_table", "laws_table", "trials_per_n", "main_criterion", "run_saturation", "headline", "HEADLINE_KEYS", "CLAIMS", "rule_saturation", "Z_PRED",
            "BIC_STRONG", "MIN_NS", "MIN_RANGE"]
@@ -800,3 +800,8 @@ def estimate(p) -> tuple[dict[str, float], str]:
     draws = sum(trials)
     return ({"nested": nested, "svd": svd, "bootstrap": boot},
             f"{draws:,} nested hardmax draws (no SVD) over {len(grid)} head sizes, softmax SVDs on {len(sgrid)}")
+
+
+def memory(p) -> float:
+    """Bytes of the largest arrays: the Monte Carlo runs in blocks of 2^25 float64 entries."""
+    return 8.0 * 2 ** 25

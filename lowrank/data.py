@@ -34,6 +34,8 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import torch
 
+from .files import BOOK_ROOT, atomic_write
+
 __all__ = ["CORPORA", "WheelSource", "Corpus", "DataUnavailableError", "data_root", "cache_dir",
            "fetch", "fetch_command", "load_corpus", "load_shakespeare", "load_bbcnews", "load_local",
            "strip_play_markdown", "split_documents", "train_tokenizer", "encode_stream",
@@ -102,7 +104,7 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
     env = os.environ.get("LOWRANK_DATA")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[1] / "data"
+    return BOOK_ROOT / "data"
 
 
 def cache_dir(root: str | os.PathLike | None = None) -> Path:
@@ -381,9 +383,7 @@ def train_tokenizer(texts: list[str], *, vocab_size: int, name: str,
                                   show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tok.save(str(tmp))
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: tok.save(str(tmp)))
     return tok
 
 
@@ -458,9 +458,7 @@ def prepare_lm(corpus: str | os.PathLike, *, vocab_size: int, split_seed: int = 
     if streams is None:
         streams = {s: encode_stream(tok, parts[s].texts) for s in parts}
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        torch.save(streams, tmp)
-        os.replace(tmp, path)
+        atomic_write(path, lambda tmp: torch.save(streams, tmp))
     return LMTokens(docs.name, tok.get_vocab_size(), *(streams[s] for s in ("train", "validation", "test")),
                     {s: len(parts[s]) for s in parts})
 

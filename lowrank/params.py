@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-__all__ = ["ParameterError", "Param", "short_repr", "MAX_LIST", "INT_CEILING", "Constraint", "check_constraints",
+__all__ = ["ParameterError", "Param", "short_repr", "SCALES", "MAX_LIST", "INT_CEILING", "Constraint", "check_constraints",
            "validate", "Int", "Float", "Bool", "Choice", "Str", "IntList", "FloatList", "ChoiceList", "divides",
            "shard_problem", "as_list", "contains", "distinct_at_least", "ascending", "same_length"]
 
@@ -22,6 +22,9 @@ class ParameterError(ValueError):
     """A chapter parameter is unknown, of the wrong type, or out of range."""
 
 
+# The parameter sets of every chapter, smallest first: ``smoke`` (seconds, for tests), ``default``
+# (the notebook's own parameters cell), ``long`` (hours on a CPU, stored) and ``paper`` (GPU).
+SCALES = ("smoke", "default", "long", "paper")
 MAX_LIST = 1024          # longest list a parameter accepts (a sweep over more values is a mistake)
 INT_CEILING = 2**32 - 1  # an int parameter without an upper bound (a seed) stays below this:
                          # seeds are offset and passed to torch/NumPy, which overflow past int64

@@ -17,9 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["PACKAGE_ROOT", "code_hash", "git_revision", "cpu_name", "provenance"]
+from .files import PACKAGE_ROOT
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
+__all__ = ["PACKAGE_ROOT", "code_hash", "git_revision", "cpu_name", "physical_memory", "provenance"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -60,6 +60,14 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
+
+
+def physical_memory() -> float | None:
+    """Bytes of physical memory of this machine, or None where the system does not say."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def provenance(*, device: str | None = None) -> dict:

@@ -25,7 +25,7 @@ import torch
 __all__ = [
     "batched_svdvals", "singular_values", "numerical_rank", "effective_rank", "stable_rank",
     "energy_rank", "hardmax_rank", "rank_report", "default_rtol", "rank_label",
-    "DEFAULT_TOL", "FLOAT32", "FLOAT32_TOL", "tolerance_label",
+    "DEFAULT_TOL", "FLOAT32", "FLOAT32_TOL", "rtol_or_default", "tolerance_label",
     "numerical_rank_of_singular_values", "effective_rank_of_singular_values",
 ]
 
@@ -127,6 +127,11 @@ def default_rtol(m: int, n: int, dtype: torch.dtype = torch.float64) -> float:
 DEFAULT_TOL = "rtol=max(m,n)eps"
 FLOAT32 = "float32"
 FLOAT32_TOL = "rtol=max(m,n)eps_float32"
+
+
+def rtol_or_default(rtol: float | str | None) -> float | str | None:
+    """An ``rtols`` entry as a parameter gives it: 0 (or None) means torch's default, None here."""
+    return None if rtol is None or rtol == 0 else rtol
 
 
 def tolerance_label(rtol: float | str | None) -> str:

@@ -22,7 +22,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from lowrank.book import cli, runner
+from lowrank.book import cli, guards, planning, runner
 from lowrank.book.params import SCHEMAS
 from lowrank.params import Bool, Int, short_repr
 
@@ -212,7 +212,7 @@ def test_cell_breaking_values_are_refused_before_a_kernel_starts(capsys, unchang
 
 
 def test_device_cuda_without_cuda_is_refused(capsys, unchanged, monkeypatch):
-    monkeypatch.setattr(runner, "_cuda_available", lambda: False)
+    monkeypatch.setattr(planning, "cuda_available", lambda: False)
     rc, err = lowrank(capsys, "run", "05", "-p", "device", "cuda", "--dry-run")
     refused(rc, err, "'device' = 'cuda'", "no CUDA device", "-p device cpu")
     unchanged.check()
@@ -242,7 +242,7 @@ def test_out_in_a_read_only_folder_is_refused(capsys, tmp_path, unchanged, monke
     ro.chmod(0o555)
     real_access = os.access
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write anywhere: let the check see what a user would
-        monkeypatch.setattr(runner.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+        monkeypatch.setattr(guards.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
     try:
         rc, err = lowrank(capsys, "run", "01", "--scale", "smoke", "-o", str(ro / "run"))
     finally:

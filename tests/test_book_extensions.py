@@ -200,8 +200,8 @@ def test_execution_records_of_the_committed_chapters_are_readable():
 
 
 def test_lowrank_book_stages_the_book_extensions(tmp_path):
-    from lowrank.book import runner
+    from lowrank.book import staging
 
-    runner._stage_book(ROOT, tmp_path / "src")
+    staging.stage_book(ROOT, tmp_path / "src")
     for name in ("offline_assets", "rerun_box", "execution_report", "book_ui", "source_archive"):
         assert (tmp_path / "src" / "_ext" / f"{name}.py").is_file(), name

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from lowrank.book import runner
+from lowrank.book import planning, runner, staging
 from lowrank.book.cli import main
 from lowrank.book.params import SCHEMAS, validate
 from lowrank.params import Bool, Float, Int, Str
@@ -134,7 +134,7 @@ def test_default_run_folder_is_timestamp_and_parameter_hash(book):
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=_ids)
 def test_parameter_sets_are_valid_for_the_notebook_and_the_schema(chapter, monkeypatch):
-    monkeypatch.setattr(runner, "_cuda_available", lambda: True)  # paper sets name device cuda
+    monkeypatch.setattr(planning, "cuda_available", lambda: True)  # paper sets name device cuda
     ch = runner.resolve_chapter(str(chapter), ROOT)
     assert ch.name in SCHEMAS, f"no schema for {ch.name} (lowrank/experiments/registry.py)"
     defaults = {k: v["default"] for k, v in runner.notebook_parameters(ch).items()}
@@ -316,14 +316,14 @@ def test_chapter_without_schema_is_refused(book, monkeypatch, capsys):
 
 def test_gpu_set_needs_cuda_or_allow_cpu(book, monkeypatch, capsys):
     run = ["run", TEST_CHAPTER, "--root", str(book), "--scale", "paper", "--dry-run"]
-    monkeypatch.setattr(runner, "_cuda_available", lambda: False)
+    monkeypatch.setattr(planning, "cuda_available", lambda: False)
     assert main(run) == 2
     err = capsys.readouterr().err
     assert "declares '# requires: gpu' and no CUDA device is visible" in err and "--allow-cpu" in err
     assert main([*run, "--allow-cpu"]) == 0
     captured = capsys.readouterr()
     assert "warning: --allow-cpu" in captured.err and "set:        x = 9" in captured.out
-    monkeypatch.setattr(runner, "_cuda_available", lambda: True)
+    monkeypatch.setattr(planning, "cuda_available", lambda: True)
     assert main(run) == 0
     assert not (book / "runs").exists()  # a dry run writes nothing
 
@@ -344,15 +344,15 @@ def test_book_runs_every_chapter_into_a_staged_copy_and_renders_it(book, tmp_pat
     assert json.loads((run / "results.json").read_text()) == {"ch99_x": 7}
 
     # A second build reuses the finished run instead of executing the chapter again.
-    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a finished run was executed again"))
-    monkeypatch.setattr(runner.subprocess, "call", lambda *a, **k: 0)
+    monkeypatch.setattr(staging, "execute", lambda *a, **k: pytest.fail("a finished run was executed again"))
+    monkeypatch.setattr(staging.subprocess, "call", lambda *a, **k: 0)
     # fail=False is the default: the effective parameters, hence the run's key, are unchanged.
     assert main(["book", "--root", str(book), "--scale", "smoke", "--out", str(staged), "-p", "fail", "false"]) == 0
     assert f"{TEST_CHAPTER}: reusing {run}" in capsys.readouterr().err
 
 
 def test_book_refuses_gpu_chapters_before_running_any(book, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(runner, "_cuda_available", lambda: False)
+    monkeypatch.setattr(planning, "cuda_available", lambda: False)
     assert main(["book", "--root", str(book), "--out", str(tmp_path / "staged")]) == 2
     assert "requires: gpu" in capsys.readouterr().err
     assert main(["book", "--root", str(book), "--out", str(tmp_path / "staged"), "--allow-cpu", "-p", "nope", "1"]) == 2

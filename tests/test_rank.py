@@ -190,3 +190,11 @@ def test_float32_tolerance_name_and_value():
     assert wide[f"numerical_rank[{FLOAT32_TOL}]"].tolist() == [2]
     assert wide["numerical_rank[rtol=0.001]"].tolist() == [1]
     assert rank_label("numerical rank", FLOAT32_TOL, "A") == "numerical rank, rtol=max(m,n)eps_float32 of A"
+
+
+def test_a_zero_tolerance_parameter_means_the_default():
+    from lowrank.rank import FLOAT32, rtol_or_default
+
+    assert [rtol_or_default(r) for r in (0, 0.0, None, 1e-6, FLOAT32)] == [None, None, None, 1e-6, FLOAT32]
+    A = torch.diag(torch.tensor([1.0, 1e-6, 1e-9], dtype=torch.float64))
+    assert numerical_rank(A, rtol=rtol_or_default(0.0)) == numerical_rank(A) == 3

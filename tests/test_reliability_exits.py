@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.book import runner
+from lowrank.book import run_folders, runner
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -41,12 +41,12 @@ def test_a_reader_that_quits_early_does_not_stop_the_run(tmp_path):
 def test_a_twin_run_in_the_same_second_takes_the_next_default_folder(tmp_path, monkeypatch):
     plan = runner.plan_run(runner.resolve_chapter("01", ROOT), scale="smoke", kernel="python3")
     fixed = time.gmtime(0)
-    monkeypatch.setattr(runner.time, "gmtime", lambda *a: fixed)
+    monkeypatch.setattr(run_folders.time, "gmtime", lambda *a: fixed)
     first = runner.default_outdir(plan, tmp_path)
     first.parent.mkdir(parents=True)
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        runner._lock(first).write_text(str(holder.pid))  # the twin holds the name, its folder not yet made
+        run_folders.lock_path(first).write_text(str(holder.pid))  # the twin holds the name, its folder not yet made
         second = runner.default_outdir(plan, tmp_path)
         assert second != first and second.name.startswith(first.name)
     finally:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.book import cli, guards, runner
+from lowrank.book import cli, guards, run_folders, runner
 from lowrank.sweep import (ResultStore, foreign_store, manifest_conflict, record_problem, sweep,
                            write_manifest)
 from lowrank.train import run_key
@@ -234,7 +234,7 @@ def test_a_store_in_a_folder_that_cannot_be_written_is_an_input_error(capsys, tm
     ro.chmod(0o555)
     real_access = os.access
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write anywhere: check what a user would see
-        monkeypatch.setattr(runner.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+        monkeypatch.setattr(guards.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
     try:
         rc, err = lowrank(capsys, "run", "04", "--scale", "smoke", "-p", "results_store", str(ro / "s.jsonl"),
                           "--dry-run")
@@ -281,4 +281,4 @@ def test_a_run_whose_outdir_was_filled_meanwhile_is_kept_as_our_failed_run(capsy
     rc, err = lowrank(capsys, "run", "01", "--scale", "smoke", "--no-progress", "-o", str(out))
     assert rc == 1 and "filled by someone else" in err, err
     assert (out / "theirs.txt").read_text() == "someone else's"
-    assert runner._our_failed_run(tmp_path / "run.failed")  # a later run may replace it, and only it
+    assert run_folders.our_failed_run(tmp_path / "run.failed")  # a later run may replace it, and only it

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 import tempfile
 import time
@@ -93,6 +92,8 @@ def main(argv=None) -> int:
         return 2
     import torch
 
+    from lowrank.files import atomic_write_json
+
     if not torch.cuda.is_available():
         print("gpu_slice: error: no CUDA device (torch.cuda.is_available() is False)", file=sys.stderr)
         return 2
@@ -104,9 +105,7 @@ def main(argv=None) -> int:
               "rates": rates, "ch04_paper_slice": {"steps": STEPS, "seconds_per_step": per_step},
               "wall_s": time.perf_counter() - t0}
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    tmp.replace(args.out)
+    atomic_write_json(args.out, record)
     for label, s in per_step.items():
         print(f"chapter 04 paper config, {label}: {s * 1000:.1f} ms per step")
     print(f"rates written to {args.out}: " + ", ".join(f"{k} {v:.2e}" for k, v in rates.items()))

@@ -1,6 +1,6 @@
 """The ``lowrank`` command: re-execute chapters with checked parameters, list them, build a book from runs.
 
-    lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|long|paper] [-o OUTDIR]
+    lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale smoke|default|long|paper] [-o OUTDIR]
     lowrank list [CHAPTER]
     lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR] [--dry-run]
     lowrank probe PATH [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
@@ -17,7 +17,7 @@ import textwrap
 import threading
 from pathlib import Path
 
-SCALES = ("default", "smoke", "long", "paper")
+from ..params import SCALES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
         "book", parents=[common, execution], help="run every chapter with a parameter set, render the book",
         description="Execute every chapter with its --scale set into a staged copy of the book and render "
                     "that copy (execution off). Finished runs are reused unless --rerun.")
-    book.add_argument("--scale", choices=("default", "smoke", "paper"), default="paper", help="parameter set (default: paper)")
+    book.add_argument("--scale", choices=[s for s in SCALES if s != "long"], default="paper", help="parameter set (default: paper)")
     book.add_argument("--out", type=Path, metavar="DIR",
                       help="staging folder (default: runs/book-<scale>); HTML in DIR/_build/html")
     book.add_argument("--rerun", action="store_true", help="re-execute chapters even if a finished run matches")

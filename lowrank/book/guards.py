@@ -12,11 +12,19 @@
 - a store read as a chapter's long store must exist and be a store;
 - a run folder must not lie inside the book's sources (``chapters/``, ``_ext/``, ``appendix/``,
   ``lowrank/``) nor hold the book.
+
+A path parameter (a chapter's ``PATHS``) is resolved against the caller's folder and checked for
+its kind by :func:`check_path`; every refusal is a :class:`~lowrank.book.errors.UsageError`.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+from .chapters import Chapter
+from .errors import UsageError
+from .params import CORPUS_NAMES, MANIFESTS, PATHS, short_repr
 
 SOURCE_FOLDERS = ("chapters", "_ext", "appendix", "lowrank")
 RESULTS = Path("data") / "results"
@@ -70,4 +78,67 @@ def inside_sources(path: Path, root: Path) -> str | None:
         folder = root / name
         if folder.is_dir() and (path == folder or folder in path.parents):
             return f"it lies inside the book's sources ({folder})"
+    return None
+
+
+def check_path(name: str, value: str, kind: str, base: Path, source: str, root: Path) -> str:
+    """A path parameter resolved against ``base`` (the caller's folder) and checked for its kind."""
+    if kind == "corpus" and value in CORPUS_NAMES:
+        return value
+    path = (base / Path(value).expanduser()).resolve()
+    bad = None
+    if kind in ("store", "read_store"):
+        from ..sweep import foreign_store
+
+        if path.suffix != ".jsonl":
+            bad = "a results store must be a .jsonl file"
+        elif path.is_dir():
+            bad = "it is a folder; a results store is a .jsonl file"
+        elif kind == "read_store" and not path.is_file():
+            bad = "no such results store (it is read, never written)"
+        elif path.exists() and foreign_store(path):
+            bad = f"it exists and is not a results store ({foreign_store(path)}); nothing is appended to it"
+        elif any(p.exists() and not p.is_dir() for p in path.parents):
+            bad = "a file stands where its folder should be"
+        elif kind == "store":
+            bad = committed_store(path, root) or _unwritable(path)
+    elif kind == "folder":
+        if path.exists() and not path.is_dir():
+            bad = "it is a file; a folder is expected"
+        else:
+            bad = _unwritable(path)
+    elif kind == "input_folder":
+        if not path.is_dir():
+            bad = "no such folder"
+    elif kind == "corpus":
+        if not path.exists():
+            bad = f"no such file or folder, and not a corpus name ({', '.join(CORPUS_NAMES)})"
+        elif path.is_dir() and next((f for f in path.rglob("*.txt") if f.is_file()), None) is None:
+            bad = "a corpus folder must hold .txt files (one document each), and this one holds none"
+    if bad:
+        raise UsageError(f"parameter {name!r} = {short_repr(value)} (set {source}) resolves to {path}: {bad}")
+    return str(path)
+
+
+def check_manifests(chapter: Chapter, merged: dict, injected: dict, sources: dict) -> None:
+    """A store written with a parameter manifest beside it takes only runs of the same parameters."""
+    for name, kind in PATHS.get(chapter.name, {}).items():
+        if kind != "store" or injected.get(name) is None or name not in MANIFESTS.get(chapter.name, ()):
+            continue
+        from ..sweep import manifest_conflict
+
+        store = Path(injected[name])
+        why = manifest_conflict(sidecars(store)[0], merged)
+        if why:
+            raise UsageError(f"parameter {name!r} = {short_repr(str(store))} (set {sources[name]}): {why}")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why a run could not create or append to ``path``, or None: checked here, it is an input
+    error (status 2) instead of an OSError from a cell minutes later."""
+    target = path if path.exists() else next((p for p in path.parents if p.exists()), None)
+    if target is None:
+        return None
+    if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
+        return f"cannot write {'in ' if target.is_dir() else ''}{target} (permission denied)"
     return None

@@ -36,10 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import BOOK_ROOT
+
 __all__ = ["LEDGER_PATH", "Event", "fingerprint", "thresholds", "read_ledger", "latest", "append_event",
            "check", "Mismatch", "event_commit", "ledger_note", "notes", "committed_after", "main"]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = BOOK_ROOT
 LEDGER_PATH = ROOT / "data" / "rules_ledger.jsonl"
 EVENTS = ("register", "amend")
 # Values a threshold may take: plain data that prints and compares the same on every machine.

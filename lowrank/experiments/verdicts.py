@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..params import SCALES
+
 __all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
            "VERDICTS", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
            "EMPIRICAL_KINDS", "KIND_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Judgement", "Claim",
@@ -56,8 +58,6 @@ KIND_MEANING = {
     TRAINING: "models trained by the book on real or synthetic data",
     PRETRAINED: "a model trained by others, measured by the book",
 }
-
-SCALES = ("smoke", "default", "long", "paper")
 
 BHOJANAPALLI = "Bhojanapalli et al. (2020)"
 MIN_LI = "Min & Li (ICLR 2025 submission)"

@@ -598,13 +598,13 @@ def test_a_missing_hugging_face_folder_is_named(tmp_path, monkeypatch):
     ("memory", ["the run failed", "RuntimeError: CUDA out of memory", "--resume"]),
 ])
 def test_a_failure_inside_a_training_run_exits_1_naming_the_step(capsys, tmp_path, monkeypatch, error, words):
-    import lowrank.train as tr
+    from lowrank.train import NonFiniteLossError, command
 
     def failing(cfg, *, out_dir, **kw):
-        raise (tr.NonFiniteLossError("non-finite training loss (nan) at step 7") if error == "nonfinite"
+        raise (NonFiniteLossError("non-finite training loss (nan) at step 7") if error == "nonfinite"
                else RuntimeError("CUDA out of memory"))
 
-    monkeypatch.setattr(tr, "train", failing)
+    monkeypatch.setattr(command, "train", failing)
     (tmp_path / "cfg.json").write_text("{}")
     rc, err = _train(capsys, "--config", str(tmp_path / "cfg.json"), "--out-dir", str(tmp_path / "run"))
     assert rc == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1, err

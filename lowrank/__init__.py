@@ -2,10 +2,15 @@
 the companion book to Bhojanapalli et al. (2020) and Min & Li (ICLR 2025 submission).
 
 Layers, each importing only the ones before it:
-  library       attention, rank, probe, models, data, pretrained, fit, train, sweep, progress
+  library       attention, rank, probe, probe_hf, probe_run, report, models, data, pretrained,
+                retrieval, fit, train/ (config, tasks, loop, evaluate, checkpoints, command), sweep,
+                stats, params, provenance, files, progress
   theory/       closed forms, exact constructions, bounds and samplers
-  experiments/  one module per chapter (run functions, ``headline``) and the verdicts
-  book/         runner, cli, params, glued, plotting
+  experiments/  registry (the one list of chapters), one module or package per chapter, costs,
+                verdicts, ledger, inventory, synthesis
+  book/         runner (parameter_files, chapters, planning, guards, run_folders, records,
+                execution, staging), cli, params, sets, costs, outputs, glued, cells, figures,
+                plotting, plain_maths, verdict_view, text_sources
 
 The top-level names load torch on first use, not at import, so the command line starts fast.
 """

@@ -1,10 +1,28 @@
 """The book layer: executing, validating and rendering chapters.
 
-runner   one way to execute a notebook (papermill), used by the CLI, make and the tests
-cli      the ``lowrank`` command (run, list, book)
-params   each chapter's parameter schema and ``validate``
-glued    values a chapter glued, read back from its executed notebook
-plotting the book's figure style
+runner           one way to execute a notebook (papermill), used by the CLI, make and the tests;
+                 it re-exports the names of the modules that do its work:
+  parameter_files  ``-p`` values and YAML parameter sets, ``# requires:`` headers
+  chapters         finding chapters and reading their parameters cell
+  planning         every check of a run before a kernel starts
+  guards           where a run may write: committed stores, the book's sources, path parameters
+  run_folders      a run's output folder, its lock and its ``.failed`` twin
+  records          a run's ``params.json`` (with the git revision and code hash of provenance)
+  execution        papermill in a hidden run folder, temporary files, failures
+  staging          ``lowrank book``: every chapter run, then a staged copy rendered
+errors           the exceptions of a run and their exit statuses
+cli              the ``lowrank`` command (run, list, book, probe)
+params           each chapter's parameter schema and ``validate``, from the registry
+sets             every parameter set with its estimate and measured time (the README table)
+costs            time and memory estimates, parameter-set metadata
+outputs          a run's figures and tables as files
+glued            values a chapter glued, read back from its executed notebook
+cells            which cells are setup a reader need not see
+figures          narrow variants of figures, and their smallest text
+plotting         the book's figure style
+plain_maths      formulas written in plain text, typeset for MathJax
+verdict_view     the verdict table as a reader scans it
+text_sources     chapter notebooks as text (py:percent)
 
 Imports nothing heavy at import time, so ``lowrank --help`` starts fast.
 """

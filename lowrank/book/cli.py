@@ -1,6 +1,6 @@
 """The ``lowrank`` command: re-execute chapters with checked parameters, list them, build a book from runs.
 
-    lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale smoke|default|long|paper] [-o OUTDIR]
+    lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|long|paper] [-o OUTDIR]
     lowrank list [CHAPTER]
     lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR] [--dry-run]
     lowrank probe PATH [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
@@ -18,6 +18,10 @@ import threading
 from pathlib import Path
 
 from ..params import SCALES
+
+# The default first, as the help shows it; ``lowrank book`` has no long sets to render.
+RUN_SCALES = ("default", *(s for s in SCALES if s != "default"))
+BOOK_SCALES = tuple(s for s in RUN_SCALES if s != "long")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="set a parameter; VALUE is YAML: 48, 0.5, 1e-3, true, wikitext, '[1, 2, 4]'")
     run.add_argument("-f", "--file", action="append", default=[], type=Path, metavar="FILE",
                      help="a YAML file of parameters (repeatable)")
-    run.add_argument("--scale", choices=SCALES, default="default",
+    run.add_argument("--scale", choices=RUN_SCALES, default="default",
                      help="parameter set: chapters/params/<scale>/<chapter>.yaml (default: none)")
     run.add_argument("-o", "--out", type=Path, metavar="OUTDIR",
                      help="run folder (default: runs/<chapter>/<UTC time>-<parameter hash>/)")
@@ -72,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         "book", parents=[common, execution], help="run every chapter with a parameter set, render the book",
         description="Execute every chapter with its --scale set into a staged copy of the book and render "
                     "that copy (execution off). Finished runs are reused unless --rerun.")
-    book.add_argument("--scale", choices=[s for s in SCALES if s != "long"], default="paper", help="parameter set (default: paper)")
+    book.add_argument("--scale", choices=BOOK_SCALES, default="paper", help="parameter set (default: paper)")
     book.add_argument("--out", type=Path, metavar="DIR",
                       help="staging folder (default: runs/book-<scale>); HTML in DIR/_build/html")
     book.add_argument("--rerun", action="store_true", help="re-execute chapters even if a finished run matches")

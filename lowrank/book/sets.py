@@ -18,10 +18,10 @@ from ..params import SCALES
 from .params import SCHEMAS, ParameterError, validate
 from .runner import Chapter, find_root, load_yaml, notebook_parameters
 
-__all__ = ["BOOK_SCALES", "set_parameters", "set_info", "book_sets", "markdown_table", "main"]
+__all__ = ["SHOWN_SCALES", "set_parameters", "set_info", "book_sets", "markdown_table", "main"]
 
 # The scales whose costs the book shows: all but the seconds-long smoke sets of the tests.
-BOOK_SCALES = tuple(s for s in SCALES if s != "smoke")
+SHOWN_SCALES = tuple(s for s in SCALES if s != "smoke")
 
 
 def set_parameters(notebook: Path, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def set_info(root: Path, notebook: Path, scale: str) -> SetInfo:
     return SetInfo(name, scale, hardware, device, memory, disk, cost, measured_time(root, notebook, meta, keys))
 
 
-def book_sets(root: Path, scales=BOOK_SCALES) -> list[SetInfo]:
+def book_sets(root: Path, scales=SHOWN_SCALES) -> list[SetInfo]:
     """Every chapter's sets of ``scales`` that exist, in chapter then scale order."""
     out = []
     for notebook in sorted((Path(root) / "chapters").glob("[0-9][0-9]_*.ipynb")):
@@ -72,7 +72,7 @@ def book_sets(root: Path, scales=BOOK_SCALES) -> list[SetInfo]:
     return out
 
 
-def markdown_table(root: Path, scales=BOOK_SCALES) -> str:
+def markdown_table(root: Path, scales=SHOWN_SCALES) -> str:
     """The README's table of every default, long and paper set: hardware, estimate, measured time."""
     rows = ["| chapter | scale | hardware | estimate | measured |", "|---|---|---|---|---|"]
     for s in book_sets(root, scales):

@@ -47,3 +47,8 @@ def test_every_sweep_record_carries_provenance(tmp_path):
     for r in recs:
         assert r["provenance"]["code_hash"] == prov.code_hash()
         assert r["wall_s"] >= 0
+
+
+def test_physical_memory_is_a_plausible_size():
+    have = prov.physical_memory()
+    assert have is None or 2**28 <= have <= 2**50

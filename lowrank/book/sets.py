@@ -14,6 +14,7 @@ from typing import Any
 
 from .costs import DEFAULT_HARDWARE, METADATA_KEY, SetInfo, estimate, measured_time, read_metadata
 from ..experiments.costs import run_keys
+from ..files import atomic_write_text
 from ..params import SCALES
 from .params import SCHEMAS, ParameterError, validate
 from .runner import Chapter, find_root, load_yaml, notebook_parameters
@@ -103,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     end = text.find("\n\n", start)
     end = len(text) if end < 0 else end + 1
-    path.write_text(text[:start] + table + text[end:], encoding="utf8")
+    atomic_write_text(path, text[:start] + table + text[end:])
     print(f"lowrank.book.sets: table in {path} updated")
     return 0
 

@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
+from ..files import atomic_write_json
 from .chapters import quiet_papermill
 from .errors import ExecutionFailed, UsageError
 from .outputs import kernel_env, write_outputs
 from .planning import RunPlan
 from .records import mark_failed, now, run_record, write_record
 from .run_folders import check_outdir, failed_path, our_failed_run, take_lock
-from ..files import atomic_write_json
 
 __all__ = ["RUN_DIR_ENV", "results_dir", "kernel_manager_with_env", "execute", "execute_in_place"]
 

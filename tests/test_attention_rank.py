@@ -11,7 +11,7 @@ SMALL = dict(seed=0, n=12, head_dims=[1, 2, 16], n_trials=3, scales=[1.0, 8.0], 
 
 @pytest.fixture(scope="module")
 def tables():
-    return AR.run_attention_rank(**SMALL)
+    return AR.run(SMALL)
 
 
 def test_headline_keys_and_values(tables):
@@ -52,7 +52,7 @@ def test_phrase_when_the_logits_exceed_the_bound(tables):
 
 
 def test_first_full_is_a_phrase_when_no_head_size_reaches_full_rank():
-    t = AR.run_attention_rank(**{**SMALL, "head_dims": [1], "n": 40, "n_trials": 2})
+    t = AR.run({**SMALL, "head_dims": [1], "n": 40, "n_trials": 2})
     assert AR.headline(t)["ch01_first_full"] == "none of the head sizes tried"
 
 

@@ -31,17 +31,21 @@ def _legend_right(ax) -> None:
 
 # --- chapter 01 -----------------------------------------------------------------------------
 
+def _per_tolerance(tables: Tables):
+    """(line style, tolerance label) for each tolerance of chapter 01, the default first."""
+    return zip(grey_safe_lines(len(tables["params"]["rtols"])), tables["tolerances"])
+
+
 def rank_vs_head_size(tables: Tables) -> Figure:
     """Numerical rank of the logits and of the attention matrix against head size, k = 1."""
-    p = tables["params"]
-    n, head_dims = p["n"], p["head_dims"]
+    n, head_dims = tables["params"]["n"], tables["params"]["head_dims"]
     bh, default_tol = tables["by_head_dim"], tables["default_tol"]
     fig, axes = subplots(1, 1, width=7.5, height=3.6)
     ax = axes[0, 0]
     logit = bh[(bh.matrix == "logits") & (bh.tolerance == default_tol)]
     ax.errorbar(logit.head_dim, logit["mean"], yerr=logit.sd, label=f"logits $S$ ({default_tol})",
                 color="black", marker="o", linestyle="-", capsize=3)
-    for style, tol in zip(grey_safe_lines(len(p["rtols"])), tables["tolerances"]):
+    for style, tol in _per_tolerance(tables):
         g = bh[(bh.matrix == "probs") & (bh.tolerance == tol)]
         ax.errorbar(g.head_dim, g["mean"], yerr=g.sd, label=f"attention $A$ ({tol})", capsize=3, **style)
     ax.plot(head_dims, np.minimum(head_dims, n), color="grey", linewidth=0.8, linestyle=":", label="$\\min(d_h, n)$")
@@ -54,12 +58,11 @@ def rank_vs_head_size(tables: Tables) -> Figure:
 
 def temperature(tables: Tables) -> Figure:
     """Left: numerical rank of A against the logit multiplier, per tolerance. Right: effective rank."""
-    p = tables["params"]
-    n, head_dims = p["n"], p["head_dims"]
+    n, head_dims = tables["params"]["n"], tables["params"]["head_dims"]
     bs, ref_dh = tables["by_scale"], tables["ref_dh"]
     fig, axes = subplots(1, 2, width=7.5, height=3.4)
     ax = axes[0, 0]
-    for style, tol in zip(grey_safe_lines(len(p["rtols"])), tables["tolerances"]):
+    for style, tol in _per_tolerance(tables):
         g = bs[bs.tolerance == tol]
         ax.errorbar(g.scale, g["mean"], yerr=g.sd, label=tol, capsize=3, **style)
     ax.axhline(n, color="grey", linewidth=0.8, linestyle=":")

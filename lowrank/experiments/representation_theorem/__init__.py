@@ -23,7 +23,6 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "run", "estimate", "headline", "summary", "H
            "run_sparse", "run_bounds", "run_bottleneck", "run_causal", "run_d_below_n", "run_many_inputs"]
 
 
-
 # The chapter's parameters: the notebook's parameters cell sets these names, and
 # lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ...rank import rank_label
+
 __all__ = ["SPARSE_KINDS", "HEADLINE_KEYS", "headline", "summary"]
 
 SPARSE_KINDS = ("permutation", "sparse", "dense")
@@ -148,8 +150,6 @@ def headline(tables: dict) -> dict:
 
 def summary(tables: dict) -> list[str]:
     """The rounded, stable lines the chapter's NBVAL_CHECK_OUTPUT cell prints."""
-    from ...rank import rank_label
-
     h = headline(tables)
     tol = tables["vanish_tol"]
     lines = [f"construction (head size n and n-1) exact to 1e-12: {h['ch02_construction_error'] < 1e-12}",

@@ -68,14 +68,16 @@ def temperature(tables: Tables) -> Figure:
     ax.axhline(n, color="grey", linewidth=0.8, linestyle=":")
     ax.axhline((1 - 1 / np.e) * n, color="grey", linewidth=0.8, linestyle="--")
     ax.text(1.0, (1 - 1 / np.e) * n - 1, "$(1-1/e)\\,n$", va="top", ha="center", fontsize="small", color="grey")
-    ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="numerical rank of $A$", title=f"$d_h$ = {ref_dh}, $n$ = {n}")
+    ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="numerical rank of $A$",
+           title=f"$d_h$ = {ref_dh}, $n$ = {n}")
     ax.legend(title="tolerance", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     ax = axes[0, 1]
     eff = tables["effective"]
     for style, dh in zip(grey_safe_lines(len(head_dims)), head_dims):
         g = eff[eff.head_dim == dh]
         ax.plot(g.scale, g.value, label=f"{dh}", **style)
-    ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="effective rank of $A$", title="effective rank (no tolerance)")
+    ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="effective rank of $A$",
+           title="effective rank (no tolerance)")
     ax.legend(title="$d_h$", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4)
     return fig
 

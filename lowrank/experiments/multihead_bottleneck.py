@@ -239,7 +239,8 @@ def _join(xs, fmt="{}") -> str:
 HEADLINE_KEYS = (
     "ch03_hc_d", "ch03_hc_n", "ch03_hc_heads", "ch03_hc_tol", "ch03_hc_concentration", "ch03_hc_restarts",
     "ch03_hc_n_minus_1", "ch03_embed_d", "ch03_embed_h", "ch03_embed_dp", "ch03_embed_inputs", "ch03_t2_d", "ch03_t2_h",
-    "ch03_t2_dp", "ch03_t2_dh", "ch03_t2_n", "ch03_t2_samples", "ch03_t2_std_restarts", "ch03_t2_fixed_restarts", "ch03_h_last_fit", "ch03_dh_last_fit", "ch03_h_first_fail",
+    "ch03_t2_dp", "ch03_t2_dh", "ch03_t2_n", "ch03_t2_samples", "ch03_t2_std_restarts", "ch03_t2_fixed_restarts",
+    "ch03_h_last_fit", "ch03_dh_last_fit", "ch03_h_first_fail",
     "ch03_dh_first_fail", "ch03_fail_error", "ch03_fixed_worst", "ch03_paper_h", "ch03_boundary_h",
     "ch03_boundary_offset", "ch03_both_sides",
     "ch03_embed_error", "ch03_embed_naive_error",

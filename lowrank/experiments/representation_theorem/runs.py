@@ -6,7 +6,8 @@ import math
 import pandas as pd
 import torch
 
-from .sweeps import bound_table, fit_causal, fit_many_inputs, sparse_sweep, threshold_sweep, threshold_targets, vanishing_rank
+from .sweeps import (bound_table, fit_causal, fit_many_inputs, sparse_sweep, threshold_sweep, threshold_targets,
+                     vanishing_rank)
 
 __all__ = ["run_construction", "run_counterexample", "run_threshold", "run_sparse", "run_bounds", "run_bottleneck",
            "run_causal", "run_d_below_n", "run_many_inputs"]

@@ -3,7 +3,9 @@ import math
 
 import pytest
 
+from lowrank.book import theory_figures, theory_tables
 from lowrank.experiments import attention_and_rank as AR
+from lowrank.experiments.registry import validate
 
 SMALL = dict(seed=0, n=12, head_dims=[1, 2, 16], n_trials=3, scales=[1.0, 8.0], rtols=[0.0, 1e-3],
              d_model=64, seq_lens=[8])
@@ -11,7 +13,7 @@ SMALL = dict(seed=0, n=12, head_dims=[1, 2, 16], n_trials=3, scales=[1.0, 8.0], 
 
 @pytest.fixture(scope="module")
 def tables():
-    return AR.run_attention_rank(**SMALL)
+    return AR.run(validate("01_attention_and_rank", SMALL))
 
 
 def test_headline_keys_and_values(tables):
@@ -52,7 +54,7 @@ def test_phrase_when_the_logits_exceed_the_bound(tables):
 
 
 def test_first_full_is_a_phrase_when_no_head_size_reaches_full_rank():
-    t = AR.run_attention_rank(**{**SMALL, "head_dims": [1], "n": 40, "n_trials": 2})
+    t = AR.run({**SMALL, "head_dims": [1], "n": 40, "n_trials": 2})
     assert AR.headline(t)["ch01_first_full"] == "none of the head sizes tried"
 
 
@@ -60,3 +62,13 @@ def test_rank_vs_head_dim_refuses_bad_sizes():
     with pytest.raises(ValueError):
         AR.rank_vs_head_dim(1, [1])
     assert math.isfinite(AR.softmax_transpose_gap(5, 1))
+
+
+def test_figures_and_cost_table_draw_from_run(tables):
+    import matplotlib.pyplot as plt
+    for draw in (theory_figures.rank_vs_head_size, theory_figures.temperature):
+        fig = draw(tables)
+        assert fig.axes and all(ax.has_data() for ax in fig.axes), draw.__name__
+        plt.close(fig)
+    html = theory_tables.parameter_cost(tables["cost"]).to_html()
+    assert "fixed, d_p = n = 8" in html and "heads h" in html

@@ -1,27 +1,28 @@
 """Chapters 02 and 03: run functions at tiny sizes, headline() keys and values, the bounds."""
 import math
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
+from lowrank.book import theory_figures, theory_tables
 from lowrank.experiments import multihead_bottleneck as M
 from lowrank.experiments import representation_theorem as R
+from lowrank.experiments.registry import validate
+
+
+# Tiny sizes for every experiment of chapter 02, through the same validation the notebook uses.
+SMALL_02 = dict(seed=0, construction_ns=[3, 5], d_extra=2, threshold_ns=[4, 5], concentrations=[1.0], n_targets=1,
+                near=1, coarse=1, restarts=1, max_iter=300, vanish_tol=1e-5, bottleneck_n=8, bottleneck_ranks=[2, 4],
+                sparse_ns=[6], sparse_kinds=["permutation", "dense"], sparse_k=2, sparse_eps=1e-3, sparse_n_targets=1,
+                sparse_ranks=[1, 2], sparse_tol=0.01, sparse_max_iter=60, causal_ns=[4, 5, 6], causal_n_targets=1,
+                causal_width=1, causal_restarts=2, causal_max_iter=800, dn_d=3, dn_ns=[5, 6], dn_n_targets=1,
+                many_n=3, many_d=4, many_ranks=[1, 4], many_ms=[1, 2], many_restarts=2)
 
 
 @pytest.fixture(scope="module")
 def ch02_tables():
-    t = R.run_construction([3, 5], d_extra=2, seed=0)
-    t.update(R.run_counterexample(seed=0, draws=200))
-    t.update(R.run_threshold([4, 5], [1.0], n_targets=1, near=1, coarse=1, restarts=1, max_iter=300,
-                             vanish_tol=1e-5, seed=0))
-    t.update(R.run_bounds(t, [1.0], n_targets=1, seed=0))
-    t.update(R.run_bottleneck(8, [2, 4], n_targets=1, restarts=1, max_iter=100, seed=0))
-    t.update(R.run_sparse([6], ["permutation", "dense"], ranks=[1, 2], n_targets=1, restarts=1, max_iter=60,
-                          tol=0.01, seed=0))
-    t.update(R.run_causal([4, 5, 6], n_targets=1, width=1, restarts=2, max_iter=800, seed=0))
-    t.update(R.run_d_below_n(3, [5, 6], n_targets=1, restarts=1, max_iter=200, seed=0))
-    t.update(R.run_many_inputs(3, 4, [1, 4], [1, 2], restarts=2, max_iter=600, seed=0))
-    return t
+    return R.run(validate("02_representation_theorem", SMALL_02))
 
 
 def test_ch02_headline_keys_and_values(ch02_tables):
@@ -80,15 +81,16 @@ def test_input_limited_error_is_exact_and_bounds_the_fit():
     assert input_limited_logit_error(X, P) >= logit_tail(P, 2) - 1e-12  # rank-2 logits at best
 
 
+SMALL_03 = dict(seed=0, d_model=8, n=4, heads=[1, 2, 4], concentration=1.0, restarts=1, max_iter=200, vanish_tol=1e-5,
+                embed_d_model=6, embed_heads=2, embed_head_dim=4, embed_n=3, embed_batch=2, t2_d=6, t2_heads=3,
+                t2_head_dim=3, t2_n=3, t2_samples=3, t2_std_restarts=1, t2_fixed_restarts=1, t2_std_max_iter=50,
+                t2_fixed_max_iter=50, cost_d_models=[64], cost_heads=[4], cost_seq_lens=[16], paper_d=64,
+                paper_heads=[4, 16], paper_ns=[8, 32])
+
+
 @pytest.fixture(scope="module")
 def ch03_tables():
-    t = M.run_head_count(8, 4, [1, 2, 4], restarts=1, max_iter=200, seed=0)
-    t.update(M.run_embedding(6, 2, 4, n=3, batch=2, seed=0))
-    t.update(M.run_theorem2(6, 3, 3, n=3, samples=3, std_restarts=1, fixed_restarts=1, std_max_iter=50,
-                            fixed_max_iter=50, seed=0))
-    t.update(M.run_costs([64], [4], [16]))
-    t.update(M.run_paper_settings(d=64, heads=(4, 16), ns=(8, 32)))
-    return t
+    return M.run(validate("03_multihead_bottleneck", SMALL_03))
 
 
 def test_ch03_headline_keys_and_values(ch03_tables):
@@ -102,3 +104,35 @@ def test_ch03_headline_keys_and_values(ch03_tables):
     assert h["ch03_t2_fewer_exact"] < 1e-10 and h["ch03_t2_params_std"] == 4 * 36
     for claim in M.CLAIMS:
         assert claim.judge(h).verdict
+
+
+def _drawn(fig) -> bool:
+    ok = bool(fig.axes) and all(ax.has_data() for ax in fig.axes if ax.get_label() != "<colorbar>")
+    plt.close(fig)
+    return ok
+
+
+def test_ch02_figures_and_tables_draw_from_run(ch02_tables):
+    t = ch02_tables
+    assert t["params"]["sparse_kinds"] == ["permutation", "dense"]
+    for draw in (theory_figures.construction_example, theory_figures.threshold, theory_figures.sparse_vs_dense,
+                 theory_figures.causal):
+        assert _drawn(draw(t)), draw.__name__
+    shown = {"construction": theory_tables.construction, "vanish": theory_tables.vanishing,
+             "bottleneck": theory_tables.bottleneck, "causal_threshold": theory_tables.causal_threshold,
+             "d_below_n": theory_tables.d_below_n, "many_inputs": theory_tables.many_inputs}
+    html = {key: show(t[key]).to_html() for key, show in shown.items()}
+    assert "error vanishes from head size" in html["vanish"] and "not reached" not in html["construction"]
+    assert "head size 4: max-row TV" in html["many_inputs"] and "certified TV bound" in html["bottleneck"]
+
+
+def test_ch03_figures_and_tables_draw_from_run(ch03_tables):
+    t = ch03_tables
+    for draw in (theory_figures.head_count, theory_figures.theorem2_restarts, theory_figures.separation):
+        assert _drawn(draw(t)), draw.__name__
+    html = theory_tables.head_count(t["per_layer"], 8, 4).to_html()
+    assert "head size d/h" in html and "fixed d_p = 4: worst head's TV" in html
+    for show, key in ((theory_tables.theorem2, "t2"), (theory_tables.separation_by_case, "by_case"),
+                      (theory_tables.cost_ratios, "costs"), (theory_tables.paper_settings, "paper")):
+        assert "<table" in show(t[key]).to_html()
+    assert "n = 16: fixed / standard" in theory_tables.cost_ratios(t["costs"]).to_html()

@@ -30,17 +30,22 @@ seq_lens = [128, 512]         # sequence lengths n, used as the fixed head size 
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
 from myst_nb import glue
 
+from lowrank.book import theory_figures, theory_tables
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, subplots, use_style
-from lowrank.experiments import attention_and_rank as AR
+from lowrank.book.plotting import use_style
+from lowrank.experiments import attention_and_rank as ch
 from lowrank.rank import rank_label
 
-P = validate("01_attention_and_rank", globals())
 use_style()
-tables = AR.run_attention_rank(**P)
+
+# %% tags=["hide-input"]
+P = validate("01_attention_and_rank", globals())
+tables = ch.run(P)
+H = ch.headline(tables)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # ## Notation and the two conventions
@@ -68,8 +73,7 @@ print(f"max |colsoftmax(S) - rowsoftmax(S^T)^T| = {tables['gap']:.1e}")
 # In `lowrank`, the argument `head_dim` is that choice: `MultiHeadAttention(d_model, n_heads)` is standard, `MultiHeadAttention(d_model, n_heads, head_dim=d_p)` is fixed. {numref}`tab-ch01-params` counts the weights of real layers built both ways and checks them against the formulas.
 
 # %% tags=["hide-input"]
-(tables["cost"].pivot(index="heads h", columns="layer", values="ratio to 4d^2").reset_index()
-    .style.hide(axis="index").format(precision=2))
+theory_tables.parameter_cost(tables["cost"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -114,26 +118,9 @@ print(f"max |colsoftmax(S) - rowsoftmax(S^T)^T| = {tables['gap']:.1e}")
 # The logits $S = Q K^\top/\sqrt{d_h}$ factor through $d_h$ dimensions, so $\operatorname{rank}(S) \le d_h$: this is the bottleneck of {cite:t}`bhojanapalli2020lowrank`. The softmax, though, exponentiates entry by entry, and the entrywise exponential of a rank-$d_h$ matrix is generically of full rank. We sample random heads as in {cite:t}`min2025limitation`: orthonormal token vectors and Gaussian $W_q, W_k$, so that $Q$ and $K$ have independent $\mathcal{N}(0, 1)$ entries, at the standard temperature ($k = 1$).
 
 # %% tags=["hide-input"]
-bh, default_tol = tables["by_head_dim"], tables["default_tol"]
-fig, axes = subplots(1, 1, width=7.5, height=3.6)
-ax = axes[0, 0]
-logit = bh[(bh.matrix == "logits") & (bh.tolerance == default_tol)]
-ax.errorbar(logit.head_dim, logit["mean"], yerr=logit.sd, label=f"logits $S$ ({default_tol})",
-            color="black", marker="o", linestyle="-", capsize=3)
-for style, tol in zip(grey_safe_lines(len(rtols)), tables["tolerances"]):
-    g = bh[(bh.matrix == "probs") & (bh.tolerance == tol)]
-    ax.errorbar(g.head_dim, g["mean"], yerr=g.sd, label=f"attention $A$ ({tol})", capsize=3, **style)
-ax.plot(head_dims, np.minimum(head_dims, n), color="grey", linewidth=0.8, linestyle=":", label="$\\min(d_h, n)$")
-ax.set(xscale="log", xlabel="head size $d_h$", ylabel="numerical rank\n(mean ± sd over heads)",
-       title=f"Random heads, n = {n}, standard temperature")
-ax.set_xticks(head_dims, [str(h) for h in head_dims])
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+fig = theory_figures.rank_vs_head_size(tables)
 glue("ch01_fig_rank_vs_head_size", fig, display=False)
 plt.close(fig)
-
-# %% tags=["remove-cell"]
-for key, value in AR.headline(tables).items():
-    glue(key, value, display=False)
 
 # %% [markdown]
 # ```{glue:figure} ch01_fig_rank_vs_head_size
@@ -157,30 +144,13 @@ for key, value in AR.headline(tables).items():
 # ```
 
 # %% tags=["hide-input"]
-bs, ref_dh = tables["by_scale"], tables["ref_dh"]
-fig, axes = subplots(1, 2, width=7.5, height=3.4)
-ax = axes[0, 0]
-for style, tol in zip(grey_safe_lines(len(rtols)), tables["tolerances"]):
-    g = bs[bs.tolerance == tol]
-    ax.errorbar(g.scale, g["mean"], yerr=g.sd, label=tol, capsize=3, **style)
-ax.axhline(n, color="grey", linewidth=0.8, linestyle=":")
-ax.axhline((1 - 1 / np.e) * n, color="grey", linewidth=0.8, linestyle="--")
-ax.text(1.0, (1 - 1 / np.e) * n - 1, "$(1-1/e)\\,n$", va="top", ha="center", fontsize="small", color="grey")
-ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="numerical rank of $A$", title=f"$d_h$ = {ref_dh}, $n$ = {n}")
-ax.legend(title="tolerance", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
-ax = axes[0, 1]
-eff = tables["effective"]
-for style, dh in zip(grey_safe_lines(len(head_dims)), head_dims):
-    g = eff[eff.head_dim == dh]
-    ax.plot(g.scale, g.value, label=f"{dh}", **style)
-ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="effective rank of $A$", title="effective rank (no tolerance)")
-ax.legend(title="$d_h$", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4)
+fig = theory_figures.temperature(tables)
 glue("ch01_fig_temperature", fig, display=False)
 plt.close(fig)
 
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
-h = AR.headline(tables)
+h = ch.headline(tables)
 tol, coarse_tol = tables["default_tol"], h["ch01_coarse_tol"]
 print(f"n = {n}, d_h = {h['ch01_ref_dh']}, mean over {n_trials} random heads")
 print(f"  {rank_label('numerical rank', tol, 'A')} at k = 1: {h['ch01_rank_warm']:.1f}")

@@ -59,13 +59,19 @@ many_restarts = 3  # L-BFGS restarts per many-inputs fit
 import matplotlib.pyplot as plt
 from myst_nb import glue
 
-from lowrank.experiments import representation_theorem as R
+from lowrank.book import theory_figures, theory_tables
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, subplots, use_style
-from lowrank.rank import rank_label
+from lowrank.book.plotting import use_style
+from lowrank.experiments import representation_theorem as ch
 
-P_ = validate("02_representation_theorem", globals())
 use_style()
+
+# %% tags=["hide-input"]
+P = validate("02_representation_theorem", globals())
+tables = ch.run(P)
+H = ch.headline(tables)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # (ch02-theorem1)=
@@ -102,11 +108,7 @@ use_style()
 # `lowrank.theory.representation_weights` implements both: head size $n$ (the paper's proof) and head size $n - 1$ (the row-centred $\log P$). We run them on Gaussian $X$ with $d = n + {}${glue:text}`ch02_d_extra` and targets with Dirichlet(1) rows.
 
 # %% tags=["hide-input"]
-tables = R.run_construction(construction_ns, d_extra=d_extra, seed=seed)
-(tables["construction"].rename(columns={"n": "n", "d": "d", "head_dim": "head size",
-                                        "max_abs_error": "max |softmax(logits) - P|",
-                                        "logit_rank": rank_label("numerical rank", "rtol=max(m,n)eps", "logits")})
- .style.hide(axis="index").format({"max |softmax(logits) - P|": "{:.1e}"}))
+theory_tables.construction(tables["construction"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -116,13 +118,7 @@ tables = R.run_construction(construction_ns, d_extra=d_extra, seed=seed)
 # ```
 
 # %% tags=["hide-input"]
-P_show, A_show = tables["example_P"], tables["example_A"]
-fig, axes = subplots(1, 3, width=7.5, height=2.6)
-panels = [(P_show, "target $P$"), (A_show, f"head of size {P_show.shape[0] - 1}"), ((A_show - P_show).abs(), "|difference|")]
-for ax, (mat, title) in zip(axes[0], panels):
-    im = ax.imshow(mat.numpy(), cmap="viridis")
-    ax.set(title=title, xlabel="key $j$", ylabel="query $i$")
-    fig.colorbar(im, ax=ax, shrink=0.75)
+fig = theory_figures.construction_example(tables)
 glue("ch02_fig_construction", fig, display=False)
 plt.close(fig)
 
@@ -140,7 +136,6 @@ plt.close(fig)
 # The paper's counterexample has $n = 2$ tokens in $d = 1$ dimension: $X = \begin{pmatrix} 1 \\ 0 \end{pmatrix}$ and the target with rows $(0.5, 0.5)$ and $(0.75, 0.25)$.
 
 # %%
-tables.update(R.run_counterexample(seed=seed))
 ce = tables["counterexample"].iloc[0]
 print(ce["reason"])
 print(f"row 2 over {ce['draws']:,} random weight pairs: max |A[1] - (0.5, 0.5)| = {ce['row2_max_move']:.1e}; "
@@ -159,12 +154,7 @@ print(f"row 2 over {ce['draws']:,} random weight pairs: max |A[1] - (0.5, 0.5)| 
 # **A lower bound that holds for every head.** The row-centred log of any head's attention is $SC$, of rank at most $r$, so by Eckart–Young its distance to $L_0$ is at least $\tau_r = \big(\sum_{k > r} \sigma_k(L_0)^2\big)^{1/2}$ (the singular values of $L_0$). To turn this into total variation: if row $i$ of $\hat P$ is within TV $t$ of row $i$ of $P$, every entry moves by at most $t$ and the moves sum to $2t$, so the row's log-ratio has squared norm at most $t^2\big((p_{(1)} - t)^{-2} + (p_{(2)} - t)^{-2}\big)$, with $p_{(1)}, p_{(2)}$ the row's two smallest entries. Summing over rows, the max-row TV of every head of size $r$ is at least the root $t^\ast$ of $\sum_i t^2\big((p_{i(1)} - t)^{-2} + (p_{i(2)} - t)^{-2}\big) = \tau_r^2$ (`lowrank.theory.tv_lower_bound`). The bound is positive exactly when $r < \operatorname{rank}(L_0)$, and it is conservative: it pays for the smallest entries of $P$, where a small TV can hide a large change of logits. Targets have Dirichlet rows at concentrations {glue:text}`ch02_concentrations` (small: peaked rows; large: near-uniform rows), {glue:text}`ch02_n_targets` targets each.
 
 # %% tags=["hide-input"]
-tables.update(R.run_threshold(threshold_ns, concentrations, n_targets=n_targets, near=near, coarse=coarse,
-                              restarts=restarts, max_iter=max_iter, vanish_tol=vanish_tol, seed=seed))
-tables.update(R.run_bounds(tables, concentrations, n_targets=n_targets, seed=seed))
-(tables["vanish"].rename(columns={"vanishing_rank": "error vanishes from head size",
-                                  "error_below": "worst error one size below", "error_at": "worst error there"})
- .style.hide(axis="index").format({"worst error one size below": "{:.1e}", "worst error there": "{:.1e}"}))
+theory_tables.vanishing(tables["vanish"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -174,23 +164,7 @@ tables.update(R.run_bounds(tables, concentrations, n_targets=n_targets, seed=see
 # ```
 
 # %% tags=["hide-input"]
-bd = tables["bounds"]
-fig, axes = subplots(1, len(threshold_ns), width=7.5, height=3.0, sharey=True)
-styles = grey_safe_lines(len(concentrations))
-for ax, n in zip(axes[0], threshold_ns):
-    for style, c in zip(styles, concentrations):
-        b = bd[(bd.n == n) & (bd.concentration == c)]
-        worst = b.groupby("rank")["fitted_tv"].max().clip(lower=1e-12)
-        ax.plot(worst.index, worst.values, color=style["color"], linestyle=style["linestyle"], marker=style["marker"],
-                markersize=4, label=f"fit, Dirichlet({c:g})")
-        low = b[b["rank"] < n - 1].groupby("rank")["tv_bound"].min()
-        ax.plot(low.index, low.values, color=style["color"], linestyle=":", marker="v", markersize=4,
-                label=f"bound, Dirichlet({c:g})")
-    ax.axvline(n - 1, color="grey", linestyle=":", linewidth=1)
-    ax.axhline(vanish_tol, color="black", linestyle="--", linewidth=0.8)
-    ax.set(yscale="log", title=f"n = {n}", xlabel="head size $r$")
-axes[0][0].set_ylabel("max-row TV")
-fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncol=2, fontsize="small")
+fig = theory_figures.threshold(tables)
 glue("ch02_fig_threshold", fig, display=False)
 plt.close(fig)
 
@@ -213,14 +187,7 @@ plt.close(fig)
 # The threshold is about exactness. Near it the loss is small: at $n$ = {glue:text}`ch02_near_n` a head of size {glue:text}`ch02_near_rank` still reaches max-row TV {glue:text}`ch02_near_error:.4f`. The real bottleneck is a head much smaller than $n$.
 
 # %% tags=["hide-input"]
-tables.update(R.run_bottleneck(bottleneck_n, bottleneck_ranks, n_targets=n_targets, restarts=restarts,
-                               max_iter=max_iter, seed=seed))
-(tables["bottleneck"].groupby("rank", as_index=False)
- .agg(fitted=("fitted_tv", "max"), bound=("tv_bound", "min"), svd=("truncation_tv", "max"), logit=("logit_bound_rel", "min"))
- .rename(columns={"rank": "head size $r$", "fitted": "worst fitted max-row TV", "bound": "certified TV bound",
-                  "svd": "TV of truncated SVD", "logit": "share of centred logits out of reach"})
- .style.hide(axis="index").format({"worst fitted max-row TV": "{:.3f}", "certified TV bound": "{:.1e}",
-                                   "TV of truncated SVD": "{:.3f}", "share of centred logits out of reach": "{:.0%}"}))
+theory_tables.bottleneck(tables["bottleneck"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -236,29 +203,7 @@ tables.update(R.run_bottleneck(bottleneck_n, bottleneck_ranks, n_targets=n_targe
 # {cite}`likhosherstov2021expressive` show, for a **fixed** head whose **inputs** may be chosen, that any sparse pattern with a bounded number of non-zero entries per row and per column can be approximated with head size $O(\log n)$, while an exact dense $P$ needs about $n$. Our fits choose the logits directly, which is what free inputs or free weights allow at full row rank. We compare three families: near-permutation $P$ (mass $1 - \varepsilon$ on one key per row), $k$-sparse $P$ ($k$ = {glue:text}`ch02_sparse_k` keys share $1 - \varepsilon$) and dense Dirichlet(1) $P$, with $\varepsilon$ = {glue:text}`ch02_sparse_eps` keeping $P$ positive; {glue:text}`ch02_sparse_n_targets` targets per family and $n$. For each we fit the head sizes {glue:text}`ch02_sparse_ranks` that lie below $n - 1$ and record the smallest one whose error stays below {glue:text}`ch02_sparse_tol`.
 
 # %% tags=["hide-input"]
-tables.update(R.run_sparse(sparse_ns, sparse_kinds, k=sparse_k, eps=sparse_eps, ranks=sparse_ranks,
-                           n_targets=sparse_n_targets, restarts=restarts, max_iter=sparse_max_iter,
-                           tol=sparse_tol, seed=seed))
-sparse, reach = tables["sparse"], tables["reach"]
-fig, axes = subplots(1, 2, width=7.5, height=3.0)
-styles = grey_safe_lines(len(sparse_kinds))
-best_s = sparse.groupby(["n", "kind", "target", "rank"], as_index=False)["tv_max"].min()
-n_big = max(sparse_ns)
-for style, kind in zip(styles, sparse_kinds):
-    r = reach[reach.kind == kind]
-    reached = r.dropna(subset=["vanishing_rank"])
-    axes[0][0].plot(reached["n"], reached["vanishing_rank"], label=kind, **style)
-    missed = r[r["vanishing_rank"].isna()]
-    axes[0][0].scatter(missed["n"], [max(sparse_ranks) + 1] * len(missed), marker="x", color=style["color"])
-    b = best_s[(best_s.n == n_big) & (best_s.kind == kind)].groupby("rank")["tv_max"].max()
-    axes[0][1].plot(b.index, b.values, label=kind, **style)
-axes[0][0].axhline(max(sparse_ranks) + 1, color="grey", linewidth=0.6)
-axes[0][0].set(xscale="log", xlabel="sequence length $n$", ylabel=f"smallest $r$ with TV < {sparse_tol:g}")
-axes[0][0].set_xticks(sparse_ns, [str(n) for n in sparse_ns])
-axes[0][0].minorticks_off()
-axes[0][1].axhline(sparse_tol, color="black", linestyle="--", linewidth=0.8)
-axes[0][1].set(yscale="log", xlabel="head size $r$", ylabel="worst target's max-row TV", title=f"$n$ = {n_big}")
-axes[0][1].legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+fig = theory_figures.sparse_vs_dense(tables)
 glue("ch02_fig_sparse", fig, display=False)
 plt.close(fig)
 
@@ -285,11 +230,7 @@ plt.close(fig)
 # The proposition is a lower bound. Whether $\lfloor n/2 \rfloor$ also suffices, that is, whether the free upper triangle can always be filled to keep the rank that low, we measure by fitting masked heads of sizes 1 and $\lfloor n/2 \rfloor - 1$ to $\lfloor n/2 \rfloor + 1$ to lower-triangular targets with Dirichlet(1) rows, {glue:text}`ch02_causal_n_targets` per $n$, {glue:text}`ch02_causal_restarts` starts each.
 
 # %% tags=["hide-input"]
-tables.update(R.run_causal(causal_ns, n_targets=causal_n_targets, width=causal_width, restarts=causal_restarts,
-                           max_iter=causal_max_iter, tol=vanish_tol, seed=seed))
-(tables["causal_threshold"].rename(columns={"fitted_threshold": "fitted threshold", "bound_threshold": "certified bound",
-                                            "half": "floor(n/2)"})
- .style.hide(axis="index").format(na_rep="not reached", precision=0))
+theory_tables.causal_threshold(tables["causal_threshold"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -299,16 +240,7 @@ tables.update(R.run_causal(causal_ns, n_targets=causal_n_targets, width=causal_w
 # ```
 
 # %% tags=["hide-input"]
-cz = tables["causal"]
-fig, axes = subplots(1, 1, width=6.0, height=3.2)
-ax = axes[0][0]
-for style, n in zip(grey_safe_lines(len(causal_ns)), causal_ns):
-    b = cz[cz.n == n].groupby("rank")["fitted_tv"].max().clip(lower=1e-12)
-    ax.plot(b.index - n // 2, b.values, label=f"$n$ = {n}", **style)
-ax.axvline(0, color="grey", linestyle=":", linewidth=1)
-ax.axhline(vanish_tol, color="black", linestyle="--", linewidth=0.8)
-ax.set(yscale="log", xlabel=r"head size minus $\lfloor n/2 \rfloor$", ylabel="worst target's max-row TV")
-ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+fig = theory_figures.causal(tables)
 glue("ch02_fig_causal", fig, display=False)
 plt.close(fig)
 
@@ -327,14 +259,7 @@ plt.close(fig)
 # Long-context models have $n \gg d$. With inputs $X \in \mathbb{R}^{n \times d}$ of rank $d < n$ every head's logits are $X M X^\top$ for a $d \times d$ matrix $M$, so even an unlimited head size cannot reach a generic $P$. The best centred logits are a least-squares problem with an exact answer: the error $\|L_0 - \Pi_X L_0 \Pi_{CX}\|_F$, with $\Pi$ the projectors onto the columns of $X$ and of $CX$ (`lowrank.theory.input_limited_logit_error`). For random $L_0$ and random $X$ the projections keep about a share $d^2 / (n(n-1))$ of $\|L_0\|_F^2$, so the relative error should follow $\sqrt{1 - d^2/(n(n-1))}$. We take Gaussian $X$ with $d$ = {glue:text}`ch02_dn_d`, Dirichlet(1) targets, and also fit a head of size $d$.
 
 # %% tags=["hide-input"]
-tables.update(R.run_d_below_n(dn_d, dn_ns, n_targets=dn_n_targets, restarts=restarts, max_iter=max_iter, seed=seed))
-dn = tables["d_below_n"].groupby("n", as_index=False).agg(
-    logit=("logit_error_rel", "mean"), law=("law", "first"), bound=("tv_bound", "min"), fitted=("fitted_tv", "max"))
-(dn.rename(columns={"logit": "exact relative centred-logit error (mean)", "law": "sqrt(1 - d^2/(n(n-1)))",
-                    "bound": "certified TV bound", "fitted": "worst fitted max-row TV"})
- .style.hide(axis="index").format({"exact relative centred-logit error (mean)": "{:.2f}",
-                                   "sqrt(1 - d^2/(n(n-1)))": "{:.2f}", "certified TV bound": "{:.1e}",
-                                   "worst fitted max-row TV": "{:.2f}"}))
+theory_tables.d_below_n(tables["d_below_n"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -358,11 +283,7 @@ dn = tables["d_below_n"].groupby("n", as_index=False).agg(
 # How many inputs can one head of size $r$ fit exactly? Its bilinear form $W_q W_k^\top$ has $2dr - r^2$ degrees of freedom ($d^2$ once $r \ge d$), and every input with a generic dense target imposes $n(n-1)$ equations (one row shift per row is free), so counting predicts $\lfloor (2dr - r^2) / (n(n-1)) \rfloor$ inputs when $r \ge n - 1$ and none below. We fit one head to $m$ = {glue:text}`ch02_many_ms` Gaussian inputs at once ($n$ = {glue:text}`ch02_many_n`, $d$ = {glue:text}`ch02_many_d`, Dirichlet(1) targets) for head sizes {glue:text}`ch02_many_ranks`.
 
 # %% tags=["hide-input"]
-tables.update(R.run_many_inputs(many_n, many_d, many_ranks, many_ms, restarts=many_restarts, max_iter=1500,
-                                tol=vanish_tol, seed=seed))
-wide = tables["many_inputs"].pivot(index="inputs", columns="rank", values="fitted_tv")
-wide.columns = [f"head size {r}: max-row TV" for r in wide.columns]
-wide.reset_index().rename(columns={"inputs": "inputs m"}).style.hide(axis="index").format("{:.1e}", subset=list(wide.columns))
+theory_tables.many_inputs(tables["many_inputs"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -374,12 +295,8 @@ wide.reset_index().rename(columns={"inputs": "inputs m"}).style.hide(axis="index
 # The largest number of inputs fitted below {glue:text}`ch02_vanish_tol` is {glue:text}`ch02_many_capacity_list` for head sizes {glue:text}`ch02_many_ranks`, against the counting estimate {glue:text}`ch02_many_counting_list`: {glue:text}`ch02_many_law`. Counting is an upper limit (with more equations than degrees of freedom a generic target has no exact fit); where a fit falls short of it, that is as far as the optimiser got, not a proof that no head exists. Either way one head stores exact attention for only a handful of inputs; beyond that it must share structure across them.
 
 # %% tags=["remove-cell"]
-for k, v in R.headline(tables).items():
-    glue(k, v, display=False)
-
-# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
-print("\n".join(R.summary(tables)))
+print("\n".join(ch.summary(tables)))
 
 # %% [markdown]
 # ## What to take away

@@ -51,15 +51,21 @@ paper_ns = [128, 512]  # the two pre-training stages' sequence lengths
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
 from myst_nb import glue
 
-from lowrank.experiments import multihead_bottleneck as M
+from lowrank.book import theory_figures, theory_tables
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, subplots, use_style
+from lowrank.book.plotting import use_style
+from lowrank.experiments import multihead_bottleneck as ch
 
-P_ = validate("03_multihead_bottleneck", globals())
 use_style()
+
+# %% tags=["hide-input"]
+P = validate("03_multihead_bottleneck", globals())
+tables = ch.run(P)
+H = ch.headline(tables)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # (ch03-boundary)=
@@ -70,14 +76,7 @@ use_style()
 # We take one input $X \in \mathbb{R}^{n \times d}$ (Gaussian, $n$ = {glue:text}`ch03_hc_n`, $d$ = {glue:text}`ch03_hc_d`), give every head of the layer its own dense target (Dirichlet({glue:text}`ch03_hc_concentration`) rows) and fit all $W_q^i, W_k^i$ by L-BFGS on the mean row KL ({glue:text}`ch03_hc_restarts` starts per head), for $h$ = {glue:text}`ch03_hc_heads`. The width is chosen so that $d/h$ takes the values $n$, $n - 1$ and $n - 2$: both sides of the boundary are tested. Next to it, a fixed-head-size layer (class $\mathcal{G}$) with $d_p = n$ gets the same targets. A layer fits when its worst head's best max-row TV is below {glue:text}`ch03_hc_tol`.
 
 # %% tags=["hide-input"]
-tables = M.run_head_count(d_model, n, heads, concentration=concentration, restarts=restarts, max_iter=max_iter,
-                          vanish_tol=vanish_tol, seed=seed)
-per_layer = tables["per_layer"]
-wide = per_layer.pivot(index="n_heads", columns="layer", values="worst_head_error").reset_index()
-wide.insert(1, "head size d/h", d_model // wide["n_heads"])
-(wide.rename(columns={"n_heads": "heads h", "standard": "standard layer: worst head's TV",
-                      "fixed": f"fixed d_p = {n}: worst head's TV"})
- .style.hide(axis="index").format("{:.1e}", subset=["standard layer: worst head's TV", f"fixed d_p = {n}: worst head's TV"]))
+theory_tables.head_count(tables["per_layer"], P["d_model"], P["n"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -87,21 +86,7 @@ wide.insert(1, "head size d/h", d_model // wide["n_heads"])
 # ```
 
 # %% tags=["hide-input"]
-fig, axes = subplots(1, 1, width=6.5, height=3.4)
-ax = axes[0][0]
-pos = {h: i for i, h in enumerate(heads)}
-for style, layer in zip(grey_safe_lines(2), ["standard", "fixed"]):
-    t = per_layer[per_layer.layer == layer]
-    label = "standard, head size $d/h$" if layer == "standard" else f"fixed, $d_p = n$ = {n}"
-    ax.plot([pos[h] for h in t["n_heads"]], t["worst_head_error"].clip(lower=1e-12), label=label, **style)
-for h_mark, ls, text, ha in ((d_model / n, ":", "$h = d/n$ ", "right"), (d_model / (n - 1), "--", " $h = d/(n-1)$", "left")):
-    x = float(np.interp(h_mark, heads, range(len(heads))))
-    ax.axvline(x, color="grey", linestyle=ls, linewidth=1)
-    ax.annotate(text, (x, 1.02), xycoords=("data", "axes fraction"), ha=ha, fontsize="small")
-ax.axhline(vanish_tol, color="black", linestyle="--", linewidth=0.8)
-ax.set(yscale="log", xlabel="number of heads $h$ (head size $d/h$ below)", ylabel="worst head's max-row TV")
-ax.set_xticks(range(len(heads)), [f"{h}\n{d_model // h}" for h in heads])
-ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+fig = theory_figures.head_count(tables)
 glue("ch03_fig_heads", fig, display=False)
 plt.close(fig)
 
@@ -120,7 +105,6 @@ plt.close(fig)
 # Section 3.1 of the paper states, without proof, that a FixedMultiHead layer with $d_p \ge d/h$ can represent every MultiHead layer: $\mathcal{F} \subseteq \mathcal{G}$. The construction: pad each head's $W_q^i, W_k^i, W_v^i$ with zero columns to $d_p$ and its block of $W_o$ with zero rows. The zero columns add nothing to the logits, the values or the output, with one catch: the softmax scale changes from $1/\sqrt{d/h}$ to $1/\sqrt{d_p}$, so the padded $W_q^i$ must be multiplied by $\sqrt{d_p/(d/h)}$. `lowrank.theory.embed_standard_in_fixed` does this; we compare on {glue:text}`ch03_embed_inputs` random inputs a standard layer (random weights and biases, $d$ = {glue:text}`ch03_embed_d`, $h$ = {glue:text}`ch03_embed_h`) with its embedding at $d_p$ = {glue:text}`ch03_embed_dp`, with and without the rescaling.
 
 # %%
-tables.update(M.run_embedding(embed_d_model, embed_heads, embed_head_dim, n=embed_n, batch=embed_batch, seed=seed))
 emb = tables["embedding"].iloc[0]
 print(f"max |f(X) - g(X)| over {embed_batch} inputs: {emb['max_abs_error']:.1e} with the rescaled queries, "
       f"{emb['max_abs_error_unscaled']:.2f} with zero-padding alone")
@@ -148,13 +132,7 @@ print(f"max |f(X) - g(X)| over {embed_batch} inputs: {emb['max_abs_error']:.1e} 
 # Errors are relative Frobenius errors on the fitting inputs and on as many fresh ones.
 
 # %% tags=["hide-input"]
-tables.update(M.run_theorem2(t2_d, t2_heads, t2_head_dim, n=t2_n, samples=t2_samples, std_restarts=t2_std_restarts,
-                             fixed_restarts=t2_fixed_restarts, std_max_iter=t2_std_max_iter,
-                             fixed_max_iter=t2_fixed_max_iter, seed=seed))
-(tables["t2"].rename(columns={"layer": "layer", "n_heads": "heads", "head_dim": "head size", "params": "parameters",
-                              "best_fit_error": "best relative error (fitting inputs)",
-                              "test_error": "relative error (fresh inputs)"})
- .style.hide(axis="index").format({"best relative error (fitting inputs)": "{:.1e}", "relative error (fresh inputs)": "{:.1e}"}))
+theory_tables.theorem2(tables["t2"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -164,14 +142,7 @@ tables.update(M.run_theorem2(t2_d, t2_heads, t2_head_dim, n=t2_n, samples=t2_sam
 # ```
 
 # %% tags=["hide-input"]
-t2 = tables["t2_restarts"]
-fig, axes = subplots(1, 1, width=5.5, height=3.0)
-ax = axes[0][0]
-for i, (style, layer) in enumerate(zip(grey_safe_lines(2), ["standard", "fixed"])):
-    e = t2[t2.layer == layer]["fit_error"].clip(lower=1e-12)
-    ax.scatter(np.full(len(e), i) + np.linspace(-0.15, 0.15, len(e)), e, color=style["color"], marker=style["marker"])
-ax.set_xticks([0, 1], [f"standard (head size {t2_d // t2_heads})", f"fixed ($d_p$ = {t2_head_dim})"])
-ax.set(yscale="log", ylabel="relative error", xlim=(-0.6, 1.6))
+fig = theory_figures.theorem2_restarts(tables)
 glue("ch03_fig_t2_restarts", fig, display=False)
 plt.close(fig)
 
@@ -191,9 +162,7 @@ plt.close(fig)
 # %% tags=["hide-input"]
 sep = tables["separation"]
 print(f"the proof's case for the fitted f_W: {sep.case}; max |f(X) - g(X)| = {sep.gap:.3f}, relative {sep.rel_gap:.3f}")
-(tables["by_case"].rename(columns={"case": "input family (proof case)", "max_abs_gap": "max |f(X) - g(X)|",
-                                   "relative_gap": "relative gap"})
- .style.hide(axis="index").format({"max |f(X) - g(X)|": "{:.3f}", "relative gap": "{:.3f}"}))
+theory_tables.separation_by_case(tables["by_case"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -203,13 +172,7 @@ print(f"the proof's case for the fitted f_W: {sep.case}; max |f(X) - g(X)| = {se
 # ```
 
 # %% tags=["hide-input"]
-fX, gX = tables["sep_outputs"]
-fig, axes = subplots(1, 3, width=7.5, height=2.4)
-vmax = max(float(fX.abs().max()), float(gX.abs().max()), float(sep.X.abs().max()))
-for ax, (mat, title) in zip(axes[0], [(sep.X, "separating input $X$"), (fX, "fitted $f_W(X)$"), (gX, "$g_V(X)$")]):
-    im = ax.imshow(mat.numpy(), cmap="RdBu_r", vmin=-vmax, vmax=vmax)
-    ax.set(title=title, xlabel="coordinate", ylabel="token")
-fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8)
+fig = theory_figures.separation(tables)
 glue("ch03_fig_separation", fig, display=False)
 plt.close(fig)
 
@@ -227,11 +190,7 @@ plt.close(fig)
 # Per layer (Q, K, V, O projections, no biases) a standard layer has $4d \cdot h \cdot (d/h) = 4d^2$ parameters, a fixed one $4 d h d_p$; FLOPs are $2nd \cdot 3hd_h + 2n \cdot hd_h \cdot d$ for the projections plus $4hn^2d_h$ for the two $n \times n$ products (a multiply-add counted as 2, softmax left out). With $d_p = n$, the ratio fixed/standard is $hn/d$ for both, so a fixed head size is cheap only where $h n \lesssim d$, exactly where the standard layer had no bottleneck to begin with. The paper's argument is that a smaller $d$ then suffices; {doc}`04_head_size_training` tests that in training.
 
 # %% tags=["hide-input"]
-tables.update(M.run_costs(cost_d_models, cost_heads, cost_seq_lens))
-costs = tables["costs"]
-ratio = costs[costs.kind == "fixed"].pivot_table(index=["d_model", "n_heads"], columns="n", values="params_vs_standard")
-ratio.columns = [f"n = {c}: fixed / standard" for c in ratio.columns]
-ratio.reset_index().rename(columns={"d_model": "d", "n_heads": "heads h"}).style.hide(axis="index").format(precision=2)
+theory_tables.cost_ratios(tables["costs"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -248,15 +207,7 @@ ratio.reset_index().rename(columns={"d_model": "d", "n_heads": "heads h"}).style
 # Table 1 of the paper trains BERT-large ($d$ = {glue:text}`ch03_paper_d`) with 8, 16 and 32 heads, mostly at $n = 128$ and then at $n = 512$. With the thresholds of {doc}`02_representation_theorem` (bidirectional $n - 1$, causal $\lfloor n/2 \rfloor$):
 
 # %% tags=["hide-input"]
-tables.update(M.run_paper_settings(d=paper_d, heads=paper_heads, ns=paper_ns, seed=seed))
-(tables["paper"][["n", "n_heads", "head_dim", "bidirectional_threshold", "causal_threshold", "max_heads_exact",
-                  "logit_share_missed", "truncation_tv", "fixed_cost_ratio"]]
- .rename(columns={"n_heads": "heads h", "head_dim": "head size d/h", "bidirectional_threshold": "needed: n - 1",
-                  "causal_threshold": "needed causally: floor(n/2)", "max_heads_exact": "most heads without bottleneck",
-                  "logit_share_missed": "share of centred logits out of reach", "truncation_tv": "TV of truncated SVD",
-                  "fixed_cost_ratio": "cost of d_p = n (x standard)"})
- .style.hide(axis="index").format({"share of centred logits out of reach": "{:.0%}", "TV of truncated SVD": "{:.3f}",
-                                   "cost of d_p = n (x standard)": "{:.1f}"}))
+theory_tables.paper_settings(tables["paper"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -268,12 +219,8 @@ tables.update(M.run_paper_settings(d=paper_d, heads=paper_heads, ns=paper_ns, se
 # At $n = 128$ at most {glue:text}`ch03_paper_heads_128` heads keep head size $\ge n - 1$, which matches the paper's observation that BERT-large degrades beyond 8 heads; at the $n = 512$ stage at most {glue:text}`ch03_paper_heads_512`, so every row of Table 1 is in the bottleneck regime there. For one dense Dirichlet(1) target, the 16-head model's heads (size 64) cannot reach {glue:text}`ch03_paper_missed_128:.0%` of the centred logits at $n = 128$ and {glue:text}`ch03_paper_missed_512:.0%` at $n = 512$ (Eckart–Young, exact). A causal head of size 64 would suffice at $n = 128$ ({glue:text}`ch03_paper_causal_128`), by {prf:ref}`prop-causal-threshold`. Fixing $d_p = n = 128$ for 16 heads costs {glue:text}`ch03_paper_cost_128:.0f` times the attention parameters of the standard layer.
 
 # %% tags=["remove-cell"]
-for k, v in M.headline(tables).items():
-    glue(k, v, display=False)
-
-# %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
-print("\n".join(M.summary(tables)))
+print("\n".join(ch.summary(tables)))
 
 # %% [markdown]
 # ## What to take away

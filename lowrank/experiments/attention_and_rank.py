@@ -1,6 +1,7 @@
 """Chapter 01: low-rank logits, full-rank attention, and how temperature and tolerance move the rank.
 
-``run_attention_rank`` runs every computation of the chapter and returns tidy tables;
+``run(p)`` runs every computation of the chapter from its validated parameters and returns tidy
+tables;
 ``headline(tables)`` is the dict of every value the chapter glues. The chapter tests no claim of
 the papers (it fixes notation and measures), so this module defines no ``CLAIMS``.
 """
@@ -19,7 +20,7 @@ from ..rank import default_rtol, effective_rank_of_singular_values, numerical_ra
 from ..theory.sampling import sample_qk
 from ..params import Int, IntList, FloatList, Constraint, contains
 
-__all__ = ["estimate", "memory", "rank_vs_head_dim", "softmax_transpose_gap", "parameter_cost", "run_attention_rank",
+__all__ = ["estimate", "memory", "rank_vs_head_dim", "softmax_transpose_gap", "parameter_cost", "run",
            "headline", "HEADLINE_KEYS", "COST_HEADS"]
 
 COST_HEADS = (1, 2, 4, 8, 16, 32)  # head counts of the parameter-cost table
@@ -111,16 +112,17 @@ def _summary(frame: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return pd.DataFrame({"mean": g.mean(), "sd": g.std()}).reset_index()
 
 
-def run_attention_rank(*, seed: int, n: int, head_dims: Sequence[int], n_trials: int, scales: Sequence[float],
-                       rtols: Sequence[float], d_model: int, seq_lens: Sequence[int]) -> dict[str, Any]:
-    """Every computation of chapter 01.
+def run(p: Mapping[str, Any]) -> dict[str, Any]:
+    """Every computation of chapter 01 from its validated parameters (SCHEMA's names).
 
     Returns {"params", "gap" (float), "cost" (parameter_cost), "ranks" (rank_vs_head_dim, raw),
     "default_tol" (label of the default tolerance), "tolerances" (their labels, the default first),
     "ref_dh", "by_head_dim" (mean and sd of each matrix's numerical rank per tolerance and d_h at k = 1),
     "by_scale" (the same for A at d_h = ref_dh per k), "effective" (mean effective rank of A per d_h and k)}.
     """
-    head_dims = list(head_dims)
+    seed, n, n_trials, d_model = p["seed"], p["n"], p["n_trials"], p["d_model"]
+    scales, rtols, seq_lens = p["scales"], p["rtols"], p["seq_lens"]
+    head_dims = list(p["head_dims"])
     df = rank_vs_head_dim(n, head_dims, n_trials=n_trials, scales=scales, rtols=rtols, seed=seed)
     num = df[df.measure == "numerical_rank"]
     default_tol = num.tolerance[num.tolerance.str.startswith("rtol=n*eps")].iloc[0]

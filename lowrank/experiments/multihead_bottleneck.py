@@ -2,18 +2,19 @@
 Theorem 2. Tidy tables, one row per fit."""
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import pandas as pd
 import torch
 
-import math
-
-from ..progress import tqdm
+from ..attention import standard_head_dim
 from ..fit import fit_heads
 from ..params import Int, Float, IntList, Constraint, divides
+from ..progress import tqdm
+from . import verdicts as _v
 
-__all__ = ["estimate", "head_count_sweep", "run_head_count", "run_embedding", "run_theorem2", "run_costs", "run_paper_settings",
-           "headline",
-           "summary", "HEADLINE_KEYS"]
+__all__ = ["estimate", "run", "head_count_sweep", "run_head_count", "run_embedding", "run_theorem2", "run_costs",
+           "run_paper_settings", "headline", "summary", "HEADLINE_KEYS", "CLAIMS"]
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
@@ -82,7 +83,7 @@ def head_count_sweep(X, heads, *, concentration: float = 1.0, fixed_head_dim: in
         if d % h:
             raise ValueError(f"every h must divide d = {d} for a standard layer, got h = {h}")
         P = dirichlet_targets(n, concentration=concentration, batch=h, seed=seed + h)
-        for layer, hd in (("standard", d // h), ("fixed", dp)):
+        for layer, hd in (("standard", standard_head_dim(d, h)), ("fixed", dp)):
             df = fit_heads(X, P, head_dim=hd, restarts=restarts, max_iter=max_iter, seed=seed + h)
             df.insert(0, "layer", layer)
             df.insert(0, "n_heads", h)
@@ -214,6 +215,23 @@ def run_costs(d_models, heads, seq_lens) -> dict:
     return {"costs": costs}
 
 
+def run(p: Mapping[str, Any]) -> dict[str, Any]:
+    """Every experiment of chapter 03 from its validated parameters (SCHEMA's names), in the order
+    the chapter presents them; the tables of all run functions in one dict, and "params"."""
+    seed = p["seed"]
+    tables = run_head_count(p["d_model"], p["n"], p["heads"], concentration=p["concentration"],
+                            restarts=p["restarts"], max_iter=p["max_iter"], vanish_tol=p["vanish_tol"], seed=seed)
+    tables.update(run_embedding(p["embed_d_model"], p["embed_heads"], p["embed_head_dim"], n=p["embed_n"],
+                                batch=p["embed_batch"], seed=seed))
+    tables.update(run_theorem2(p["t2_d"], p["t2_heads"], p["t2_head_dim"], n=p["t2_n"], samples=p["t2_samples"],
+                               std_restarts=p["t2_std_restarts"], fixed_restarts=p["t2_fixed_restarts"],
+                               std_max_iter=p["t2_std_max_iter"], fixed_max_iter=p["t2_fixed_max_iter"], seed=seed))
+    tables.update(run_costs(p["cost_d_models"], p["cost_heads"], p["cost_seq_lens"]))
+    tables.update(run_paper_settings(d=p["paper_d"], heads=p["paper_heads"], ns=p["paper_ns"], seed=seed))
+    tables["params"] = dict(p)
+    return tables
+
+
 def _join(xs, fmt="{}") -> str:
     return ", ".join(fmt.format(x) for x in xs)
 
@@ -221,7 +239,8 @@ def _join(xs, fmt="{}") -> str:
 HEADLINE_KEYS = (
     "ch03_hc_d", "ch03_hc_n", "ch03_hc_heads", "ch03_hc_tol", "ch03_hc_concentration", "ch03_hc_restarts",
     "ch03_hc_n_minus_1", "ch03_embed_d", "ch03_embed_h", "ch03_embed_dp", "ch03_embed_inputs", "ch03_t2_d", "ch03_t2_h",
-    "ch03_t2_dp", "ch03_t2_dh", "ch03_t2_n", "ch03_t2_samples", "ch03_t2_std_restarts", "ch03_t2_fixed_restarts", "ch03_h_last_fit", "ch03_dh_last_fit", "ch03_h_first_fail",
+    "ch03_t2_dp", "ch03_t2_dh", "ch03_t2_n", "ch03_t2_samples", "ch03_t2_std_restarts", "ch03_t2_fixed_restarts",
+    "ch03_h_last_fit", "ch03_dh_last_fit", "ch03_h_first_fail",
     "ch03_dh_first_fail", "ch03_fail_error", "ch03_fixed_worst", "ch03_paper_h", "ch03_boundary_h",
     "ch03_boundary_offset", "ch03_both_sides",
     "ch03_embed_error", "ch03_embed_naive_error",
@@ -244,15 +263,15 @@ def headline(tables: dict) -> dict:
     h_fail = int(fails.index.min()) if len(fails) else None
     out = {"ch03_hc_d": d, "ch03_hc_n": n, "ch03_hc_heads": _join(std.index),
            "ch03_h_last_fit": str(h_last) if h_last else "none of the head counts tested",
-           "ch03_dh_last_fit": str(d // h_last) if h_last else "none",
+           "ch03_dh_last_fit": str(standard_head_dim(d, h_last)) if h_last else "none",
            "ch03_h_first_fail": str(h_fail) if h_fail else "none of the head counts tested",
-           "ch03_dh_first_fail": str(d // h_fail) if h_fail else "none",
+           "ch03_dh_first_fail": str(standard_head_dim(d, h_fail)) if h_fail else "none",
            "ch03_fail_error": float(fails.min()) if len(fails) else float("nan"),
            "ch03_fixed_worst": float(per_layer[per_layer.layer == "fixed"]["worst_head_error"].max()),
            "ch03_paper_h": float(d / n), "ch03_boundary_h": float(d / (n - 1))}
     # the boundary: largest fitting head size minus n (-1 means n - 1), NaN unless the sweep is
     # monotone (fits exactly for the small h) and tests both neighbours of the boundary
-    dhs = {h: d // h for h in std.index}
+    dhs = {h: standard_head_dim(d, h) for h in std.index}
     monotone = h_last is not None and h_fail is not None and h_last < h_fail and all(
         (std[h] < tol) == (h <= h_last) for h in std.index)
     out["ch03_boundary_offset"] = float(dhs[h_last] - n) if monotone else float("nan")
@@ -266,7 +285,7 @@ def headline(tables: dict) -> dict:
     out["ch03_embed_dp"], out["ch03_embed_inputs"] = int(emb["head_dim"]), int(emb["inputs"])
     sh = tables["t2_shape"]
     out.update(ch03_t2_d=int(sh["d"]), ch03_t2_h=int(sh["n_heads"]), ch03_t2_dp=int(sh["head_dim"]),
-               ch03_t2_dh=int(sh["d"] // sh["n_heads"]), ch03_t2_n=int(sh["n"]), ch03_t2_samples=int(sh["samples"]),
+               ch03_t2_dh=int(standard_head_dim(sh["d"], sh["n_heads"])), ch03_t2_n=int(sh["n"]), ch03_t2_samples=int(sh["samples"]),
                ch03_t2_std_restarts=int(sh["std_restarts"]), ch03_t2_fixed_restarts=int(sh["fixed_restarts"]))
     out["ch03_embed_error"], out["ch03_embed_naive_error"] = float(emb["max_abs_error"]), float(emb["max_abs_error_unscaled"])
     t2 = tables["t2"].set_index("layer")
@@ -324,8 +343,6 @@ def summary(tables: dict) -> list[str]:
 
 
 # --- claims and their rules (registered in the rules ledger) ---------------------------------
-
-from . import verdicts as _v  # noqa: E402
 
 # An exact construction in float64 (outputs of order one): 1e-10 leaves five orders over round-off.
 EXACT_TOL = 1e-10
@@ -430,7 +447,7 @@ def estimate(p) -> tuple[dict[str, float], str]:
     d, n = p["d_model"], p["n"]
     heads = 0.0
     for h in p["heads"]:
-        for hd in (d // h, n):
+        for hd in (standard_head_dim(d, h), n):
             heads += h * p["restarts"] * p["max_iter"] * n * (n + d) * hd
     t2d, t2n, S = p["t2_d"], p["t2_n"], p["t2_samples"]
     per = S * t2n * t2d * (t2d + t2n)

@@ -19,7 +19,7 @@ P06 = dict(seed=0, device="cpu", ns=[16, 32, 64], max_head_dim=64, points_per_oc
 
 
 def test_barrier_headline_keys_and_values():
-    t = E.run_barrier(P05)
+    t = E.run(P05)
     h = E.headline(t)
     assert set(h) == set(E.HEADLINE_KEYS) and len(h) == len(E.HEADLINE_KEYS)
     assert h["ch05_nmax"] == 32 and h["ch05_bound_frac_nmax"] == pytest.approx(expected_distinct_columns(32) / 32)
@@ -68,7 +68,7 @@ def test_saturation_heuristic():
 
 
 def test_saturation_headline_keys_and_values():
-    t = S.run_saturation(P06)
+    t = S.run(P06)
     h = S.headline(t)
     assert set(h) == set(S.HEADLINE_KEYS) and len(h) == len(S.HEADLINE_KEYS)
     assert h["ch06_nmax"] == 64 and h["ch06_n_boot"] == 2000

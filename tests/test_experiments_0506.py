@@ -1,5 +1,7 @@
 """Chapters 05 and 06: run functions at tiny sizes; headline() keys and values; their figures."""
+import ast
 import math
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -11,6 +13,7 @@ from lowrank.book import barrier_figures, saturation_figures
 from lowrank.book.bands import band_lines
 from lowrank.experiments import rank_barrier as E
 from lowrank.experiments import rank_saturation as S
+from lowrank.experiments.registry import MODULES
 from lowrank.experiments.shared.montecarlo import seeded
 from lowrank.theory import expected_distinct_columns, saturation_head_dim
 
@@ -158,3 +161,32 @@ def test_every_chapter_figure_draws_from_the_run_tables(t05, t06):
     for fig in figures:
         assert fig.axes and all(ax.has_data() for ax in fig.axes)
     plt.close("all")
+
+
+def chapters_imported(source: str, own: str | None) -> set[str]:
+    """The chapter modules a module of experiments/<own>/ (or experiments/shared/) imports."""
+    chapters, found = set(MODULES.values()), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level == 0 and (module + ".").startswith("lowrank.experiments."):
+                parts = module.split(".")[2:]
+            elif node.level == 2:
+                parts = module.split(".") if module else []
+            else:
+                continue
+            found |= {parts[0]} if parts else {a.name for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[2] for a in node.names if a.name.startswith("lowrank.experiments.")}
+    return (found & chapters) - {own}
+
+
+def test_shared_tools_and_chapters_05_06_import_no_other_chapter():
+    assert chapters_imported("from ..rank_barrier import mean_band", "rank_saturation") == {"rank_barrier"}
+    assert chapters_imported("from lowrank.experiments import rank_barrier", None) == {"rank_barrier"}
+    root = Path(S.__file__).resolve().parents[1]
+    files = {own: sorted((root / (own or "shared")).glob("*.py")) for own in (None, "rank_barrier", "rank_saturation")}
+    assert all(files.values())
+    for own, paths in files.items():
+        for path in paths:
+            assert not chapters_imported(path.read_text(encoding="utf8"), own), path

@@ -40,7 +40,7 @@ _INPUTS = ("orthonormal", "gaussian", "sphere", "anisotropic", "minilm")
 
 
 def headline(t: Mapping[str, Any]) -> dict[str, Any]:
-    """Every number chapter 05 glues, from the tables of run_barrier; keys are HEADLINE_KEYS."""
+    """Every number chapter 05 glues, from the tables of run(P); keys are HEADLINE_KEYS."""
     P = t["P"]
     ns, n_s, dhs = list(P["ns"]), P["n_setting"], list(P["setting_head_dims"])
     nmax, dmax = ns[-1], max(dhs)
@@ -217,5 +217,3 @@ CLAIMS: tuple[Claim, ...] = (
           "The rank rises with the head size toward the barrier", rule_rank_rises,
           kind=SIMULATION, where="abstract; Fig. 2"),
 )
-
-

@@ -49,7 +49,6 @@ def key_set_table(n: int, head_dims: Sequence[int], *, n_key_sets: int = 20,
     return pd.DataFrame(rows)
 
 
-
 def head_combination_table(n: int, pairs: Sequence[tuple[int, int]], *, n_trials: int,
                            inputs: str = "orthonormal", d_model: int | None = None,
                            temperature: str | float = "hardmax", seed: int = 0,
@@ -75,7 +74,6 @@ def head_combination_table(n: int, pairs: Sequence[tuple[int, int]], *, n_trials
             rows += [{"heads": h, "head_dim": dh, "trial": t, "combination": name,
                       "value": float(v[t])} for t in range(n_trials)]
     return pd.DataFrame(rows)
-
 
 
 def barrier_verdicts(table: pd.DataFrame, *, value: str = "value", by: str = "setting",
@@ -188,7 +186,6 @@ def _tables(P: Mapping[str, Any], progress: bool) -> dict[str, Any]:
     out["band_h"] = mean_band(multi.assign(frac=multi["value"] / n_s), by=["combination", "heads"], value="frac")
     out["summary"] = _summary(out)
     return out
-
 
 
 def _summary(t: Mapping[str, Any]) -> pd.DataFrame:

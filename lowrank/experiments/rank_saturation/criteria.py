@@ -115,7 +115,6 @@ def saturation_bootstrap(table: pd.DataFrame, *, value: str = "rank", n_boot: in
     return pd.DataFrame(rows)
 
 
-
 def curve_bootstrap(table: pd.DataFrame, *, value: str = "rank", n_boot: int = MIN_BOOTSTRAP,
                     fractions: Sequence[float] = (0.5, 0.75, 0.9), increment: float = 0.01,
                     reference: str = "bound", seed: int = 0) -> pd.DataFrame:
@@ -164,5 +163,3 @@ def point_summary(points: pd.DataFrame, boot: pd.DataFrame, *, level: float = 0.
     out = points.merge(s, on=["criterion", "n"], how="left")
     out["estimable"] = np.isfinite(out["head_dim"]) & (out["missing"] <= tail) & np.isfinite(out["se"])
     return out
-
-

@@ -27,8 +27,6 @@ def head_dim_grid(max_head_dim: int, points_per_octave: int = 4) -> list[int]:
     return sorted({int(round(2 ** (k / points_per_octave))) for k in range(top + 1)})
 
 
-# --- the saturation law over three decades of n -------------------------------------------
-
 def nested_hardmax_table(ns: Sequence[int], head_dims: Sequence[int], *, n_trials: int | Sequence[int],
                          seed: int = 0, device="cpu", max_elements: int = 2 ** 25,
                          progress: bool = False) -> pd.DataFrame:
@@ -73,8 +71,6 @@ def nested_hardmax_table(ns: Sequence[int], head_dims: Sequence[int], *, n_trial
     return pd.concat(frames, ignore_index=True)
 
 
-
-
 def trials_per_n(P: Mapping[str, Any]) -> list[int]:
     """Draws per n: max(min_trials, rows_per_cell // n), so every n holds about the same rows
     (the rank fraction's spread falls like 1 / sqrt(n), so each point's error stays level)."""
@@ -84,5 +80,3 @@ def trials_per_n(P: Mapping[str, Any]) -> list[int]:
 def main_criterion(P: Mapping[str, Any], what: str = "bound") -> str:
     """The middle fraction's criterion name, e.g. '75% of bound'."""
     return f"{round(100 * P['fractions'][len(P['fractions']) // 2])}% of {what}"
-
-

@@ -66,7 +66,7 @@ def _criterion_keys(prefix: str, crit: str, laws_by_criterion: Mapping[str, Any]
 
 
 def headline(t: Mapping[str, Any]) -> dict[str, Any]:
-    """Every number chapter 06 glues, from the tables of run_saturation; keys are HEADLINE_KEYS."""
+    """Every number chapter 06 glues, from the tables of run(P); keys are HEADLINE_KEYS."""
     P, pts, table = t["P"], t["points"], t["table"]
     ns = [int(n) for n in P["ns"]]
     trials = trials_per_n(P)
@@ -253,5 +253,3 @@ CLAIMS: tuple[Claim, ...] = (
           "Saturation by the paper's own criterion: the rank increment falls below about 0.01 at a head size "
           "of order log n", rule_saturation_increment, kind=SIMULATION, where="Table 2 (as R25 Reviewer 2 quotes it)"),
 )
-
-

@@ -138,7 +138,6 @@ def law_comparison(summary: pd.DataFrame, boot: pd.DataFrame, criterion: str, *,
     return out
 
 
-
 _ALPHAS = np.linspace(-1.0, 3.0, 4_001)
 
 
@@ -194,4 +193,3 @@ def fit_saturation(points: pd.DataFrame, boot: pd.DataFrame, *, level: float = 0
             rows.append({"criterion": crit, "model": model, "quantity": "chi2", "estimate": est[2],
                          "lo": float("nan"), "hi": float("nan"), "points": len(ok)})
     return pd.DataFrame(rows)
-

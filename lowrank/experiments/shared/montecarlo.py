@@ -130,7 +130,6 @@ def attention_rank_table(n: int, head_dims: Sequence[int], *, n_trials: int,
                                       "measure", "tolerance", "value"]]
 
 
-
 def attention_probs(raw: torch.Tensor, head_dim: int, temperature, causal: bool) -> torch.Tensor:
     """Attention probabilities from raw Q K^T under a temperature and an optional causal mask."""
     scaled = raw if temperature == "hardmax" else raw * temperature_scale(head_dim, temperature)
@@ -149,4 +148,3 @@ def mean_band(table: pd.DataFrame, *, by: Sequence[str], value: str, z: float = 
     # one draw gives no standard error: se (and the band) stay NaN, never 0
     out["lo"], out["hi"] = out["mean"] - z * out["se"], out["mean"] + z * out["se"]
     return out
-

@@ -49,7 +49,7 @@ def laws(t: Mapping[str, Any], law_curves: pd.DataFrame):
                     linewidth=1)
     for law, ls in LAW_STYLES.items():
         ax.plot([], [], color="0.3", linestyle=ls, marker="none", label=law)
-    ax.set(yscale="log", xlabel="sequence length $n$", ylabel=r"saturation head size $d_h^\ast$")
+    ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", ylabel=r"saturation head size $d_h^\ast$")
     ax.set_xscale("log", base=2)
     ax.legend(**LEGEND_BESIDE)
     return fig

@@ -120,6 +120,7 @@ def test_law_value_is_each_laws_formula():
 
 
 def test_law_curves_draw_each_fitted_law_over_the_range(t06):
+    assert t06["law_curves"].equals(S.law_curves(t06))
     curves = S.law_curves(t06, points=50)
     fitted = {(c, law) for c, res in t06["laws"].items() if not c.startswith("increment")
               for law in res["laws"].get("law", [])}
@@ -152,7 +153,7 @@ def test_every_chapter_figure_draws_from_the_run_tables(t05, t06):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    figures = [barrier_figures.coupon(), saturation_figures.laws(t06, S.law_curves(t06))]
+    figures = [barrier_figures.coupon(), saturation_figures.laws(t06)]
     figures += [getattr(barrier_figures, name)(t05) for name in barrier_figures.__all__ if name != "coupon"]
     figures += [saturation_figures.curves(t06), saturation_figures.softmax(t06)]
     mc = barrier_figures.montecarlo(t05).axes[0]

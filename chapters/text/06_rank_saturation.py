@@ -111,7 +111,7 @@ ch.points_table(tables).style.hide(axis="index")
 # - an out-of-range test: each law is fitted on the lower half of the range ($n \le$ {glue:text}`ch06_fit_nmax`) and predicts the largest $n$; $z$ is the miss in units of the combined error (prediction error inflated by that fit's $\sqrt{\chi^2/\text{dof}}$, and the point's own).
 
 # %% tags=["hide-input"]
-fig = figs.laws(tables, ch.law_curves(tables))
+fig = figs.laws(tables)
 glue("ch06_fig_laws", fig, display=False)
 plt.close(fig)
 ch.laws_table(tables).style.hide(axis="index")

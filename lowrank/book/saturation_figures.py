@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .bands import band_lines, log2_x
 from .plotting import grey_safe_lines, subplots
@@ -33,10 +32,10 @@ def curves(t: Mapping[str, Any]):
     return fig
 
 
-def laws(t: Mapping[str, Any], law_curves: pd.DataFrame):
+def laws(t: Mapping[str, Any]):
     """Saturation points of the fraction criteria (95 % intervals) against n, with each fitted law
-    drawn from ``law_curves`` (criterion, law, n, head_dim)."""
-    pts = t["points"]
+    drawn from the table ``law_curves`` (criterion, law, n, head_dim)."""
+    pts, law_curves = t["points"], t["law_curves"]
     crits = [c for c in dict.fromkeys(pts["criterion"]) if not c.startswith("increment")]
     fig, axes = subplots(1, 1, height=3.8, width=7.5)
     ax = axes[0, 0]

@@ -22,7 +22,8 @@ def run(P: Mapping[str, Any], *, progress: bool = False) -> dict[str, Any]:
 
     table/band (hardmax ranks, nested draws), points (saturation points with bootstrap se and
     intervals, estimable or not), boot, laws (per fraction criterion: the three laws compared,
-    local slopes); soft (softmax numerical ranks), soft_bands, soft_points; timing; and P.
+    local slopes), law_curves (each fitted law over the range of n); soft (softmax numerical ranks),
+    soft_bands, soft_points; timing; and P.
     """
     with seeded(P["seed"]):
         return _tables(P, progress)
@@ -71,6 +72,7 @@ def _tables(P: Mapping[str, Any], progress: bool) -> dict[str, Any]:
     out["soft_bands"] = pd.concat(bands, ignore_index=True)
     out["soft_points"] = pd.concat(spoints, ignore_index=True)
     out["seconds_softmax"] = time.perf_counter() - t0
+    out["law_curves"] = law_curves(out)
     return out
 
 

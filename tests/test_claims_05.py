@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from lowrank.experiments import rank_barrier as X
+from lowrank.experiments import rank_barrier as ch
+from lowrank.experiments.rank_barrier import rules
 from lowrank.experiments.verdicts import (CONDITIONAL, CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER,
                                           MissingEvidence)
 
@@ -21,36 +22,36 @@ def _h(**kw):
 
 
 def test_barrier_every_verdict():
-    z = X._bonferroni_z(48)
+    z = rules._bonferroni_z(48)
     assert 3.0 < z < 3.5
-    assert X.rule_barrier(_h()).verdict == CONDITIONAL
-    assert "temperature, weight structure" in X.rule_barrier(_h()).qualifier
-    assert X.rule_barrier(_h(ch05_outside_broken="", ch05_outside_broken_rows=0)).verdict == REPRODUCED
-    assert X.rule_barrier(_h(ch05_inside_max_z=z + 0.01)).verdict == CONTRADICTED
-    assert X.rule_barrier(_h(ch05_inside_max_z=z - 0.01)).verdict == CONDITIONAL
+    assert ch.rule_barrier(_h()).verdict == CONDITIONAL
+    assert "temperature, weight structure" in ch.rule_barrier(_h()).qualifier
+    assert ch.rule_barrier(_h(ch05_outside_broken="", ch05_outside_broken_rows=0)).verdict == REPRODUCED
+    assert ch.rule_barrier(_h(ch05_inside_max_z=z + 0.01)).verdict == CONTRADICTED
+    assert ch.rule_barrier(_h(ch05_inside_max_z=z - 0.01)).verdict == CONDITIONAL
     # a single cell's 1.96 is not a violation among 48 cells
-    assert X.rule_barrier(_h(ch05_inside_max_z=2.5)).verdict == CONDITIONAL
-    assert X.rule_barrier(_h(ch05_inside_max_z=2.5, ch05_inside_cells=1)).verdict == CONTRADICTED
-    assert X.rule_barrier(_h(ch05_inside_gap=X.NEAR_MARGIN + 1e-3)).verdict == WEAKER
-    assert X.rule_barrier(_h(ch05_inside_gap=X.NEAR_MARGIN - 1e-3)).verdict == CONDITIONAL
-    assert X.rule_barrier(_h(ch05_n_trials=1, ch05_inside_max_z=math.nan)).verdict == INCONCLUSIVE
+    assert ch.rule_barrier(_h(ch05_inside_max_z=2.5)).verdict == CONDITIONAL
+    assert ch.rule_barrier(_h(ch05_inside_max_z=2.5, ch05_inside_cells=1)).verdict == CONTRADICTED
+    assert ch.rule_barrier(_h(ch05_inside_gap=ch.NEAR_MARGIN + 1e-3)).verdict == WEAKER
+    assert ch.rule_barrier(_h(ch05_inside_gap=ch.NEAR_MARGIN - 1e-3)).verdict == CONDITIONAL
+    assert ch.rule_barrier(_h(ch05_n_trials=1, ch05_inside_max_z=math.nan)).verdict == INCONCLUSIVE
 
 
 def test_rank_rises_every_verdict():
-    assert X.rule_rank_rises(_h()).verdict == REPRODUCED
-    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=BOUND - X.NEAR_MARGIN - 0.01)).verdict == WEAKER
-    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=BOUND - X.NEAR_MARGIN + 0.01)).verdict == REPRODUCED
+    assert ch.rule_rank_rises(_h()).verdict == REPRODUCED
+    assert ch.rule_rank_rises(_h(ch05_frac_dhmax_nmax=BOUND - ch.NEAR_MARGIN - 0.01)).verdict == WEAKER
+    assert ch.rule_rank_rises(_h(ch05_frac_dhmax_nmax=BOUND - ch.NEAR_MARGIN + 0.01)).verdict == REPRODUCED
     se = math.hypot(0.0005, 0.003)
-    flat = 0.008 + 0.9 * X.Z95 * se
-    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=flat)).verdict == INCONCLUSIVE
-    assert X.rule_rank_rises(_h(ch05_frac_dhmax_nmax=0.008 - 1.1 * X.Z95 * se)).verdict == CONTRADICTED
-    assert X.rule_rank_rises(_h(ch05_frac_dh1_nmax_se=math.nan)).verdict == INCONCLUSIVE
+    flat = 0.008 + 0.9 * ch.Z95 * se
+    assert ch.rule_rank_rises(_h(ch05_frac_dhmax_nmax=flat)).verdict == INCONCLUSIVE
+    assert ch.rule_rank_rises(_h(ch05_frac_dhmax_nmax=0.008 - 1.1 * ch.Z95 * se)).verdict == CONTRADICTED
+    assert ch.rule_rank_rises(_h(ch05_frac_dh1_nmax_se=math.nan)).verdict == INCONCLUSIVE
 
 
 def test_claims_are_well_formed():
-    assert {c.key for c in X.CLAIMS} == {"barrier", "rank-rises"}
-    for c in X.CLAIMS:
+    assert {c.key for c in ch.CLAIMS} == {"barrier", "rank-rises"}
+    for c in ch.CLAIMS:
         assert c.chapter == "05" and c.rule_sentence
         assert c.judge(_h()).evidence
     with pytest.raises(MissingEvidence):
-        X.rule_barrier({})
+        ch.rule_barrier({})

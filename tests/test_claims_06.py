@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from lowrank.experiments import rank_saturation as X
+from lowrank.experiments import rank_saturation as ch
 from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, MissingEvidence
 
 
@@ -17,26 +17,26 @@ def _h(**kw):
 
 
 def test_saturation_every_verdict():
-    assert X.rule_saturation(_h()).verdict == REPRODUCED
+    assert ch.rule_saturation(_h()).verdict == REPRODUCED
     # faster than log n contradicts "of order log n"; the untestable literal lower bound is named
-    assert X.rule_saturation(_h(ch06_pred_log_z=X.Z_PRED + 0.01)).verdict == CONTRADICTED
-    assert "not testable at finite n" in X.rule_saturation(_h(ch06_pred_log_z=5.0)).evidence
-    assert X.rule_saturation(_h(ch06_pred_log_z=X.Z_PRED - 0.01)).verdict == REPRODUCED
-    assert X.rule_saturation(_h(ch06_pred_log_z=-X.Z_PRED - 0.01)).verdict == CONTRADICTED
-    assert X.rule_saturation(_h(ch06_pred_log_z=-X.Z_PRED + 0.01)).verdict == REPRODUCED
-    assert X.rule_saturation(_h(ch06_dbic_log=X.BIC_STRONG + 0.1, ch06_best_law="c n^alpha")).verdict == INCONCLUSIVE
-    assert X.rule_saturation(_h(ch06_dbic_log=X.BIC_STRONG - 0.1)).verdict == REPRODUCED
+    assert ch.rule_saturation(_h(ch06_pred_log_z=ch.Z_PRED + 0.01)).verdict == CONTRADICTED
+    assert "not testable at finite n" in ch.rule_saturation(_h(ch06_pred_log_z=5.0)).evidence
+    assert ch.rule_saturation(_h(ch06_pred_log_z=ch.Z_PRED - 0.01)).verdict == REPRODUCED
+    assert ch.rule_saturation(_h(ch06_pred_log_z=-ch.Z_PRED - 0.01)).verdict == CONTRADICTED
+    assert ch.rule_saturation(_h(ch06_pred_log_z=-ch.Z_PRED + 0.01)).verdict == REPRODUCED
+    assert ch.rule_saturation(_h(ch06_dbic_log=ch.BIC_STRONG + 0.1, ch06_best_law="c n^alpha")).verdict == INCONCLUSIVE
+    assert ch.rule_saturation(_h(ch06_dbic_log=ch.BIC_STRONG - 0.1)).verdict == REPRODUCED
 
 
 def test_saturation_needs_range_and_points():
     # the old evidence: four n over a factor 8, however strong the power law looks, decides nothing
     old = _h(ch06_n_estimable=4, ch06_n_total=4, ch06_nmax=256, ch06_pred_log_z=6.0)
-    assert X.rule_saturation(old).verdict == INCONCLUSIVE
-    assert X.rule_saturation(_h(ch06_n_estimable=X.MIN_NS - 1, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
-    assert X.rule_saturation(_h(ch06_n_estimable=X.MIN_NS, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
-    assert X.rule_saturation(_h(ch06_nmax=32 * 99, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
-    assert X.rule_saturation(_h(ch06_nmax=32 * 100, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
-    assert X.rule_saturation(_h(ch06_pred_log_z=math.nan)).verdict == INCONCLUSIVE
+    assert ch.rule_saturation(old).verdict == INCONCLUSIVE
+    assert ch.rule_saturation(_h(ch06_n_estimable=ch.MIN_NS - 1, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
+    assert ch.rule_saturation(_h(ch06_n_estimable=ch.MIN_NS, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
+    assert ch.rule_saturation(_h(ch06_nmax=32 * 99, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
+    assert ch.rule_saturation(_h(ch06_nmax=32 * 100, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
+    assert ch.rule_saturation(_h(ch06_pred_log_z=math.nan)).verdict == INCONCLUSIVE
 
 
 def _inc(**kw):
@@ -48,17 +48,17 @@ def _inc(**kw):
 
 
 def test_increment_criterion_reaches_every_verdict():
-    assert X.rule_saturation_increment(_inc()).verdict == REPRODUCED
-    assert X.rule_saturation_increment(_inc(ch06_inc_pred_log_z=X.Z_PRED + 0.01)).verdict == CONTRADICTED
-    assert X.rule_saturation_increment(_inc(ch06_inc_pred_log_z=-X.Z_PRED - 0.01)).verdict == CONTRADICTED
-    assert X.rule_saturation_increment(_inc(ch06_inc_n_estimable=X.MIN_NS - 1)).verdict == INCONCLUSIVE
-    assert X.rule_saturation_increment(_inc(ch06_inc_dbic_log=X.BIC_STRONG + 1)).verdict == INCONCLUSIVE
-    assert "increment < 0.01" in X.rule_saturation_increment(_inc()).evidence
+    assert ch.rule_saturation_increment(_inc()).verdict == REPRODUCED
+    assert ch.rule_saturation_increment(_inc(ch06_inc_pred_log_z=ch.Z_PRED + 0.01)).verdict == CONTRADICTED
+    assert ch.rule_saturation_increment(_inc(ch06_inc_pred_log_z=-ch.Z_PRED - 0.01)).verdict == CONTRADICTED
+    assert ch.rule_saturation_increment(_inc(ch06_inc_n_estimable=ch.MIN_NS - 1)).verdict == INCONCLUSIVE
+    assert ch.rule_saturation_increment(_inc(ch06_inc_dbic_log=ch.BIC_STRONG + 1)).verdict == INCONCLUSIVE
+    assert "increment < 0.01" in ch.rule_saturation_increment(_inc()).evidence
 
 
 def test_claim_is_well_formed():
-    c = X.CLAIMS[0]
-    assert [k.key for k in X.CLAIMS] == ["saturation", "saturation-increment"]
+    c = ch.CLAIMS[0]
+    assert [k.key for k in ch.CLAIMS] == ["saturation", "saturation-increment"]
     assert c.key == "saturation" and c.chapter == "06" and c.rule_sentence.startswith("On the main")
     with pytest.raises(MissingEvidence):
-        X.rule_saturation({})
+        ch.rule_saturation({})

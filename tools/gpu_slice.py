@@ -60,7 +60,7 @@ def _train_rates(configs: list[dict]) -> tuple[dict, dict]:
 
 
 def _kernel_rates() -> dict:
-    from lowrank.experiments.rank_barrier import attention_rank_table, hardmax_rank_table
+    from lowrank.experiments.shared.montecarlo import attention_rank_table, hardmax_rank_table
     from lowrank.experiments.rank_saturation import head_dim_grid, nested_hardmax_table
 
     def timed(fn) -> float:

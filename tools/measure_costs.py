@@ -25,14 +25,14 @@ def _timed(fn) -> float:
 
 
 def svd() -> tuple[float, float]:
-    from lowrank.experiments.rank_barrier import attention_rank_table
+    from lowrank.experiments.shared.montecarlo import attention_rank_table
     n, T = 128, 60
     s = _timed(lambda: attention_rank_table(n, [8], n_trials=T, rtols=(None, 1e-6, 1e-3), energies=(0.99,)))
     return s, T * n ** 3
 
 
 def hardmax() -> tuple[float, float]:
-    from lowrank.experiments.rank_barrier import hardmax_rank_table
+    from lowrank.experiments.shared.montecarlo import hardmax_rank_table
     n, dh, T = 256, 512, 60
     s = _timed(lambda: hardmax_rank_table([n], [dh], n_trials=T))
     return s, T * n * n * (dh + 8)

@@ -41,28 +41,24 @@ heads = [1, 2, 4, 8, 16]  # numbers of heads h, each with head size heads_d_mode
 heads_d_model = 64  # model width shared by the heads
 
 # %% tags=["hide-input"]
-import numpy as np
-import pandas as pd
-import torch
 from matplotlib import pyplot as plt
 from myst_nb import glue
 
+from lowrank.book import barrier_figures as figs
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, subplots, use_style
+from lowrank.book.plotting import use_style
 from lowrank.book.verdict_view import rows_from_claims, verdict_cards
-from lowrank.experiments import rank_barrier as X
+from lowrank.experiments import rank_barrier as ch
 from lowrank.rank import rank_label
-from lowrank.theory import expected_distinct_columns, expected_distinct_columns_causal
 
-P = validate("05_rank_barrier", globals())
 use_style()
-torch.manual_seed(P["seed"])
-torch.set_num_threads(1)  # small batched SVDs are fastest single-threaded; spare threads only spin on a busy machine
-T = X.run_barrier(P)
-H = X.headline(T)
-for k, v in H.items():
-    glue(k, v, display=False)
 
+# %% tags=["hide-input"]
+P = validate("05_rank_barrier", globals())
+tables = ch.run(P)
+H = ch.headline(tables)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # ## The claim and the setting it is proved in
@@ -97,17 +93,10 @@ for k, v in H.items():
 # ```
 
 # %% tags=["hide-input"]
-n_grid = np.unique(np.round(np.logspace(0, 4, 200)).astype(int))
-exact_frac = expected_distinct_columns(n_grid) / n_grid
-fig, axes = subplots(1, 1, height=3.2)
-ax = axes[0, 0]
-ax.plot(n_grid, exact_frac, label=r"$n(1-(1-1/n)^n)\,/\,n$", **grey_safe_lines(1)[0], markevery=20)
-ax.axhline(1 - np.exp(-1), color="0.3", linestyle=":", label=r"$1 - 1/e$")
-ax.set(xscale="log", xlabel="sequence length $n$", ylabel="expected distinct columns / $n$")
-ax.legend(loc="upper right")
+fig = figs.coupon()
 glue("ch05_fig_coupon", fig, display=False)
 plt.close(fig)
-T["coupon"].style.hide(axis="index").format(precision=3)
+tables["coupon"].style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
 # ```{table-caption}
@@ -141,25 +130,7 @@ T["coupon"].style.hide(axis="index").format(precision=3)
 # The proof says more than the claim: the bound is attained only when every key is equally likely to win, and $p(K)$ is far from uniform when $d_h$ is small (with $d_h = 1$ only the largest and the smallest key can ever win). As $d_h \to \infty$, $KK^\top / d_h \to I_n$ and $p(K)$ tends to uniform, so the rank should rise *toward* the bound with $d_h$, not sit at it. We check the conditional statement on sampled key sets: for each key set $K$ we draw {glue:text}`ch05_query_sets` independent query sets, and compare the mean rank with $\sum_j 1-(1-\hat p_j)^n$ computed from the winning frequencies $\hat p(K)$.
 
 # %% tags=["hide-input"]
-keys = T["keys"]
-fig, axes = subplots(1, 2, height=3.4, width=7.5)
-styles = grey_safe_lines(len(P["key_head_dims"]))
-for st, (dh, sub) in zip(styles, keys.groupby("head_dim")):
-    axes[0, 0].plot(sub["formula"], sub["mean_rank"], linestyle="none", marker=st["marker"],
-                    color=st["color"], label=f"$d_h$ = {dh}", alpha=0.8)
-    axes[0, 1].plot(sub["max_p"], sub["formula"], linestyle="none", marker=st["marker"],
-                    color=st["color"], alpha=0.8)
-lim = [0, keys["bound"].iloc[0] * 1.05]
-axes[0, 0].plot(lim, lim, color="0.5", linewidth=0.8)
-for ax in axes[0]:
-    ax.axhline(keys["bound"].iloc[0], color="0.3", linestyle=":", label=r"bound $n(1-(1-1/n)^n)$")
-axes[0, 0].set(xlabel=r"$\sum_j 1-(1-\hat p_j)^n$ (given $K$)",
-               ylabel="mean hardmax rank of $A$ given $K$")
-axes[0, 1].set(xscale="log", xlabel=r"largest winning share $\max_j \hat p_j$",
-               ylabel=r"$\sum_j 1-(1-\hat p_j)^n$")
-axes[0, 1].xaxis.set_minor_formatter(plt.NullFormatter())
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize="small")
-fig.suptitle(f"$n$ = {P['key_set_n']}: each point is one sampled key set")
+fig = figs.keysets(tables)
 glue("ch05_fig_keysets", fig, display=False)
 plt.close(fig)
 
@@ -180,25 +151,10 @@ plt.close(fig)
 # Setting (i)-(iii) exactly: every draw has its own orthonormal $X$ and Gaussian $W_q, W_k$. The bands are mean $\pm 1.96$ standard errors over {glue:text}`ch05_n_trials` draws.
 
 # %% tags=["hide-input"]
-band = T["band"]
-fig, axes = subplots(1, 1, height=3.8)
-ax = axes[0, 0]
-for st, (n, sub) in zip(grey_safe_lines(len(P["ns"])), band.groupby("n")):
-    ax.plot(sub["head_dim"], sub["mean"], label=f"$n$ = {n}", **st)
-    ax.fill_between(sub["head_dim"], sub["lo"], sub["hi"], color=st["color"], alpha=0.25)
-    ax.axhline(expected_distinct_columns(n) / n, color=st["color"], linewidth=0.8, linestyle=":")
-ax.set(xscale="log", xlabel="head size $d_h$", ylabel="hardmax rank of $A$ / $n$ (exact)")
-ax.set_xscale("log", base=2)
-ax.legend(loc="lower right", title="dotted: $(1-(1-1/n)^n)$")
+fig = figs.montecarlo(tables)
 glue("ch05_fig_montecarlo", fig, display=False)
 plt.close(fig)
-
-top = band[band.head_dim == max(P["head_dims"])].set_index("n")
-top.assign(bound=expected_distinct_columns(top.index.to_numpy()) / top.index.to_numpy()).reset_index()[
-    ["n", "mean", "lo", "hi", "draws", "bound"]].rename(
-    columns={"mean": f"hardmax rank / n at d_h = {max(P['head_dims'])}", "lo": "95% lower", "hi": "95% upper",
-             "bound": "bound / n"}).style.hide(axis="index").format(precision=3)
-
+ch.montecarlo_table(tables).style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
 # ```{table-caption}
@@ -226,23 +182,9 @@ top.assign(bound=expected_distinct_columns(top.index.to_numpy()) / top.index.to_
 # The theorem needs the hardmax limit. At a finite temperature the softmax is strictly positive, and whether its rank is "0.63 n" depends on how close to hardmax it is: we scale the standard logits $QK^\top/\sqrt{d_h}$ by $k$ (larger $k$ is colder) and measure the numerical rank with the default tolerance.
 
 # %% tags=["hide-input"]
-n_s, dhs = P["n_setting"], P["setting_head_dims"]
-band_t = T["band_t"]
-fig, axes = subplots(1, 1, height=3.8)
-ax = axes[0, 0]
-order = [str(k) for k in P["scales"]] + ["hardmax"]
-for st, t in zip(grey_safe_lines(len(order)), order):
-    sub = band_t[band_t.temperature == t]
-    label = "hardmax" if t == "hardmax" else f"$k$ = {float(t):g}" + (" (standard)" if float(t) == 1 else "")
-    ax.plot(sub["head_dim"], sub["mean"], label=label, **st)
-    ax.fill_between(sub["head_dim"], sub["lo"], sub["hi"], color=st["color"], alpha=0.25)
-ax.axhline(expected_distinct_columns(n_s) / n_s, color="0.3", linestyle=":", label="bound")
-ax.set_xscale("log", base=2)
-ax.set(xlabel="head size $d_h$", ylabel=f"{rank_label('numerical rank', 'default rtol', 'A')} / $n$")
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+fig = figs.temperature(tables)
 glue("ch05_fig_temperature", fig, display=False)
 plt.close(fig)
-
 
 # %% [markdown]
 # ```{glue:figure} ch05_fig_temperature
@@ -260,20 +202,9 @@ plt.close(fig)
 # Same draws at the standard temperature, different rank measures. Each says which tolerance it uses; the energy rank counts the singular values that hold a fraction of $\sum \sigma_i^2$.
 
 # %% tags=["hide-input"]
-keep, band_tol = T["tol_labels"], T["band_tol"]
-fig, axes = subplots(1, 1, height=3.8)
-ax = axes[0, 0]
-for st, lab in zip(grey_safe_lines(len(keep)), keep):
-    sub = band_tol[band_tol.label == lab]
-    ax.plot(sub["head_dim"], sub["mean"], label=lab.replace("_", " "), **st)
-    ax.fill_between(sub["head_dim"], sub["lo"], sub["hi"], color=st["color"], alpha=0.25)
-ax.axhline(expected_distinct_columns(n_s) / n_s, color="0.3", linestyle=":", label="bound")
-ax.set_xscale("log", base=2)
-ax.set(xlabel="head size $d_h$", ylabel="rank of $A$ / $n$ (standard temperature)")
-ax.legend(loc="lower right", fontsize="small")
+fig = figs.tolerance(tables)
 glue("ch05_fig_tolerance", fig, display=False)
 plt.close(fig)
-
 
 # %% [markdown]
 # ```{glue:figure} ch05_fig_tolerance
@@ -291,21 +222,10 @@ plt.close(fig)
 # Hardmax again, but the tokens are no longer orthonormal: Gaussian rows ($d$ = {glue:text}`ch05_d_model`, nearly orthogonal), rows uniform on the sphere, anisotropic rows sharing one direction (mean cosine 0.75, as contextual embeddings are {cite}`ethayarajh2019contextual`), and real word-piece embeddings of all-MiniLM-L6-v2 (384-dimensional, distinct tokens drawn at random).
 
 # %% tags=["hide-input"]
-band_in = T["band_in"]
-fig, axes = subplots(1, 1, height=3.8)
-ax = axes[0, 0]
-for st, name in zip(grey_safe_lines(len(P["inputs"])), P["inputs"]):
-    sub = band_in[band_in.inputs == name]
-    ax.plot(sub["head_dim"], sub["mean"], label=name, **st)
-    ax.fill_between(sub["head_dim"], sub["lo"], sub["hi"], color=st["color"], alpha=0.25)
-ax.axhline(expected_distinct_columns(n_s) / n_s, color="0.3", linestyle=":", label="bound")
-ax.set_xscale("log", base=2)
-ax.set(xlabel="head size $d_h$", ylabel="hardmax rank of $A$ / $n$ (exact)")
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+fig = figs.inputs(tables)
 glue("ch05_fig_inputs", fig, display=False)
 plt.close(fig)
-in_last = band_in[band_in.head_dim == max(dhs)].set_index("inputs")["mean"]
-in_last.rename("hardmax rank / n at the largest d_h").rename_axis("tokens").reset_index().style.hide(axis="index").format(precision=3)
+ch.inputs_table(tables).style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
 # ```{table-caption}
@@ -329,26 +249,9 @@ in_last.rename("hardmax rank / n at the largest d_h").rename_axis("tokens").rese
 # With a causal mask, row $i$ can only pick among columns $1..i$. If it picks uniformly, column $j$ is missed with probability $\prod_{i \ge j}(1 - 1/i) = (j-1)/n$, so the expected number of distinct columns is $\sum_j (1 - (j-1)/n) = (n+1)/2$, not $0.63\,n$. Causal *softmax*, on the other hand, is lower triangular with a positive diagonal, so its determinant is positive and it is exactly full rank.
 
 # %% tags=["hide-input"]
-band_c = T["band_c"]
-fig, axes = subplots(1, 2, height=3.4, width=7.5)
-ax = axes[0, 0]
-for st, (n, sub) in zip(grey_safe_lines(len(P["ns"])), band_c.groupby("n")):
-    ax.plot(sub["head_dim"], sub["mean"], label=f"$n$ = {n}", **st)
-    ax.fill_between(sub["head_dim"], sub["lo"], sub["hi"], color=st["color"], alpha=0.25)
-    ax.axhline(expected_distinct_columns_causal(n) / n, color=st["color"], linewidth=0.8, linestyle=":")
-ax.set_xscale("log", base=2)
-ax.set(xlabel="head size $d_h$", ylabel="hardmax rank / $n$ (exact)",
-       title="causal hardmax")
-ax.legend(loc="lower right", fontsize="small")
-ax = axes[0, 1]
-sb = T["band_cs"]
-ax.plot(sb["head_dim"], sb["mean"], **grey_safe_lines(1)[0])
-ax.set_xscale("log", base=2)
-ax.set(xlabel="head size $d_h$", ylabel="numerical rank of $A$ / $n$ (default rtol)",
-       title=f"causal softmax, k = 1, n = {n_s}", ylim=(0, 1.05))
+fig = figs.causal(tables)
 glue("ch05_fig_causal", fig, display=False)
 plt.close(fig)
-
 
 # %% [markdown]
 # ```{glue:figure} ch05_fig_causal
@@ -366,9 +269,7 @@ plt.close(fig)
 # An ICLR 2025 reviewer noted that with $Q = K = X$ and unit-norm rows, hardmax attention is the identity: $x_i^\top x_j < 1 = x_i^\top x_i$ for distinct unit vectors (Cauchy-Schwarz). Rolling $Q$ by one row ("attend to the previous token") gives a permutation. Both are full rank for any $d$, even $d = 2$; random Gaussian $W_q, W_k$ never produce these weight patterns, which is the assumption doing the work.
 
 # %% tags=["hide-input"]
-T["counter"].pivot(index="construction", columns="d", values="hardmax rank / n").add_prefix(
-    "hardmax rank / n at d = ").reset_index().style.hide(axis="index").format(precision=3)
-
+ch.counterexample_table(tables).style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
 # ```{table-caption}
@@ -384,21 +285,9 @@ T["counter"].pivot(index="construction", columns="d", values="hardmax rank / n")
 # The paper's multi-head setting ties $h\,d_h = d_\text{model}$ (here $d_\text{model}$ = {glue:text}`ch05_heads_d_model`), and a reviewer asked how ranks are aggregated over heads. We report the mean single-head hardmax rank, the numerical rank of the head average $\frac1h\sum_i A_i$, and of the stacked $[A_1 | \dots | A_h]$, whose column space contains every head's output $A_i V_i$.
 
 # %% tags=["hide-input"]
-band_h = T["band_h"]
-fig, axes = subplots(1, 1, height=3.6)
-ax = axes[0, 0]
-combos = ["one head", "head average", "heads stacked"]
-for st, c in zip(grey_safe_lines(3), combos):
-    sub = band_h[band_h.combination == c]
-    ax.plot(sub["heads"], sub["mean"], label=c, **st)
-    ax.fill_between(sub["heads"], sub["lo"], sub["hi"], color=st["color"], alpha=0.25)
-ax.axhline(expected_distinct_columns(n_s) / n_s, color="0.3", linestyle=":", label="bound")
-ax.set_xscale("log", base=2)
-ax.set(xlabel=f"heads $h$ ($d_h$ = {P['heads_d_model']} / $h$)", ylabel="rank / $n$")
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+fig = figs.heads(tables)
 glue("ch05_fig_heads", fig, display=False)
 plt.close(fig)
-
 
 # %% [markdown]
 # ```{glue:figure} ch05_fig_heads
@@ -419,7 +308,7 @@ plt.close(fig)
 # {numref}`tab-ch05-hypotheses` has one row per setting that drops one hypothesis, at $n$ = {glue:text}`ch05_n_setting` and the largest $d_h$ of the settings figures, grouped by the hypothesis dropped. Two questions are kept apart, because "the barrier holds" is one-sided: a setting far *below* $0.63\,n$ respects the bound without showing the barrier. *Bound respected*: the mean rank is at most $n(1-(1-1/n)^n)$ within its 95 % interval. *Near the bound*: the mean lies within {glue:text}`ch05_near_margin:g` $n$ of it (a margin fixed before the data, as the precision the word "about" in "about 0.63 n" can carry).
 
 # %% tags=["hide-input"]
-X.summary_table(T["summary"]).style.hide(axis="index")
+ch.summary_table(tables["summary"]).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}
@@ -435,7 +324,7 @@ X.summary_table(T["summary"]).style.hide(axis="index")
 # - The rank rises with $d_h$ toward it: {glue:text}`ch05_verdict_rises`.
 
 # %% tags=["hide-input"]
-verdict_cards(rows_from_claims(X.CLAIMS, H, kind="simulation"))
+verdict_cards(rows_from_claims(ch.CLAIMS, H, kind="simulation"))
 
 # %% [markdown]
 # ```{table-caption}
@@ -447,7 +336,7 @@ verdict_cards(rows_from_claims(X.CLAIMS, H, kind="simulation"))
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 lab = rank_label("hardmax rank", matrix="A (exact, no tolerance)")
-top = T["band"][T["band"].head_dim == max(P["head_dims"])].set_index("n")["mean"]
+top = tables["band"][tables["band"].head_dim == max(P["head_dims"])].set_index("n")["mean"]
 print(f"bound n(1-(1-1/n)^n)/n at n={H['ch05_nmax']}: {H['ch05_bound_frac_nmax']:.4f}")
 for n in P["ns"]:
     print(f"{lab} / n at n={n}, d_h={H['ch05_dhmax']}: {top[n]:.2f}")

@@ -37,26 +37,24 @@ softmax_trials = 8  # draws per (n, d_h) for the standard-temperature part
 softmax_rtols = [0.0, 0.001]  # numerical-rank tolerances (0 means the default max(m, n) * eps)
 
 # %% tags=["hide-input"]
-import numpy as np
-import torch
 from matplotlib import pyplot as plt
 from myst_nb import glue
 
+from lowrank.book import saturation_figures as figs
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, subplots, use_style
+from lowrank.book.plotting import use_style
 from lowrank.book.verdict_view import rows_from_claims, verdict_cards
-from lowrank.experiments import rank_saturation as X
+from lowrank.experiments import rank_saturation as ch
 from lowrank.rank import rank_label
-from lowrank.theory import saturation_head_dim
 
-P = validate("06_rank_saturation", globals())
 use_style()
-torch.manual_seed(P["seed"])
-torch.set_num_threads(1)  # one thread: steady on a shared machine, and small batched SVDs gain nothing from more
-T = X.run_saturation(P)
-H = X.headline(T)
-for k, v in H.items():
-    glue(k, v, display=False)
+
+# %% tags=["hide-input"]
+P = validate("06_rank_saturation", globals())
+tables = ch.run(P)
+H = ch.headline(tables)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # ## The claim, and what we can test
@@ -76,20 +74,7 @@ for k, v in H.items():
 # The hardmax rank is a count of distinct row-argmax columns, $O(n^2)$ per matrix and no SVD, and in this setting $Q$ and $K$ have i.i.d. $\mathcal N(0,1)$ entries, so one draw at the largest $d_h$ contains every smaller head size in its leading columns: the logits are accumulated block by block and the rank is read at each grid point. That makes $n$ = {glue:text}`ch06_nmax` cheap: the hardmax part took {glue:text}`ch06_seconds_hardmax:.0f` s of wall time when this page was last executed ({glue:text}`ch06_cpu_seconds_hardmax:.0f` s of CPU time). Draws per $n$: {glue:text}`ch06_trials` (fewer at large $n$, where one matrix already averages over many columns). Uncertainty comes from a bootstrap over draws ({glue:text}`ch06_n_boot` replicates, whole draws resampled since the head sizes of one draw share their randomness).
 
 # %% tags=["hide-input"]
-band = T["band"]
-fig, axes = subplots(1, 2, height=3.4, width=7.5)
-for st, (n, sub) in zip(grey_safe_lines(len(P["ns"])), band.groupby("n")):
-    for ax, x in ((axes[0, 0], sub["head_dim"]), (axes[0, 1], sub["head_dim"] / np.log(n) ** 2)):
-        ax.plot(x, sub["mean"], label=f"{n}", markevery=4, **st)
-        ax.fill_between(x, sub["lo"], sub["hi"], color=st["color"], alpha=0.25)
-for ax in axes[0]:
-    for f in P["fractions"]:
-        ax.axhline(f, color="0.5", linewidth=0.7, linestyle=":")
-    ax.set_xscale("log", base=2)
-axes[0, 0].set_ylabel(r"hardmax rank of $A$ / $n(1-(1-1/n)^n)$")
-axes[0, 0].set_xlabel("head size $d_h$")
-axes[0, 1].set_xlabel(r"$d_h / (\ln n)^2$")
-axes[0, 1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", title="$n$")
+fig = figs.curves(tables)
 glue("ch06_fig_curves", fig, display=False)
 plt.close(fig)
 
@@ -106,7 +91,7 @@ plt.close(fig)
 # ## Saturation points
 
 # %% tags=["hide-input"]
-X.points_table(T).style.hide(axis="index")
+ch.points_table(tables).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}
@@ -126,28 +111,10 @@ X.points_table(T).style.hide(axis="index")
 # - an out-of-range test: each law is fitted on the lower half of the range ($n \le$ {glue:text}`ch06_fit_nmax`) and predicts the largest $n$; $z$ is the miss in units of the combined error (prediction error inflated by that fit's $\sqrt{\chi^2/\text{dof}}$, and the point's own).
 
 # %% tags=["hide-input"]
-pts, laws = T["points"], T["laws"]
-crits = [f"{round(100 * f)}% of bound" for f in P["fractions"]]
-fig, axes = subplots(1, 1, height=3.8, width=7.5)
-ax = axes[0, 0]
-n_line = np.geomspace(min(P["ns"]), max(P["ns"]), 100)
-law_styles = {"a + b ln n": ":", "c n^alpha": "--", "c (ln n)^beta": "-"}
-for st, crit in zip(grey_safe_lines(len(crits)), crits):
-    sub = pts[(pts.criterion == crit) & pts.estimable]
-    ax.errorbar(sub["n"], sub["head_dim"], yerr=[sub["head_dim"] - sub["lo"], sub["hi"] - sub["head_dim"]],
-                color=st["color"], marker=st["marker"], linestyle="none", capsize=3, label=crit)
-    for _, r in laws[crit]["laws"].iterrows():
-        y = (r["p1"] + r["p2"] * np.log(n_line) if r["law"] == "a + b ln n" else
-             r["p1"] * n_line ** r["p2"] if r["law"] == "c n^alpha" else r["p1"] * np.log(n_line) ** r["p2"])
-        ax.plot(n_line, y, color=st["color"], linestyle=law_styles[r["law"]], marker="none", linewidth=1)
-for law, ls in law_styles.items():
-    ax.plot([], [], color="0.3", linestyle=ls, marker="none", label=law)
-ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", ylabel=r"saturation head size $d_h^\ast$")
-ax.set_xscale("log", base=2)
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+fig = figs.laws(tables)
 glue("ch06_fig_laws", fig, display=False)
 plt.close(fig)
-X.laws_table(T).style.hide(axis="index")
+ch.laws_table(tables).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}
@@ -184,7 +151,7 @@ X.laws_table(T).style.hide(axis="index")
 # ### The rule
 
 # %% tags=["hide-input"]
-verdict_cards(rows_from_claims(X.CLAIMS, H, kind="simulation"))
+verdict_cards(rows_from_claims(ch.CLAIMS, H, kind="simulation"))
 
 # %% [markdown]
 # ```{table-caption}
@@ -198,17 +165,7 @@ verdict_cards(rows_from_claims(X.CLAIMS, H, kind="simulation"))
 # Now drop the hardmax limit: softmax at the standard temperature $QK^\top/\sqrt{d_h}$, rank measured as the numerical rank of the probability matrix at two tolerances, for $n$ = {glue:text}`ch06_soft_nmin` to {glue:text}`ch06_soft_nmax` with {glue:text}`ch06_soft_trials` draws per point on every head size {glue:text}`ch06_soft_grid_text`. There is no $0.63\,n$ bound here, so the saturation points are fractions of the plateau (the mean at the largest $d_h$).
 
 # %% tags=["hide-input"]
-soft_bands, tols = T["soft_bands"], T["tols"]
-fig, axes = subplots(1, len(tols), height=3.3, width=7.5)
-for ax, tol in zip(axes[0], tols):
-    b = soft_bands[soft_bands.tolerance == tol]
-    for st, (n, s) in zip(grey_safe_lines(len(P["softmax_ns"])), b.groupby("n")):
-        ax.plot(s["head_dim"], s["mean"], label=f"$n$ = {n}", **st)
-        ax.fill_between(s["head_dim"], s["lo"], s["hi"], color=st["color"], alpha=0.25)
-    ax.set_xscale("log", base=2)
-    ax.set(xlabel="head size $d_h$", ylim=(0, 1.05), title=tol)
-axes[0, 0].set_ylabel("numerical rank of $A$ / $n$")
-axes[0, -1].legend(loc="lower right", fontsize="small")
+fig = figs.softmax(tables)
 glue("ch06_fig_softmax", fig, display=False)
 plt.close(fig)
 

@@ -1,0 +1,219 @@
+"""Chapter 05's verdicts: ``headline(tables)`` (every number the chapter glues) and the claims
+with their rules, registered in the rules ledger.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ...theory.barrier import expected_distinct_columns, expected_distinct_columns_causal
+from ..shared.montecarlo import as_rtols
+from ..verdicts import (SIMULATION, CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
+                        Judgement, is_missing, need)
+
+__all__ = ["HEADLINE_KEYS", "GROUPS", "headline", "CLAIMS", "rule_barrier", "rule_rank_rises", "Z95", "FAMILY_LEVEL",
+           "NEAR_MARGIN"]
+
+# The hypotheses of the theorem that the summary's settings drop, one group each.
+GROUPS = ("none (the theorem's setting)", "temperature", "tolerance", "input distribution",
+          "weight structure", "mask", "heads")
+
+HEADLINE_KEYS = (
+    "ch05_bound_frac_nmax", "ch05_nmax", "ch05_query_sets", "ch05_key_n", "ch05_key_max_formula_frac",
+    "ch05_key_max_gap", "ch05_key_maxp_d1", "ch05_key_maxp_dmax", "ch05_n_trials", "ch05_cells",
+    "ch05_cells_above", "ch05_max_excess_se", "ch05_draws_above", "ch05_draws", "ch05_dhmax",
+    "ch05_frac_dhmax_list", "ch05_frac_dhmax_nmax", "ch05_frac_dh1_nmax", "ch05_n_setting",
+    "ch05_setting_trials", "ch05_temp_standard", "ch05_temp_coldest", "ch05_temp_coldest_k",
+    "ch05_temp_hardmax", "ch05_temp_coldest_d1", "ch05_tol_default", "ch05_tol_coarse",
+    "ch05_tol_coarse_rtol", "ch05_tol_energy", "ch05_temp_standard_k", "ch05_d_model",
+    "ch05_in_orthonormal", "ch05_in_gaussian", "ch05_in_sphere", "ch05_in_anisotropic", "ch05_in_minilm",
+    "ch05_causal_frac_nmax", "ch05_causal_law_nmax", "ch05_causal_soft_min", "ch05_causal_soft_full",
+    "ch05_causal_soft_mean", "ch05_counter_min", "ch05_heads_d_model", "ch05_heads_max", "ch05_heads_one",
+    "ch05_heads_avg", "ch05_heads_stacked", "ch05_settings_hold", "ch05_settings_total",
+    "ch05_inside_cells", "ch05_inside_max_z", "ch05_bonferroni_z", "ch05_inside_gap", "ch05_near_margin",
+    "ch05_outside_rows", "ch05_outside_broken_rows", "ch05_outside_near_rows", "ch05_outside_broken",
+    "ch05_frac_dh1_nmax_se", "ch05_frac_dhmax_nmax_se", "ch05_verdict_barrier", "ch05_verdict_barrier_evidence",
+    "ch05_verdict_rises", "ch05_verdict_rises_evidence",
+)
+_INPUTS = ("orthonormal", "gaussian", "sphere", "anisotropic", "minilm")
+
+
+def headline(t: Mapping[str, Any]) -> dict[str, Any]:
+    """Every number chapter 05 glues, from the tables of run(P); keys are HEADLINE_KEYS."""
+    P = t["P"]
+    ns, n_s, dhs = list(P["ns"]), P["n_setting"], list(P["setting_head_dims"])
+    nmax, dmax = ns[-1], max(dhs)
+    keys, sweep, band = t["keys"], t["sweep"], t["band"]
+    H: dict[str, Any] = {}
+    H["ch05_bound_frac_nmax"] = float(expected_distinct_columns(nmax) / nmax)
+    H["ch05_nmax"] = int(nmax)
+    H["ch05_query_sets"] = int(P["query_sets"])
+    H["ch05_key_n"] = int(P["key_set_n"])
+    H["ch05_key_max_formula_frac"] = float((keys["formula"] / keys["bound"]).max())
+    H["ch05_key_max_gap"] = float((keys["mean_rank"] - keys["formula"]).abs().max())
+    H["ch05_key_maxp_d1"] = float(keys.loc[keys.head_dim == min(P["key_head_dims"]), "max_p"].mean())
+    H["ch05_key_maxp_dmax"] = float(keys.loc[keys.head_dim == max(P["key_head_dims"]), "max_p"].mean())
+    cells = sweep.groupby(["n", "head_dim"])["rank"].agg(["mean", "sem", "max"]).reset_index()
+    cells["bound"] = expected_distinct_columns(cells["n"].to_numpy())
+    excess = (cells["mean"] - cells["bound"]) / cells["sem"].where(cells["sem"] > 0)
+    top = band[band.head_dim == max(P["head_dims"])].set_index("n")
+    H["ch05_n_trials"] = int(P["n_trials"])
+    H["ch05_cells"] = len(cells)
+    H["ch05_cells_above"] = int((excess > 1.96).sum())
+    H["ch05_max_excess_se"] = float(excess.max())
+    H["ch05_draws_above"] = int((sweep["rank"] > sweep["bound"]).sum())
+    H["ch05_draws"] = len(sweep)
+    H["ch05_dhmax"] = int(max(P["head_dims"]))
+    H["ch05_frac_dhmax_list"] = ", ".join(f"{top.loc[n, 'mean']:.3f} n at n = {n}" for n in ns)
+    H["ch05_frac_dhmax_nmax"] = float(top.loc[nmax, "mean"])
+    H["ch05_frac_dh1_nmax"] = float(band[(band.n == nmax) & (band.head_dim == min(P["head_dims"]))]["mean"].iloc[0])
+    H["ch05_n_setting"] = int(n_s)
+    H["ch05_setting_trials"] = int(P["setting_trials"])
+    band_t = t["band_t"]
+    last = band_t[band_t.head_dim == dmax].set_index("temperature")["mean"]
+    H["ch05_temp_standard"] = float(last[str(P["scales"][0])])
+    H["ch05_temp_coldest"] = float(last[str(P["scales"][-1])])
+    H["ch05_temp_coldest_k"] = float(P["scales"][-1])
+    H["ch05_temp_hardmax"] = float(last["hardmax"])
+    H["ch05_temp_coldest_d1"] = float(band_t[(band_t.temperature == str(P["scales"][-1]))
+                                             & (band_t.head_dim == min(dhs))]["mean"].iloc[0])
+    keep, band_tol = t["tol_labels"], t["band_tol"]
+    tol_last = band_tol[band_tol.head_dim == dmax].set_index("label")["mean"]
+    H["ch05_tol_default"] = float(tol_last[keep[0]])
+    H["ch05_tol_coarse"] = float(tol_last[keep[-2]])
+    H["ch05_tol_coarse_rtol"] = float(as_rtols(P["rtols"])[-1] or 0.0)
+    H["ch05_tol_energy"] = float(tol_last[keep[-1]])
+    H["ch05_temp_standard_k"] = float(P["scales"][0])
+    H["ch05_d_model"] = int(P["d_model"])
+    band_in = t["band_in"]
+    in_last = band_in[band_in.head_dim == dmax].set_index("inputs")["mean"]
+    for name in _INPUTS:
+        H[f"ch05_in_{name}"] = float(in_last[name]) if name in in_last.index else float("nan")
+    band_c, soft_num = t["band_c"], t["soft_num"]
+    c_top = band_c[band_c.head_dim == max(P["head_dims"])].set_index("n")["mean"]
+    H["ch05_causal_frac_nmax"] = float(c_top[nmax])
+    H["ch05_causal_law_nmax"] = float(expected_distinct_columns_causal(nmax) / nmax)
+    H["ch05_causal_soft_min"] = int(soft_num["value"].min())
+    H["ch05_causal_soft_full"] = float((soft_num["value"] == n_s).mean())
+    H["ch05_causal_soft_mean"] = float(soft_num["value"].mean() / n_s)
+    H["ch05_counter_min"] = float(t["counter"]["hardmax rank / n"].min())
+    hmax = max(h for h, _ in t["pairs"])
+    h_last = t["band_h"][t["band_h"].heads == hmax].set_index("combination")["mean"]
+    H["ch05_heads_d_model"] = int(P["heads_d_model"])
+    H["ch05_heads_max"] = int(hmax)
+    H["ch05_heads_one"] = float(h_last["one head"])
+    H["ch05_heads_avg"] = float(h_last["head average"])
+    H["ch05_heads_stacked"] = float(h_last["heads stacked"])
+    summ = t["summary"]
+    H["ch05_settings_hold"] = int(summ["respected"].sum())
+    H["ch05_settings_total"] = len(summ)
+    # the claim's evidence: inside the hypotheses (the main sweep), then the settings that drop one
+    H["ch05_inside_cells"] = len(cells)
+    H["ch05_inside_max_z"] = float(excess.max()) if excess.notna().any() else float("nan")
+    H["ch05_bonferroni_z"] = _bonferroni_z(len(cells))
+    bound_n = expected_distinct_columns(top.index.to_numpy()) / top.index.to_numpy()
+    H["ch05_inside_gap"] = float((bound_n - top["mean"].to_numpy()).max())
+    H["ch05_near_margin"] = NEAR_MARGIN
+    out = summ[summ["group"] != GROUPS[0]]
+    H["ch05_outside_rows"] = len(out)
+    H["ch05_outside_broken_rows"] = int((~out["respected"]).sum())
+    H["ch05_outside_near_rows"] = int(out["near"].sum())
+    broken = [f"{grp} ({int((~sub.respected).sum())} of {len(sub)} settings)"
+              for grp, sub in out.groupby("group", sort=False) if (~sub["respected"]).any()]
+    H["ch05_outside_broken"] = "; ".join(broken) if broken else "no dropped hypothesis"
+    se_top = band[band.head_dim == max(P["head_dims"])].set_index("n")["se"]
+    se_d1 = band[(band.n == nmax) & (band.head_dim == min(P["head_dims"]))]["se"].iloc[0]
+    H["ch05_frac_dh1_nmax_se"] = float(se_d1)
+    H["ch05_frac_dhmax_nmax_se"] = float(se_top[nmax])
+    for key, claim in (("barrier", CLAIMS[0]), ("rises", CLAIMS[1])):
+        j = claim.judge(H)
+        H[f"ch05_verdict_{key}"], H[f"ch05_verdict_{key}_evidence"] = j.label, j.evidence
+    return H
+
+
+# --- claims and their rules (registered in the rules ledger) ---------------------------------
+
+# Two-sided 95 % normal interval for one mean (draws are independent).
+Z95 = 1.96
+# Family-wise level when many (n, d_h) cells are each tested against the bound: Bonferroni
+# over the cells, so that 48 honest cells do not produce a "violation" by chance alone.
+FAMILY_LEVEL = 0.05
+# "About 0.63 n": a mean counts as near the bound when it lies within 0.05 n of it (8 % of
+# the bound), fixed before the data as the precision the word "about" can carry.
+NEAR_MARGIN = 0.05
+
+
+def _bonferroni_z(cells: int) -> float:
+    from statistics import NormalDist
+    return NormalDist().inv_cdf(1 - FAMILY_LEVEL / 2 / max(int(cells), 1))
+
+
+def rule_barrier(h: Mapping[str, Any]) -> Judgement:
+    """Inside the theorem's hypotheses (hardmax, orthonormal tokens, Gaussian weights, one head),
+    contradicted if any (n, d_h) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its
+    Bonferroni 95 % interval; reproduced in a weaker form (an upper bound only) if the largest
+    d_h stays more than 0.05 n below it; otherwise holds only under stated conditions when some
+    setting that drops a hypothesis exceeds the bound, and reproduced if none does.
+
+    Inconclusive when a cell has fewer than two draws (no standard error).
+    """
+    cells, max_z = need(h, "ch05_inside_cells"), need(h, "ch05_inside_max_z")
+    draws, gap = need(h, "ch05_n_trials"), need(h, "ch05_inside_gap")
+    broken = need(h, "ch05_outside_broken")
+    rows, n_broken = need(h, "ch05_outside_rows"), need(h, "ch05_outside_broken_rows")
+    z_crit = _bonferroni_z(cells)
+    evidence = (f"{cells} (n, d_h) cells in the theorem's setting, {draws} draws each: largest excess "
+                f"over the bound {max_z:+.2f} standard errors (Bonferroni limit {z_crit:.2f}); at the "
+                f"largest d_h the mean is at most {gap:.3f} n below the bound; "
+                f"{n_broken} of {rows} settings outside the hypotheses exceed it")
+    if draws < 2 or is_missing(max_z) or is_missing(gap):
+        return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error; "
+                         "the smallest detectable excess is undefined")
+    if max_z > z_crit:
+        return Judgement(CONTRADICTED, evidence)
+    if gap > NEAR_MARGIN:
+        return Judgement(WEAKER, evidence, f"an upper bound on the mean that the rank stays more than "
+                         f"{NEAR_MARGIN:g} n below, not a value it attains")
+    if n_broken > 0:
+        return Judgement(CONDITIONAL, evidence,
+                         f"hardmax attention with random Gaussian weights and one head; the bound fails "
+                         f"when dropping {broken}")
+    return Judgement(REPRODUCED, evidence)
+
+
+def rule_rank_rises(h: Mapping[str, Any]) -> Judgement:
+    """At the largest n, reproduced if the mean hardmax rank at the largest d_h exceeds that at
+    d_h = 1 beyond a 95 % interval and lies within 0.05 n of the bound; reproduced in a weaker
+    form if it rises but stays farther below; contradicted if it falls beyond the interval;
+    inconclusive otherwise.
+    """
+    lo_v, lo_se = need(h, "ch05_frac_dh1_nmax"), need(h, "ch05_frac_dh1_nmax_se")
+    hi_v, hi_se = need(h, "ch05_frac_dhmax_nmax"), need(h, "ch05_frac_dhmax_nmax_se")
+    bound, n, dh = need(h, "ch05_bound_frac_nmax"), need(h, "ch05_nmax"), need(h, "ch05_dhmax")
+    draws = need(h, "ch05_n_trials")
+    evidence = (f"n = {n}, {draws} draws per point: hardmax rank {lo_v:.3f} n (s.e. {lo_se:.3f}) at "
+                f"d_h = 1, {hi_v:.3f} n (s.e. {hi_se:.3f}) at d_h = {dh}; bound {bound:.3f} n")
+    se = math.hypot(lo_se, hi_se) if not (is_missing(lo_se) or is_missing(hi_se)) else float("nan")
+    if is_missing(se):
+        return Judgement(INCONCLUSIVE, evidence, "one draw per point gives no standard error")
+    rise = hi_v - lo_v
+    if rise < -Z95 * se:
+        return Judgement(CONTRADICTED, evidence)
+    if rise <= Z95 * se:
+        return Judgement(INCONCLUSIVE, evidence, f"a rise smaller than {Z95 * se:.3f} n is not detectable")
+    if bound - hi_v > NEAR_MARGIN:
+        return Judgement(WEAKER, evidence, f"the rank rises with d_h but stays more than {NEAR_MARGIN:g} n "
+                         f"below the bound up to d_h = {dh}")
+    return Judgement(REPRODUCED, evidence)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("barrier", MIN_LI, "05", "sec-ch05-summary",
+          "Low-rank barrier: the mean rank of random (hardmax) attention is at most about "
+          "n(1-(1-1/n)^n) -> 0.63 n, whatever d_h", rule_barrier,
+          kind=SIMULATION, where="Theorem 1 (as the reviewers describe it)"),
+    Claim("rank-rises", MIN_LI, "05", "sec-ch05-monte-carlo",
+          "The rank rises with the head size toward the barrier", rule_rank_rises,
+          kind=SIMULATION, where="abstract; Fig. 2"),
+)

@@ -211,7 +211,7 @@ def test_run_training_without_a_store_leaves_no_temporary_folder(tiny, monkeypat
     tables = hs.run_training(_chapter_params(base_dir / "docs", None, results_store=None))
     assert len(tables["heads"]) == 8 and "temporary" in tables["setup"]["store"]
     assert list(scratch.iterdir()) == []  # the throw-away store and its checkpoints are gone
-    monkeypatch.setattr(hs, "run_grids", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(hs.training, "run_grids", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError, match="boom"):
         hs.run_training(_chapter_params(base_dir / "docs", None, results_store=None))
     assert list(scratch.iterdir()) == []  # removed on the error path too

@@ -217,6 +217,16 @@ def test_run_training_without_a_store_leaves_no_temporary_folder(tiny, monkeypat
     assert list(scratch.iterdir()) == []  # removed on the error path too
 
 
+def test_run_computes_every_table_the_headline_reads(tiny, monkeypatch):
+    _, base_dir = tiny
+    monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
+    tables = hs.run(_chapter_params(base_dir / "docs", None))
+    assert {"parameters", "corpus", "heads", "matched", "sizes", "configs", "setup", "long", "budget"} <= set(tables)
+    assert tables["long"]["setup"]["source"] == "this run"  # long_store = None: the live tables stand in
+    H = hs.headline(tables)
+    assert set(H) == set(hs.HEADLINE_KEYS) and H["ch04_n_runs"] == 6  # three distinct models, two seeds
+
+
 def test_choose_lr_minimises_the_largest_regret():
     rows = [("standard", 4, 16, 0.003, 3.0), ("standard", 4, 16, 0.01, 2.9), ("standard", 4, 16, 0.02, 2.95),
             ("fixed", 32, 16, 0.003, 3.2), ("fixed", 32, 16, 0.01, 3.05), ("fixed", 32, 16, 0.02, 3.0)]

@@ -137,7 +137,7 @@ def _training_headline(heads: pd.DataFrame, matched: pd.DataFrame, sizes: pd.Dat
     a, b = _runs(heads, family="standard", h=h), _runs(heads, family="fixed", h=h)
     out["gap_h"], out["gap_std_dh"], out["gap_dp"] = int(h), int(a.d_h.iloc[0]), int(b.d_h.iloc[0])
     out["gap_std_ppl"], out["gap_fixed_ppl"] = float(std.loc[h, "mean"]), float(fix.loc[h, "mean"])
-    out["gap_ppl"] = out["gap_std_ppl"] - out["gap_fixed_ppl"]  # seed means; read by chapter 08 until it takes CLAIMS
+    out["gap_ppl"] = out["gap_std_ppl"] - out["gap_fixed_ppl"]  # of seed means; gap_diff pairs by seed
     e = paired(a, b)
     _put(out, "gap", e)
     out["gap_verdict"] = _better(e, "the fixed head size", "the standard head size")

@@ -211,10 +211,20 @@ def test_run_training_without_a_store_leaves_no_temporary_folder(tiny, monkeypat
     tables = hs.run_training(_chapter_params(base_dir / "docs", None, results_store=None))
     assert len(tables["heads"]) == 8 and "temporary" in tables["setup"]["store"]
     assert list(scratch.iterdir()) == []  # the throw-away store and its checkpoints are gone
-    monkeypatch.setattr(hs, "run_grids", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(hs.training, "run_grids", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError, match="boom"):
         hs.run_training(_chapter_params(base_dir / "docs", None, results_store=None))
     assert list(scratch.iterdir()) == []  # removed on the error path too
+
+
+def test_run_computes_every_table_the_headline_reads(tiny, monkeypatch):
+    _, base_dir = tiny
+    monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
+    tables = hs.run(_chapter_params(base_dir / "docs", None))
+    assert {"parameters", "corpus", "heads", "matched", "sizes", "configs", "setup", "long", "budget"} <= set(tables)
+    assert tables["long"]["setup"]["source"] == "this run"  # long_store = None: the live tables stand in
+    H = hs.headline(tables)
+    assert set(H) == set(hs.HEADLINE_KEYS) and H["ch04_n_runs"] == 6  # three distinct models, two seeds
 
 
 def test_choose_lr_minimises_the_largest_regret():

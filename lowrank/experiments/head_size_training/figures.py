@@ -1,8 +1,9 @@
-"""Figures and reading tables of chapter 04's budget store (:mod:`.budget`), for the page.
+"""Chapter 04's figures and the reading tables of its budget store (:mod:`.budget`), for the page.
 
 Each plot function draws on axes it is given and returns nothing; each display function returns
-a DataFrame with readable columns. With a partial store they draw what is stored and say what is
-missing, so the page renders at every stage of the runs.
+a DataFrame with readable columns. Functions that draw several series take ``styles``, a callable
+giving n line styles (the book passes its grey-safe lines). With a partial budget store they draw
+what is stored and say what is missing, so the page renders at every stage of the runs.
 """
 from __future__ import annotations
 
@@ -10,10 +11,117 @@ import math
 
 import pandas as pd
 
+from ...attention import standard_head_dim
 from . import budget
+from .summaries import curve_gap, mean_curves, summarise
 
-__all__ = ["ROW_TITLES", "plot_budget_gaps", "plot_lr_check", "plot_factorial", "budget_display",
+__all__ = ["plot_learning_curves", "plot_heads", "plot_matched", "plot_sizes", "plot_comparisons",
+           "plot_recovery", "ROW_TITLES", "plot_budget_gaps", "plot_lr_check", "plot_factorial", "budget_display",
            "factorial_display", "lr_check_display"]
+
+# The symmetric-log axis of the recovery figure: linear within 0.05 nats of 0, where the gaps close.
+RECOVERY_TICKS = [-0.2, -0.1, -0.05, 0, 0.05, 0.1, 0.2, 0.5, 1]
+
+
+def plot_learning_curves(axes, heads: pd.DataFrame, *, d: int, head_dim: int, styles, markersize: float) -> None:
+    """Seed-mean validation loss against the optimiser step of the heads grid ``heads``: one panel
+    per family (standard heads at width ``d``, then the fixed head size ``head_dim``), one line per
+    head count."""
+    val = mean_curves(heads, ["family", "h"])
+    for ax, family in zip(axes, ["standard", "fixed"]):
+        sub = val[val.family == family]
+        counts = sorted(sub.h.unique())
+        for style, h in zip(styles(len(counts)), counts):
+            c = sub[sub.h == h]
+            dh = standard_head_dim(d, h) if family == "standard" else head_dim
+            ax.plot(c.step, c.loss, label=f"h = {h}, $d_h$ = {dh}", markersize=markersize, **style)
+        ax.set_title(f"{family} heads" + (" ($d_h = d/h$)" if family == "standard" else f" ($d_p$ = {head_dim})"),
+                     fontsize="medium")
+        ax.set_xlabel("optimiser step")
+        ax.legend(fontsize="small", loc="upper right")
+    axes[0].set_ylabel("validation loss (nats / token)")
+
+
+def plot_heads(ax, heads: pd.DataFrame, *, head_dim: int, styles) -> None:
+    """Seed-mean validation perplexity (error bars: standard error) against the number of heads
+    (log axis), standard heads against the fixed head size ``head_dim``."""
+    s = summarise(heads, ["family", "h"])
+    for style, family in zip(styles(2), ["standard", "fixed"]):
+        sub = s[s.family == family]
+        ax.errorbar(sub.h, sub["mean"], yerr=sub["sem"].fillna(0), capsize=3,
+                    label="standard ($d_h = d/h$)" if family == "standard" else f"fixed ($d_p$ = {head_dim})", **style)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("number of heads $h$")
+    ax.set_ylabel("validation perplexity")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+
+
+def plot_matched(ax, matched: pd.DataFrame, *, d: int, head_dim: int, baseline_heads: int, styles) -> None:
+    """Seed-mean validation perplexity against the parameter count: the fixed head size ``head_dim``
+    at width ``d`` for each head count against standard baselines of ``baseline_heads`` heads at
+    each width, every point labelled with what varies."""
+    m = summarise(matched, ["family", "d", "h"])
+    for style, family in zip(styles(2), ["standard", "fixed"]):
+        sub = m[m.family == family].sort_values("n_params")
+        label = (f"standard, h = {baseline_heads}, d varies" if family == "standard"
+                 else f"fixed $d_p$ = {head_dim}, d = {d}, h varies")
+        ax.errorbar(sub.n_params / 1e3, sub["mean"], yerr=sub["sem"].fillna(0), capsize=3, label=label, **style)
+        for _, r in sub.iterrows():
+            ax.annotate(f"d = {r.d}" if family == "standard" else f"h = {r.h}", (r.n_params / 1e3, r["mean"]),
+                        textcoords="offset points", xytext=(5, 5) if family == "standard" else (5, -12),
+                        fontsize="x-small")
+    ax.set_xlabel("parameters (thousands)")
+    ax.set_ylabel("validation perplexity")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+
+
+def plot_sizes(ax, sizes: pd.DataFrame, *, d: int, n_heads: int, styles) -> None:
+    """Seed-mean validation perplexity against the head size (log axis) at ``n_heads`` heads and
+    width ``d``, every point labelled with its parameter count."""
+    z = summarise(sizes, ["d_h"])
+    ax.errorbar(z.d_h, z["mean"], yerr=z["sem"].fillna(0), capsize=3, label=f"h = {n_heads}, d = {d}",
+                **styles(1)[0])
+    for _, r in z.iterrows():
+        ax.annotate(f"{r.n_params / 1e3:.0f}k params", (r.d_h, r["mean"]), textcoords="offset points",
+                    xytext=(4, 4), fontsize="x-small")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("head size $d_p$")
+    ax.set_ylabel("validation perplexity")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+
+
+def plot_comparisons(ax, comparisons: pd.DataFrame) -> None:
+    """Forest plot of :func:`.tables.comparison_table`'s rows: each paired difference of validation loss
+    with its 95 % interval (none for one seed), the first comparison on top, 0 dashed."""
+    cmp = comparisons
+    y = list(range(len(cmp)))[::-1]
+    err = [(cmp["difference (nats)"] - cmp.lo).fillna(0), (cmp.hi - cmp["difference (nats)"]).fillna(0)]
+    ax.errorbar(cmp["difference (nats)"], y, xerr=err, fmt="o", capsize=4, color="black")
+    ax.axvline(0, color="grey", linewidth=1, linestyle="--")
+    ax.set_yticks(y, cmp.comparison, fontsize="small")
+    ax.set_xlabel("difference in validation loss (nats / token)")
+
+
+def plot_recovery(ax, long: pd.DataFrame, recovery: pd.DataFrame, *, h_max: int, h_best: int,
+                  recovery_steps: int, styles) -> None:
+    """Training loss of the fixed-head model at ``h_max`` heads minus the standard model at
+    ``h_best`` and at ``h_max`` heads, step by step (seed means of paired differences) in the
+    long-scale heads grid ``long``, and the same pair trained for ``recovery_steps`` steps
+    (``recovery``, when it holds runs); symmetric-log axis."""
+    lines = styles(3)
+    for style, h in zip(lines, [h_best, h_max]):
+        g = curve_gap(long, {"family": "fixed", "h": h_max}, {"family": "standard", "h": h}, split="train")
+        ax.plot(g.step, g["diff"], label=f"fixed h = {h_max} minus standard h = {h}", markersize=0, **style)
+    if len(recovery):  # the budget check: the same pair trained for more steps
+        g = curve_gap(recovery, {"family": "fixed", "h": h_max}, {"family": "standard", "h": h_max}, split="train")
+        ax.plot(g.step, g["diff"], label=f"the same, {recovery_steps:,} steps", markersize=0, **lines[2])
+    ax.axhline(0, color="grey", linewidth=1, linestyle="--")
+    ax.set_yscale("symlog", linthresh=0.05)
+    ax.set_yticks(RECOVERY_TICKS, [f"{t:g}" for t in RECOVERY_TICKS])
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("training loss difference (nats / token)")
+    ax.legend(loc="lower right", fontsize="small")  # below 0 stays empty while the fixed-head model is behind
+
 
 # What each row of budget.ROWS compares, as a panel title (a minus b; positive: the claim holds).
 ROW_TITLES = {"gap": "h = 32: standard $-$ fixed",

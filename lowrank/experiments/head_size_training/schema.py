@@ -1,6 +1,7 @@
 """The chapter's parameters: what its notebook's parameters cell sets, checked before any run."""
 from __future__ import annotations
 
+from ...attention import standard_head_dim
 from ...params import Param, Int, Float, Bool, Str, Choice, IntList, FloatList, Constraint, short_repr, shard_problem
 
 SCHEMA = dict(
@@ -57,8 +58,8 @@ CONSTRAINTS = (
         f"heads {short_repr(p['heads'])}: at least one must divide d_model = {p['d_model']} (the standard "
         "family, d_h = d_model / h, would be empty)")),
     Constraint(("recovery_steps", "heads", "d_model", "head_dim"), lambda p: None if (
-        p["recovery_steps"] is None or any(p["d_model"] % h == 0 and p["d_model"] // h != p["head_dim"]
-                                           for h in p["heads"])) else (
+        p["recovery_steps"] is None or any(
+            p["d_model"] % h == 0 and standard_head_dim(p["d_model"], h) != p["head_dim"] for h in p["heads"])) else (
         f"recovery_steps needs a head count in heads {short_repr(p['heads'])} that divides d_model = "
         f"{p['d_model']} with d_model / h != head_dim = {p['head_dim']} (the pair it trains longer)")),
     Constraint(("shard",), lambda p: shard_problem(p["shard"])),

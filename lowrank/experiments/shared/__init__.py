@@ -1,0 +1,1 @@
+"""Tools several chapters use; not a chapter module."""

@@ -4,6 +4,7 @@ import math
 import pytest
 
 from lowrank.experiments import trained_attention as X
+from lowrank.experiments.shared.intervals import wilson_interval
 from lowrank.experiments.verdicts import (CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER, Judgement,
                                           MissingEvidence)
 
@@ -38,8 +39,8 @@ def test_mechanism_without_long_sequences_is_inconclusive():
 
 
 def barrier(mean=0.62, half=0.02, above=2, heads=72, r_mean=0.3, r_half=0.02, r_above=20, runs=20, **kw):
-    lo, hi = X.wilson_interval(above, heads)
-    rlo, rhi = X.wilson_interval(r_above, runs)
+    lo, hi = wilson_interval(above, heads)
+    rlo, rhi = wilson_interval(r_above, runs)
     h = dict(ch07_n_max=512, ch07_barrier=0.632, ch07_head_mean=mean, ch07_head_mean_lo=mean - half,
              ch07_head_mean_hi=mean + half, ch07_heads=heads, ch07_heads_above=above, ch07_heads_above_lo=lo,
              ch07_heads_above_hi=hi, ch07_windows_nmax=2, ch07_bar_ret_runs=runs, ch07_bar_ret_above=r_above,

@@ -1,5 +1,6 @@
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -8,6 +9,8 @@ import torch
 
 from lowrank.attention import MultiHeadAttention
 from lowrank.experiments.trained_attention import argmax_patterns, as_rtols, pretrained_ranks
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "07_trained_attention.ipynb"
 
 def test_as_rtols():
     assert as_rtols([0.0, 1e-6, None]) == (None, 1e-6, None)
@@ -259,16 +262,16 @@ def test_truncate_logit_rank_full_rank_is_the_model_and_lower_rank_bounds_the_lo
 
 
 def test_probe_accuracy_separates_and_folds_are_stratified():
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments.shared.probe import probe_accuracy, stratified_folds
 
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1, 2], 10)
     feats = rng.standard_normal((30, 5)) + 4 * np.eye(3, 5)[y]
-    acc = X.probe_accuracy(feats, y, folds=5, seed=0)
+    acc = probe_accuracy(feats, y, folds=5, seed=0)
     assert acc.shape == (5,) and acc.mean() > 0.9
-    f = X.stratified_folds(y, 5, seed=1)
+    f = stratified_folds(y, 5, seed=1)
     assert all((np.bincount(y[f == k], minlength=3) == 2).all() for k in range(5))
-    noise = X.probe_accuracy(rng.standard_normal((30, 5)), y, folds=5, seed=0)
+    noise = probe_accuracy(rng.standard_normal((30, 5)), y, folds=5, seed=0)
     assert noise.mean() < 0.7
 
 
@@ -309,3 +312,91 @@ def test_truncating_one_layer_leaves_the_others_whole():
         assert same == (i != 0)
     with pytest.raises(ValueError, match="layers"):
         truncate_logit_rank(model, 1, layers=[len(model.encoder.layer)])
+
+
+def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatch):
+    from lowrank.book.runner import notebook_parameters, resolve_chapter
+    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments.registry import validate
+    from lowrank.experiments.trained_attention import runs
+    from lowrank.train import run_key
+
+    chapter = resolve_chapter(str(NOTEBOOK), None)
+    P = validate("07_trained_attention", {k: v["default"] for k, v in notebook_parameters(chapter).items()})
+    P.update(threads=1, retrieval_run=True, retrieval_store="mine.jsonl", truncation_run=False)
+    calls = {}
+
+    def record(name):
+        def experiment(**kw):
+            calls[name] = kw
+            return {name: True}
+        return experiment
+
+    for name in ("run_pretrained", "run_retrieval", "run_truncation"):
+        monkeypatch.setattr(runs, name, record(name))
+    threads = torch.get_num_threads()
+    try:
+        tables = X.run(P)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation"}
+    assert calls["run_pretrained"]["seq_lens"] == P["minilm_seq_lens"] and calls["run_pretrained"]["seed"] == P["seed"]
+    ret, tr = calls["run_retrieval"], calls["run_truncation"]
+    assert (ret["run"], ret["store"], ret["read_store"]) == (True, "mine.jsonl", P["retrieval_long_store"])
+    assert (tr["run"], tr["store"]) == (False, "mine.jsonl") and tr["layer_n"] == P["truncation_layer_n"]
+    # the keys of the runs it trains are the keys the chapter's estimate and the store use
+    assert X.run_keys(P) == {run_key(c) for c in X.grid_configs(**X.retrieval_arguments(P))}
+
+
+def test_figures_and_tables_draw_from_the_tables():
+    import matplotlib.pyplot as plt
+
+    from lowrank.book.plotting import grey_safe_lines, subplots
+    from lowrank.experiments import trained_attention as X
+
+    runs, grid = _synthetic_runs({16: 2, 32: 3, 64: 4}, ns=(16, 32, 64), capped=[(32, 1, 0)])
+    recs = _truncation_records()
+    tables = {**_tiny_pretrained_tables(), "retrieval": runs.assign(task="single"), "retrieval_grid": grid,
+              "truncation": X.truncation_table(recs), "truncation_layers": X.layer_table(recs)}
+    shapes = {"ranks_vs_n": (1, 2), "patterns": (1, 2), "layers": (1, 1), "retrieval": (2, 2), "saturation": (1, 2),
+              "truncation": (1, 3), "truncation_layers": (1, 2)}
+    figs = {name: subplots(*shape) for name, shape in shapes.items()}
+    X.plot_ranks_vs_n(figs["ranks_vs_n"][1], tables, rtols=[0.0, 1e-3], lines=grey_safe_lines)
+    X.plot_patterns(figs["patterns"][1], tables, lines=grey_safe_lines)
+    X.plot_layers(figs["layers"][1][0, 0], tables, rtols=[0.0, 1e-3], lines=grey_safe_lines)
+    X.plot_retrieval(figs["retrieval"][1], tables, ns=[16, 32, 64], lines=grey_safe_lines)
+    X.plot_saturation(figs["saturation"][1], tables, ns=[16, 32, 64], head_dims=[1, 2, 3, 4, 8], lines=grey_safe_lines)
+    X.plot_truncation(figs["truncation"][1], tables, ns=[8, 16], folds=2, lines=grey_safe_lines)
+    X.plot_truncation_layers(figs["truncation_layers"][1], tables, ranks=[1], lines=grey_safe_lines)
+    try:
+        legend = lambda name: [t.get_text() for t in figs[name][0].legends[0].get_texts()]  # noqa: E731
+        assert "$d_h$ = 4 (left)" in legend("ranks_vs_n") and "barrier $n(1-(1-1/n)^n)$ (right)" in legend("ranks_vs_n")
+        assert legend("patterns") == ["layer 0", "layer 1"]
+        # three lengths of the one-key task: the growth laws that fit are drawn (ln n fits this step)
+        assert "$a + b\\ln n$ fits" in legend("saturation")
+        assert [t.get_text() for t in figs["saturation"][1][0, 0].get_yticklabels()] == ["1", "2", "4", "8", "16"]
+        assert legend("truncation") == ["n = 8", "n = 16"] and legend("truncation_layers") == ["layer 0", "layer 1"]
+        assert figs["truncation"][1][0, 0].get_lines()[-1].get_ydata()[0] == 1 - X.NEIGHBOUR_MARGIN
+    finally:
+        for fig, _ in figs.values():
+            plt.close(fig)
+    assert list(X.windows_table(tables).data.columns) == ["sequence length n (tokens)", "x windows"]
+    status = X.retrieval_status_table(tables).data
+    assert status["stopped by the cap"].tolist() == [0, 1, 0] and status["task"].tolist() == ["one-key"] * 3
+    assert "(a) top-10 overlap" in X.truncation_display(tables).data.columns
+
+
+def test_the_check_cell_prints_the_committed_numbers():
+    """The page's check cell, rebuilt from the committed notebook's glued values and its default
+    parameters, prints what the committed notebook printed."""
+    from lowrank.book.glued import read_glue
+    from lowrank.book.runner import notebook_parameters, resolve_chapter
+    from lowrank.experiments import trained_attention as X
+
+    chapter = resolve_chapter(str(NOTEBOOK), None)
+    P = {k: v["default"] for k, v in notebook_parameters(chapter).items()}
+    nb = json.loads(chapter.path.read_text(encoding="utf8"))
+    cell = next(c for c in nb["cells"] if "NBVAL_CHECK_OUTPUT" in "".join(c["source"]))
+    printed = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    assert printed and X.check_summary(read_glue(chapter.path), P) + "\n" == printed

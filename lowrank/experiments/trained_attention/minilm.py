@@ -20,8 +20,7 @@ import torch
 
 from ... import data as _data
 from ...pretrained import encode_windows, load_minilm
-from ...probe import MEASURES, LayerAttention, for_each_layer, rank_table, text_ranks, valid_blocks
-from ...progress import progress
+from ...probe import MEASURES, LayerAttention, for_each_layer, text_ranks, valid_blocks
 from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, tolerance_label
 from ...stats import t_interval
 from ...theory.barrier import expected_distinct_columns

@@ -3,7 +3,8 @@ import math
 
 import pytest
 
-from lowrank.experiments import trained_attention as X
+from lowrank.experiments import trained_attention as ch
+from lowrank.experiments.shared.intervals import wilson_interval
 from lowrank.experiments.verdicts import (CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER, Judgement,
                                           MissingEvidence)
 
@@ -17,29 +18,29 @@ def mechanism(**kw):
 
 
 def test_mechanism_rank_at_most_dh_is_reproduced_not_equality():
-    j = X.rule_mechanism(mechanism())
-    assert j.verdict == REPRODUCED and "3000" in j.evidence and X.DEFAULT_TOL in j.evidence
+    j = ch.rule_mechanism(mechanism())
+    assert j.verdict == REPRODUCED and "3000" in j.evidence and ch.DEFAULT_TOL in j.evidence
     # rank below d_h everywhere still reproduces the claim (it is rank <= d_h, not == d_h)
-    assert X.rule_mechanism(mechanism(ch07_logit_min=20, ch07_logit_max=30)).verdict == REPRODUCED
+    assert ch.rule_mechanism(mechanism(ch07_logit_min=20, ch07_logit_max=30)).verdict == REPRODUCED
 
 
 def test_mechanism_one_excess_contradicts():
-    assert X.rule_mechanism(mechanism(ch07_logit_max=33)).verdict == CONTRADICTED
-    assert X.rule_mechanism(mechanism(ch07_ret_bounded=139)).verdict == CONTRADICTED
+    assert ch.rule_mechanism(mechanism(ch07_logit_max=33)).verdict == CONTRADICTED
+    assert ch.rule_mechanism(mechanism(ch07_ret_bounded=139)).verdict == CONTRADICTED
 
 
 def test_mechanism_without_long_sequences_is_inconclusive():
-    j = X.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN, ch07_ret_bounded=0,
+    j = ch.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN, ch07_ret_bounded=0,
                                    ch07_ret_cases=0))
     assert j.verdict == INCONCLUSIVE and j.qualifier
     # MiniLM without n > d_h, retrieval runs with: judged on the retrieval runs
-    j = X.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN))
+    j = ch.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN))
     assert j.verdict == REPRODUCED
 
 
 def barrier(mean=0.62, half=0.02, above=2, heads=72, r_mean=0.3, r_half=0.02, r_above=20, runs=20, **kw):
-    lo, hi = X.wilson_interval(above, heads)
-    rlo, rhi = X.wilson_interval(r_above, runs)
+    lo, hi = wilson_interval(above, heads)
+    rlo, rhi = wilson_interval(r_above, runs)
     h = dict(ch07_n_max=512, ch07_barrier=0.632, ch07_head_mean=mean, ch07_head_mean_lo=mean - half,
              ch07_head_mean_hi=mean + half, ch07_heads=heads, ch07_heads_above=above, ch07_heads_above_lo=lo,
              ch07_heads_above_hi=hi, ch07_windows_nmax=2, ch07_bar_ret_runs=runs, ch07_bar_ret_above=r_above,
@@ -55,55 +56,55 @@ def at_barrier(**kw):
 
 
 def test_barrier_every_model_at_it_is_reproduced():
-    assert X.rule_trained_barrier(at_barrier()).verdict == REPRODUCED
+    assert ch.rule_trained_barrier(at_barrier()).verdict == REPRODUCED
     # one side of the margin: MiniLM's [0.59, 0.63] sits inside [0.582, 0.682] ...
-    assert X.rule_trained_barrier(at_barrier(mean=0.61)).verdict == REPRODUCED
+    assert ch.rule_trained_barrier(at_barrier(mean=0.61)).verdict == REPRODUCED
     # ... and just across it: [0.56, 0.60] reaches below 0.582
-    assert X.rule_trained_barrier(at_barrier(mean=0.58)).verdict == INCONCLUSIVE
+    assert ch.rule_trained_barrier(at_barrier(mean=0.58)).verdict == INCONCLUSIVE
     # the same for the retrieval heads' excess: [0.02, 0.06] reaches above the margin 0.05
-    assert X.rule_trained_barrier(at_barrier(ch07_bar_ret_lo=0.02, ch07_bar_ret_hi=0.06)).verdict == INCONCLUSIVE
+    assert ch.rule_trained_barrier(at_barrier(ch07_bar_ret_lo=0.02, ch07_bar_ret_hi=0.06)).verdict == INCONCLUSIVE
 
 
 def test_barrier_retrieval_heads_above_it_contradict_even_when_minilm_sits_at_it():
-    j = X.rule_trained_barrier(barrier(above=0, heads=200, r_mean=0.35, r_above=95, runs=100))
+    j = ch.rule_trained_barrier(barrier(above=0, heads=200, r_mean=0.35, r_above=95, runs=100))
     assert j.verdict == CONTRADICTED
     assert "retrieval heads" in j.evidence and "all-MiniLM-L6-v2" in j.evidence and "chapter 04" in j.evidence
     assert "95 of 100" in j.evidence and "hardmax rank" in j.evidence
     # every run at rank n: no spread, and no zero-width interval printed
-    j = X.rule_trained_barrier(barrier(above=0, heads=200, r_mean=0.36, r_half=0.0, r_above=5, runs=5))
+    j = ch.rule_trained_barrier(barrier(above=0, heads=200, r_mean=0.36, r_half=0.0, r_above=5, runs=5))
     assert j.verdict == CONTRADICTED and "no spread" in j.evidence and "[+0.36, +0.36]" not in j.evidence
 
 
 def test_barrier_far_below_is_weaker_only_with_a_ceiling_in_every_model():
     below = dict(mean=0.24, half=0.04, above=0, heads=200, r_mean=-0.3, r_above=0, runs=100)
-    j = X.rule_trained_barrier(barrier(**below))
+    j = ch.rule_trained_barrier(barrier(**below))
     assert j.verdict == WEAKER and "bounds" in j.qualifier
     # far below on the mean but 4 of 72 heads above: the share straddles 5 %, far from the barrier
-    assert X.rule_trained_barrier(barrier(**{**below, "above": 4, "heads": 72})).verdict == CONTRADICTED
+    assert ch.rule_trained_barrier(barrier(**{**below, "above": 4, "heads": 72})).verdict == CONTRADICTED
     # one model at the barrier, the other far below with a ceiling: still the weaker form
-    assert X.rule_trained_barrier(barrier(**{**below, "mean": 0.63, "half": 0.02})).verdict == WEAKER
+    assert ch.rule_trained_barrier(barrier(**{**below, "mean": 0.63, "half": 0.02})).verdict == WEAKER
 
 
 def test_barrier_share_straddling_the_ceiling_is_inconclusive():
-    j = X.rule_trained_barrier(barrier(mean=0.63, half=0.02, above=4, heads=72, r_mean=0.0, r_above=0, runs=100))
+    j = ch.rule_trained_barrier(barrier(mean=0.63, half=0.02, above=4, heads=72, r_mean=0.0, r_above=0, runs=100))
     assert j.verdict == INCONCLUSIVE and j.qualifier
-    assert X.rule_trained_barrier(barrier(mean=0.63, half=0.02, above=40, heads=100, r_mean=0.0, r_above=0,
+    assert ch.rule_trained_barrier(barrier(mean=0.63, half=0.02, above=40, heads=100, r_mean=0.0, r_above=0,
                                           runs=100)).verdict == CONTRADICTED
 
 
 def test_barrier_without_intervals_is_inconclusive_and_one_model_suffices():
     none = barrier(heads=1, above=0, ch07_head_mean_lo=NAN, ch07_head_mean_hi=NAN, runs=1, r_above=1,
                    ch07_bar_ret_lo=NAN, ch07_bar_ret_hi=NAN)
-    assert X.rule_trained_barrier(none).verdict == INCONCLUSIVE
-    j = X.rule_trained_barrier(barrier(above=0, heads=200, runs=0, r_above=0, ch07_bar_ret_lo=NAN,
+    assert ch.rule_trained_barrier(none).verdict == INCONCLUSIVE
+    j = ch.rule_trained_barrier(barrier(above=0, heads=200, runs=0, r_above=0, ch07_bar_ret_lo=NAN,
                                        ch07_bar_ret_hi=NAN))
     assert j.verdict == REPRODUCED and "too few" in j.evidence
-    assert X.barrier_class(NAN, 0.0, 0.0, 0.01) == "unclear"
+    assert ch.barrier_class(NAN, 0.0, 0.0, 0.01) == "unclear"
 
 
 def pts(rows):
     """Grid-interval strings: rows of (n, a_lo, a_hi, r_lo, r_hi, gap)."""
-    return X.format_points([dict(zip(("n", "a_lo", "a_hi", "r_lo", "r_hi", "gap"), r)) for r in rows])
+    return ch.format_points([dict(zip(("n", "a_lo", "a_hi", "r_lo", "r_hi", "gap"), r)) for r in rows])
 
 
 LOG_LIKE = [(16, 1, 2, 1, 2, 0.0), (32, 3, 4, 3, 4, 0.0), (64, 5, 6, 4, 6, 0.0), (128, 7, 8, 7, 9, 0.0),
@@ -122,16 +123,16 @@ def reduction(single=LOG_LIKE, pair=PAIR, **kw):
 
 def test_reduction_reproduced_when_ln_n_fits_and_a_power_law_does_not():
     ns, lo, hi = [16, 32, 64, 128, 256], [1, 3, 5, 7, 9], [2, 4, 6, 8, 10]
-    assert X.law_fit(ns, lo, hi, "a + b ln n")["fits"] and not X.law_fit(ns, lo, hi, "c n^alpha")["fits"]
+    assert ch.law_fit(ns, lo, hi, "a + b ln n")["fits"] and not ch.law_fit(ns, lo, hi, "c n^alpha")["fits"]
     # one grid step lower at the largest n and the power law is still out; at the smallest, still in for ln n
-    assert X.law_fit(ns, [2, 3, 5, 7, 9], [3, 4, 6, 8, 10], "a + b ln n")["fits"]
-    j = X.rule_model_reduction(reduction())
+    assert ch.law_fit(ns, [2, 3, 5, 7, 9], [3, 4, 6, 8, 10], "a + b ln n")["fits"]
+    j = ch.rule_model_reduction(reduction())
     assert j.verdict == REPRODUCED
     assert "325 of 325" in j.evidence and "met the plateau" in j.evidence and "(3, 4]" in j.evidence
 
 
 def test_reduction_weaker_when_no_ln_n_fits_the_grid_intervals():
-    j = X.rule_model_reduction(reduction(single=POWER_LIKE))
+    j = ch.rule_model_reduction(reduction(single=POWER_LIKE))
     assert j.verdict == WEAKER and "redundant" in j.qualifier and "c n^alpha" in j.qualifier
     # the qualifier says that on the one-key task accuracy and rank / n are nearly one quantity
     assert "nearly one quantity" in j.qualifier and "0.997" in j.qualifier
@@ -139,53 +140,53 @@ def test_reduction_weaker_when_no_ln_n_fits_the_grid_intervals():
 
 def test_reduction_inconclusive_when_both_laws_fit():
     wide = [(16, 1, 4, 1, 4, 0.0), (32, 2, 5, 2, 5, 0.0), (64, 2, 6, 2, 6, 0.0)]
-    j = X.rule_model_reduction(reduction(single=wide))
+    j = ch.rule_model_reduction(reduction(single=wide))
     assert j.verdict == INCONCLUSIVE and "alpha in" in j.qualifier
 
 
 def test_reduction_contradicted_on_either_task_by_a_real_gap_beyond_rank_saturation():
     late = LOG_LIKE[:-1] + [(256, 8, 9, 4, 5, 0.02)]  # accuracy wholly after rank, 0.02 below the best there
-    assert X.rule_model_reduction(reduction(single=late)).verdict == CONTRADICTED
+    assert ch.rule_model_reduction(reduction(single=late)).verdict == CONTRADICTED
     late_pair = [(16, 5, 6, 2, 3, 0.05)] + PAIR[1:]
-    assert X.rule_model_reduction(reduction(pair=late_pair)).verdict == CONTRADICTED
+    assert ch.rule_model_reduction(reduction(pair=late_pair)).verdict == CONTRADICTED
     # later, but the gap is within the margin: inconclusive, naming the gap it could resolve
     small = LOG_LIKE[:-1] + [(256, 8, 9, 4, 5, 0.005)]
-    j = X.rule_model_reduction(reduction(single=small))
+    j = ch.rule_model_reduction(reduction(single=small))
     assert j.verdict == INCONCLUSIVE and "accuracy gap" in j.qualifier
     # touching intervals count as later: (5, 6] against (4, 5]
     touch = LOG_LIKE[:-1] + [(256, 5, 6, 4, 5, 0.02)]
-    assert X.rule_model_reduction(reduction(single=touch)).verdict == CONTRADICTED
+    assert ch.rule_model_reduction(reduction(single=touch)).verdict == CONTRADICTED
 
 
 def test_reduction_partial_store_is_inconclusive_and_says_what_it_needs():
-    j = X.rule_model_reduction(reduction(single=LOG_LIKE[:2]))
+    j = ch.rule_model_reduction(reduction(single=LOG_LIKE[:2]))
     assert j.verdict == INCONCLUSIVE and "3 lengths" in j.qualifier and "it has 2" in j.qualifier
-    j = X.rule_model_reduction(reduction(pair=PAIR[:1]))
+    j = ch.rule_model_reduction(reduction(pair=PAIR[:1]))
     assert j.verdict == INCONCLUSIVE
-    j = X.rule_model_reduction(reduction(single=[], pair=[]))
+    j = ch.rule_model_reduction(reduction(single=[], pair=[]))
     assert j.verdict == INCONCLUSIVE and "no n with a complete grid" in j.evidence
 
 
 def test_points_round_trip_with_an_open_top():
     rows = [dict(n=16, a_lo=12.0, a_hi=math.inf, r_lo=2.0, r_hi=3.0, gap=0.001)]
-    assert X.parse_points(X.format_points(rows)) == rows
-    assert X.parse_points("") == []
+    assert ch.parse_points(ch.format_points(rows)) == rows
+    assert ch.parse_points("") == []
 
 
 def test_law_fit_censoring_and_prediction():
     # an open top constrains only from below
-    f = X.law_fit([16, 32, 64], [2, 3, 4], [3, 4, math.inf], "a + b ln n", predict=128)
+    f = ch.law_fit([16, 32, 64], [2, 3, 4], [3, 4, math.inf], "a + b ln n", predict=128)
     assert f["fits"] and f["pred_lo"] > 4 and f["q_lo"] > 0
     # ... and a bottom far above what the first two allow excludes the law
-    assert not X.law_fit([16, 32, 64], [2, 3, 12], [3, 4, math.inf], "a + b ln n")["fits"]
+    assert not ch.law_fit([16, 32, 64], [2, 3, 12], [3, 4, math.inf], "a + b ln n")["fits"]
     # three points on d* = ln n exactly inside (d* - 0.5, d* + 0.5]: the prediction brackets ln 256
     ns = [16, 32, 64, 128]
-    f = X.law_fit(ns, [math.log(n) - 0.5 for n in ns], [math.log(n) + 0.5 for n in ns], "a + b ln n", predict=256)
+    f = ch.law_fit(ns, [math.log(n) - 0.5 for n in ns], [math.log(n) + 0.5 for n in ns], "a + b ln n", predict=256)
     assert f["pred_lo"] < math.log(256) < f["pred_hi"] and f["q_lo"] < 1 < f["q_hi"]
-    g = X.law_fit(ns, [math.log(n) - 0.5 for n in ns], [math.log(n) + 0.5 for n in ns], "c (ln n)^beta")
+    g = ch.law_fit(ns, [math.log(n) - 0.5 for n in ns], [math.log(n) + 0.5 for n in ns], "c (ln n)^beta")
     assert g["fits"] and g["q_lo"] < 1 < g["q_hi"]
     with pytest.raises(ValueError):
-        X.law_fit(ns, [1] * 4, [2] * 4, "sqrt n")
+        ch.law_fit(ns, [1] * 4, [2] * 4, "sqrt n")
 
 
 def trunc(points="32:2:3;64:3:4;128:4:6;256:4:6", **kw):
@@ -194,50 +195,50 @@ def trunc(points="32:2:3;64:3:4;128:4:6;256:4:6", **kw):
 
 
 def test_truncation_reproduced_near_log_n_weaker_above_contradicted_without_redundancy():
-    j = X.rule_truncation(trunc())
+    j = ch.rule_truncation(trunc())
     assert j.verdict == REPRODUCED and "2 ln n" in j.evidence
     # at n = 32, 2 ln n = 6.93: an interval (6, 8] still reaches it, (8, 12] does not
-    assert X.rule_truncation(trunc("32:6:8;64:3:4")).verdict == REPRODUCED
-    j = X.rule_truncation(trunc("32:8:12;64:3:4"))
+    assert ch.rule_truncation(trunc("32:6:8;64:3:4")).verdict == REPRODUCED
+    j = ch.rule_truncation(trunc("32:8:12;64:3:4"))
     assert j.verdict == WEAKER and "log n" in j.qualifier
-    assert X.rule_truncation(trunc("32:24:32;64:3:4")).verdict == CONTRADICTED
-    assert X.rule_truncation(trunc("")).verdict == INCONCLUSIVE
+    assert ch.rule_truncation(trunc("32:24:32;64:3:4")).verdict == CONTRADICTED
+    assert ch.rule_truncation(trunc("")).verdict == INCONCLUSIVE
 
 
 def test_rules_need_their_evidence_and_claims_are_well_formed():
     with pytest.raises(MissingEvidence):
-        X.rule_model_reduction({})
-    assert {c.key for c in X.CLAIMS} == {"bhojanapalli-trained-logit-rank", "minli-trained-barrier",
+        ch.rule_model_reduction({})
+    assert {c.key for c in ch.CLAIMS} == {"bhojanapalli-trained-logit-rank", "minli-trained-barrier",
                                          "minli-model-reduction", "minli-truncation"}
-    for c in X.CLAIMS:
+    for c in ch.CLAIMS:
         assert c.chapter == "07" and c.section.startswith("sec-ch07-") and c.rule_sentence
     h = {**mechanism(), **barrier(), **reduction(), **trunc()}
-    assert all(isinstance(c.judge(h), Judgement) for c in X.CLAIMS)
+    assert all(isinstance(c.judge(h), Judgement) for c in ch.CLAIMS)
 
 
 def test_every_rule_key_is_a_headline_key():
     import inspect
     import re
-    for c in X.CLAIMS:
+    for c in ch.CLAIMS:
         keys = re.findall(r"need\(h, \"(ch07_\w+)\"\)|need\(h, '(ch07_\w+)'\)", inspect.getsource(c.rule))
         assert keys
         for k in {a or b for a, b in keys}:
-            assert k in X.HEADLINE_KEYS, k
+            assert k in ch.HEADLINE_KEYS, k
 
 
 def test_equivalence_needs_the_upper_bound_inside_the_margin():
     import numpy as np
     d = np.array([1, 2, 4])
     V = np.array([[0.5] * 5, [0.995, 0.99, 1.0, 0.99, 1.0], [1.0] * 5])
-    assert X.equivalent_from(d, V, 0.01) == (2.0, 2)
+    assert ch.equivalent_from(d, V, 0.01) == (2.0, 2)
     # noisy seeds: the mean gap is small but the one-sided bound is not
     V2 = np.array([[0.5] * 5, [1.0, 0.97, 1.0, 0.98, 1.0], [1.0] * 5])
-    assert X.equivalent_from(d, V2, 0.01)[0] == 4.0
+    assert ch.equivalent_from(d, V2, 0.01)[0] == 4.0
     # one seed: only the best qualifies
-    assert X.equivalent_from(d, V[:, :1], 0.01)[0] == 4.0
+    assert ch.equivalent_from(d, V[:, :1], 0.01)[0] == 4.0
 
 
 def test_model_reduction_row_names_the_scale_of_its_runs():
     # Judged on the committed long store, the row must say "long" even when the notebook ran at default.
-    claim = next(c for c in X.CLAIMS if c.key == "minli-model-reduction")
-    assert claim.scale_key == "ch07_ret_scale" and claim.scale_key in X.HEADLINE_KEYS
+    claim = next(c for c in ch.CLAIMS if c.key == "minli-model-reduction")
+    assert claim.scale_key == "ch07_ret_scale" and claim.scale_key in ch.HEADLINE_KEYS

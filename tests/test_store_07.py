@@ -12,11 +12,11 @@ import pytest
 import torch
 
 from lowrank.experiments import ledger
-from lowrank.experiments import trained_attention as X
+from lowrank.experiments import trained_attention as ch
 from lowrank.retrieval import train_retrieval
 from lowrank.sweep import ResultStore
 
-STORE = Path(__file__).resolve().parents[1] / X.LONG_STORE
+STORE = Path(__file__).resolve().parents[1] / ch.LONG_STORE
 PROVENANCE = ("git_revision", "code_hash", "date", "machine", "cpu")
 # Re-run tolerance. Same code, seed and thread count give the same float32 arithmetic on one
 # machine; another CPU may round differently, so allow 0.005 of accuracy (a few binomial standard
@@ -39,7 +39,7 @@ def test_every_record_has_provenance_and_wall_time():
         assert not missing, f"record {r['key']} lacks provenance {missing}"
         assert isinstance(r.get("wall_s"), float) and r["wall_s"] > 0
     experiments = {r["experiment"] for r in recs}
-    assert X.RETRIEVAL_EXPERIMENT in experiments
+    assert ch.RETRIEVAL_EXPERIMENT in experiments
 
 
 def _rule_before_data(claim):
@@ -55,23 +55,23 @@ def test_records_come_from_a_clean_checkout_holding_their_rules():
     for r in _records():
         rev = r["provenance"]["git_revision"]
         assert not rev.endswith("+dirty"), f"record {r['key']} was trained from a modified checkout ({rev})"
-        claim = "minli-model-reduction" if r["experiment"] == X.RETRIEVAL_EXPERIMENT else "minli-truncation"
+        claim = "minli-model-reduction" if r["experiment"] == ch.RETRIEVAL_EXPERIMENT else "minli-truncation"
         after = ledger.committed_after(rules[claim], rev)
         assert after is not False, f"record {r['key']} ({rev}) predates the rule of {claim} that judges it"
 
 
 def test_every_retrieval_run_records_its_plateau_status():
     for r in _records():
-        if r["experiment"] != X.RETRIEVAL_EXPERIMENT:
+        if r["experiment"] != ch.RETRIEVAL_EXPERIMENT:
             continue
         m, c = r["metrics"], r["config"]
-        assert isinstance(m["plateau"], bool) and c["plateau_tol"] == X.PLATEAU_TOL
+        assert isinstance(m["plateau"], bool) and c["plateau_tol"] == ch.PLATEAU_TOL
         assert m["stable_steps"] <= c["max_steps"] and (m["plateau"] or m["stable_steps"] == c["max_steps"])
         assert m["plateau"] == (m["plateau_change"] < c["plateau_tol"])
 
 
 def test_cheapest_stored_retrieval_run_reproduces():
-    recs = [r for r in _records() if r["experiment"] == X.RETRIEVAL_EXPERIMENT]
+    recs = [r for r in _records() if r["experiment"] == ch.RETRIEVAL_EXPERIMENT]
     cheapest = min(recs, key=lambda r: r["metrics"]["steps_run"] * r["config"]["n"])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the store was written with one thread

@@ -1,5 +1,6 @@
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -8,6 +9,8 @@ import torch
 
 from lowrank.attention import MultiHeadAttention
 from lowrank.experiments.trained_attention import argmax_patterns, as_rtols, pretrained_ranks
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "07_trained_attention.ipynb"
 
 def test_as_rtols():
     assert as_rtols([0.0, 1e-6, None]) == (None, 1e-6, None)
@@ -113,23 +116,23 @@ def _truncation_records():
 
 
 def test_headline_keys_and_values(tmp_path):
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments import trained_attention as ch
 
     tables = _tiny_pretrained_tables()
     store = tmp_path / "ret.jsonl"
     kw = dict(ns=[8, 16], pair_ns=[8], head_dims=[1, 8], n_seeds=2, pair_seeds=2, max_steps=40, min_steps=20,
               d_model=16, n_values=4, lr=3e-3, tokens_per_step=128, test_sequences=50, rank_sequences=4,
               rank_rtol=1e-3)
-    tables.update(X.run_retrieval(**kw, run=True, store=store, threads=1))
+    tables.update(ch.run_retrieval(**kw, run=True, store=store, threads=1))
     # the same grid read back from the store, read only: identical table, nothing appended
     size = store.stat().st_size
-    again = X.run_retrieval(**kw, run=False, read_store=store)
+    again = ch.run_retrieval(**kw, run=False, read_store=store)
     assert again["retrieval_source"] == "store" and store.stat().st_size == size
     assert again["retrieval"].test_acc.tolist() == tables["retrieval"].test_acc.tolist()
     recs = _truncation_records()
-    tables["truncation"], tables["truncation_layers"] = X.truncation_table(recs), X.layer_table(recs)
-    h = X.headline(tables)
-    assert set(h) == set(X.HEADLINE_KEYS)
+    tables["truncation"], tables["truncation_layers"] = ch.truncation_table(recs), ch.layer_table(recs)
+    h = ch.headline(tables)
+    assert set(h) == set(ch.HEADLINE_KEYS)
     # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
     assert h["ch07_mini_dh"] == 4 and h["ch07_logit_range"] == "exactly 4"
     assert (h["ch07_logit_min"], h["ch07_logit_max"]) == (4, 4)
@@ -160,7 +163,7 @@ def test_headline_keys_and_values(tmp_path):
     assert h["ch07_tr_drop_r1"] == pytest.approx(0.2) and h["ch07_tr_acc_first"] == "r = 2"
     assert (h["ch07_trl_n"], h["ch07_trl_worst"], h["ch07_trl_best"]) == (8, 0, 1)
     assert h["ch07_verdict_truncation"] == "contradicted"
-    for c in X.CLAIMS:
+    for c in ch.CLAIMS:
         assert c.judge(h).verdict
 
 
@@ -179,59 +182,59 @@ def _synthetic_runs(d_star, ns=(16, 32), dims=(1, 2, 3, 4, 8), seeds=5, task="si
 
 
 def test_grid_intervals_are_never_zero_width_and_use_plateau_runs_only():
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments import trained_attention as ch
 
     runs, grid = _synthetic_runs({16: 3, 32: 8})
-    p = X.grid_intervals(runs, grid, "single").set_index("n")
+    p = ch.grid_intervals(runs, grid, "single").set_index("n")
     # every seed agrees: the bootstrap is degenerate, the grid still gives (2, 3] and (4, 8] (open top: 8 is the last)
     assert (p.loc[16, "a_lo"], p.loc[16, "a_hi"]) == (2, 3) and p.loc[16, "d_acc"] == 3
     assert p.loc[32, "a_lo"] == 4 and p.loc[32, "a_hi"] == float("inf")
     assert (p.a_hi > p.a_lo).all() and (p.r_hi > p.r_lo).all()
     # three seeds capped at n = 16: two complete seeds remain, fewer than MIN_SEEDS: n = 16 is not judged
     runs, grid = _synthetic_runs({16: 3, 32: 8}, capped={(16, 3, 0), (16, 2, 1), (16, 1, 2)})
-    t = X.plateau_table(runs, grid).set_index("n")
+    t = ch.plateau_table(runs, grid).set_index("n")
     assert (t.loc[16, "capped"], t.loc[16, "complete_seeds"], bool(t.loc[16, "judged"])) == (3, 2, False)
     assert "d_h 3 seed 0" in t.loc[16, "capped_runs"]
-    assert X.grid_intervals(runs, grid, "single").n.tolist() == [32]
+    assert ch.grid_intervals(runs, grid, "single").n.tolist() == [32]
     # a partial store: n = 32 missing d_h = 8 for every seed is not judged either
     part = runs[~((runs.n == 32) & (runs.head_dim == 8))]
-    assert X.grid_intervals(part, grid, "single").empty
+    assert ch.grid_intervals(part, grid, "single").empty
 
 
 def test_neighbour_overlap_and_similarity_correlation_can_fail():
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments import trained_attention as ch
 
     g = torch.Generator().manual_seed(0)
     E = torch.randn(40, 8, generator=g)
-    assert X.neighbour_overlap(E, E).tolist() == [1.0] * 40 and X.similarity_correlation(E, E) == pytest.approx(1)
+    assert ch.neighbour_overlap(E, E).tolist() == [1.0] * 40 and ch.similarity_correlation(E, E) == pytest.approx(1)
     # a rotation keeps every cosine: full agreement
     Q, _ = torch.linalg.qr(torch.randn(8, 8, generator=g))
-    assert X.neighbour_overlap(E @ Q, E).mean() == 1.0
+    assert ch.neighbour_overlap(E @ Q, E).mean() == 1.0
     # unrelated embeddings: about k / (docs - 1) of the neighbours shared by chance
     F = torch.randn(40, 8, generator=g)
-    assert X.neighbour_overlap(F, E).mean() < 0.5 and abs(X.similarity_correlation(F, E)) < 0.5
-    a = X.agreement(E + 0.01 * F, E)
+    assert ch.neighbour_overlap(F, E).mean() < 0.5 and abs(ch.similarity_correlation(F, E)) < 0.5
+    a = ch.agreement(E + 0.01 * F, E)
     assert a["cos_min"] > 0.99 and len(a["overlap"]) == 40
 
 
 def test_redundant_rank_interval_needs_both_measures():
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments import trained_attention as ch
 
-    tr = X.truncation_table(_truncation_records())
-    red = X.redundant_ranks(tr).set_index("n")
+    tr = ch.truncation_table(_truncation_records())
+    red = ch.redundant_ranks(tr).set_index("n")
     assert (red.loc[8, "prev"], red.loc[8, "r_red"]) == (1, 2) and red.loc[16, "r_red"] == 4
     # perfect neighbours but a similarity correlation of 0.9 < 0.95 is not redundant
     tr.loc[(tr.n == 16) & (tr.r == 2), "overlap_lb"] = 1.0
-    assert X.redundant_ranks(tr).set_index("n").loc[16, "r_red"] == 4
+    assert ch.redundant_ranks(tr).set_index("n").loc[16, "r_red"] == 4
     tr.loc[(tr.n == 16) & (tr.r == 2), "sim_corr"] = 0.96
-    assert X.redundant_ranks(tr).set_index("n").loc[16, "r_red"] == 2
+    assert ch.redundant_ranks(tr).set_index("n").loc[16, "r_red"] == 2
 
 
 def test_missing_store_fails_loudly(tmp_path):
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments import trained_attention as ch
 
     with pytest.raises(FileNotFoundError, match="no retrieval store"):
-        X.read_retrieval_store(tmp_path / "none.jsonl")
+        ch.read_retrieval_store(tmp_path / "none.jsonl")
 
 
 def test_truncate_logit_rank_full_rank_is_the_model_and_lower_rank_bounds_the_logits():
@@ -259,41 +262,41 @@ def test_truncate_logit_rank_full_rank_is_the_model_and_lower_rank_bounds_the_lo
 
 
 def test_probe_accuracy_separates_and_folds_are_stratified():
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments.shared.probe import probe_accuracy, stratified_folds
 
     rng = np.random.default_rng(0)
     y = np.repeat([0, 1, 2], 10)
     feats = rng.standard_normal((30, 5)) + 4 * np.eye(3, 5)[y]
-    acc = X.probe_accuracy(feats, y, folds=5, seed=0)
+    acc = probe_accuracy(feats, y, folds=5, seed=0)
     assert acc.shape == (5,) and acc.mean() > 0.9
-    f = X.stratified_folds(y, 5, seed=1)
+    f = stratified_folds(y, 5, seed=1)
     assert all((np.bincount(y[f == k], minlength=3) == 2).all() for k in range(5))
-    noise = X.probe_accuracy(rng.standard_normal((30, 5)), y, folds=5, seed=0)
+    noise = probe_accuracy(rng.standard_normal((30, 5)), y, folds=5, seed=0)
     assert noise.mean() < 0.7
 
 
 def test_barrier_fraction_and_tolerance_names():
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments import trained_attention as ch
 
-    assert X.barrier_fraction(512) == pytest.approx(1 - (1 - 1 / 512) ** 512)
-    assert X.tolerance_names([1e-3, 0.0, 1e-6]) == ["rtol=max(m,n)eps", "rtol=max(m,n)eps_float32", "rtol=1e-06",
+    assert ch.barrier_fraction(512) == pytest.approx(1 - (1 - 1 / 512) ** 512)
+    assert ch.tolerance_names([1e-3, 0.0, 1e-6]) == ["rtol=max(m,n)eps", "rtol=max(m,n)eps_float32", "rtol=1e-06",
                                                      "rtol=0.001"]
-    assert X.with_float32([0.0]) == [0.0, "float32"] == X.with_float32([0.0, "float32"])
-    assert X.as_rtols([0.0, "float32", 1e-3]) == (None, "float32", 1e-3)
-    assert X.coarse_tolerance([0.0]) == "rtol=max(m,n)eps"
+    assert ch.with_float32([0.0]) == [0.0, "float32"] == ch.with_float32([0.0, "float32"])
+    assert ch.as_rtols([0.0, "float32", 1e-3]) == (None, "float32", 1e-3)
+    assert ch.coarse_tolerance([0.0]) == "rtol=max(m,n)eps"
 
 
 
 def test_law_bands_cover_the_intervals_of_the_laws_that_fit():
     import pandas as pd
-    from lowrank.experiments import trained_attention as X
+    from lowrank.experiments import trained_attention as ch
 
     pts = pd.DataFrame({"n": [16, 32, 64, 128, 256], "a_lo": [1, 3, 5, 7, 9], "a_hi": [2, 4, 6, 8, 10]})
-    bands = X.law_bands(pts, [16.0, 64.0, 256.0])
+    bands = ch.law_bands(pts, [16.0, 64.0, 256.0])
     assert "a + b ln n" in bands and "c n^alpha" not in bands  # the convex power law fits no parameter value
     lo, hi = bands["a + b ln n"]
     assert (lo >= np.array([1, 5, 9]) - 1e-6).all() and (hi <= np.array([2, 6, 10]) + 1e-6).all() and (lo < hi).all()
-    table = X.law_table(pts, predict=256).set_index("law")
+    table = ch.law_table(pts, predict=256).set_index("law")
     assert bool(table.loc["a + b ln n", "fits"]) and not bool(table.loc["c n^alpha", "fits"])
     # fitted below n = 256 only, ln n predicts an interval that meets the observed (9, 10]
     assert table.loc["a + b ln n", "pred_lo"] <= 10 and table.loc["a + b ln n", "pred_hi"] > 9
@@ -309,3 +312,91 @@ def test_truncating_one_layer_leaves_the_others_whole():
         assert same == (i != 0)
     with pytest.raises(ValueError, match="layers"):
         truncate_logit_rank(model, 1, layers=[len(model.encoder.layer)])
+
+
+def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatch):
+    from lowrank.book.runner import notebook_parameters, resolve_chapter
+    from lowrank.experiments import trained_attention as ch
+    from lowrank.experiments.registry import validate
+    from lowrank.experiments.trained_attention import runs
+    from lowrank.train import run_key
+
+    chapter = resolve_chapter(str(NOTEBOOK), None)
+    P = validate("07_trained_attention", {k: v["default"] for k, v in notebook_parameters(chapter).items()})
+    P.update(threads=1, retrieval_run=True, retrieval_store="mine.jsonl", truncation_run=False)
+    calls = {}
+
+    def record(name):
+        def experiment(**kw):
+            calls[name] = kw
+            return {name: True}
+        return experiment
+
+    for name in ("run_pretrained", "run_retrieval", "run_truncation"):
+        monkeypatch.setattr(runs, name, record(name))
+    threads = torch.get_num_threads()
+    try:
+        tables = ch.run(P)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation"}
+    assert calls["run_pretrained"]["seq_lens"] == P["minilm_seq_lens"] and calls["run_pretrained"]["seed"] == P["seed"]
+    ret, tr = calls["run_retrieval"], calls["run_truncation"]
+    assert (ret["run"], ret["store"], ret["read_store"]) == (True, "mine.jsonl", P["retrieval_long_store"])
+    assert (tr["run"], tr["store"]) == (False, "mine.jsonl") and tr["layer_n"] == P["truncation_layer_n"]
+    # the keys of the runs it trains are the keys the chapter's estimate and the store use
+    assert ch.run_keys(P) == {run_key(c) for c in ch.grid_configs(**ch.retrieval_arguments(P))}
+
+
+def test_figures_and_tables_draw_from_the_tables():
+    import matplotlib.pyplot as plt
+
+    from lowrank.book.plotting import grey_safe_lines, subplots
+    from lowrank.experiments import trained_attention as ch
+
+    runs, grid = _synthetic_runs({16: 2, 32: 3, 64: 4}, ns=(16, 32, 64), capped=[(32, 1, 0)])
+    recs = _truncation_records()
+    tables = {**_tiny_pretrained_tables(), "retrieval": runs.assign(task="single"), "retrieval_grid": grid,
+              "truncation": ch.truncation_table(recs), "truncation_layers": ch.layer_table(recs)}
+    shapes = {"ranks_vs_n": (1, 2), "patterns": (1, 2), "layers": (1, 1), "retrieval": (2, 2), "saturation": (1, 2),
+              "truncation": (1, 3), "truncation_layers": (1, 2)}
+    figs = {name: subplots(*shape) for name, shape in shapes.items()}
+    ch.plot_ranks_vs_n(figs["ranks_vs_n"][1], tables, rtols=[0.0, 1e-3], lines=grey_safe_lines)
+    ch.plot_patterns(figs["patterns"][1], tables, lines=grey_safe_lines)
+    ch.plot_layers(figs["layers"][1][0, 0], tables, rtols=[0.0, 1e-3], lines=grey_safe_lines)
+    ch.plot_retrieval(figs["retrieval"][1], tables, ns=[16, 32, 64], lines=grey_safe_lines)
+    ch.plot_saturation(figs["saturation"][1], tables, ns=[16, 32, 64], head_dims=[1, 2, 3, 4, 8], lines=grey_safe_lines)
+    ch.plot_truncation(figs["truncation"][1], tables, ns=[8, 16], folds=2, lines=grey_safe_lines)
+    ch.plot_truncation_layers(figs["truncation_layers"][1], tables, ranks=[1], lines=grey_safe_lines)
+    try:
+        legend = lambda name: [t.get_text() for t in figs[name][0].legends[0].get_texts()]  # noqa: E731
+        assert "$d_h$ = 4 (left)" in legend("ranks_vs_n") and "barrier $n(1-(1-1/n)^n)$ (right)" in legend("ranks_vs_n")
+        assert legend("patterns") == ["layer 0", "layer 1"]
+        # three lengths of the one-key task: the growth laws that fit are drawn (ln n fits this step)
+        assert "$a + b\\ln n$ fits" in legend("saturation")
+        assert [t.get_text() for t in figs["saturation"][1][0, 0].get_yticklabels()] == ["1", "2", "4", "8", "16"]
+        assert legend("truncation") == ["n = 8", "n = 16"] and legend("truncation_layers") == ["layer 0", "layer 1"]
+        assert figs["truncation"][1][0, 0].get_lines()[-1].get_ydata()[0] == 1 - ch.NEIGHBOUR_MARGIN
+    finally:
+        for fig, _ in figs.values():
+            plt.close(fig)
+    assert list(ch.windows_table(tables).data.columns) == ["sequence length n (tokens)", "x windows"]
+    status = ch.retrieval_status_table(tables).data
+    assert status["stopped by the cap"].tolist() == [0, 1, 0] and status["task"].tolist() == ["one-key"] * 3
+    assert "(a) top-10 overlap" in ch.truncation_display(tables).data.columns
+
+
+def test_the_check_cell_prints_the_committed_numbers():
+    """The page's check cell, rebuilt from the committed notebook's glued values and its default
+    parameters, prints what the committed notebook printed."""
+    from lowrank.book.glued import read_glue
+    from lowrank.book.runner import notebook_parameters, resolve_chapter
+    from lowrank.experiments import trained_attention as ch
+
+    chapter = resolve_chapter(str(NOTEBOOK), None)
+    P = {k: v["default"] for k, v in notebook_parameters(chapter).items()}
+    nb = json.loads(chapter.path.read_text(encoding="utf8"))
+    cell = next(c for c in nb["cells"] if "NBVAL_CHECK_OUTPUT" in "".join(c["source"]))
+    printed = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+    assert printed and ch.check_summary(read_glue(chapter.path), P) + "\n" == printed

@@ -55,22 +55,21 @@ truncation_layer_ranks = [1, 2, 4, 8, 16]    # ranks of the one-layer cut
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import numpy as np
-import torch
 from IPython.display import Markdown
-from matplotlib.ticker import NullLocator
 from myst_nb import glue
 
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
-from lowrank.experiments import trained_attention as X
-from lowrank.rank import rank_label
+from lowrank.experiments import trained_attention as ch
 
-P = validate("07_trained_attention", globals())
 use_style()
-if threads:
-    torch.set_num_threads(threads)
-DEFAULT, COARSE = X.DEFAULT_TOL, X.coarse_tolerance(rtols)  # float64 default and coarsest tolerance
+
+# %% tags=["hide-input"]
+P = validate("07_trained_attention", globals())
+tables = ch.run(P)
+H = ch.headline(tables)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # ## Reading attention out of a model
@@ -107,12 +106,7 @@ DEFAULT, COARSE = X.DEFAULT_TOL, X.coarse_tolerance(rtols)  # float64 default an
 # We feed it unpadded windows of exactly $n$ tokens ([CLS], $n-2$ word pieces of running text, [SEP]) cut from Shakespeare's plays and from BBC News articles (the book's two corpora, `lowrank.data`), and rank every head of every layer ({numref}`tab-ch07-windows` counts the windows).
 
 # %% tags=["hide-input"]
-tables = X.run_pretrained(corpora=minilm_corpora, seq_lens=minilm_seq_lens, counts=minilm_counts,
-                          batch_size=minilm_batch, seed=seed, rtols=rtols, energy=energy)
-mini, pat, mini_dh = tables["mini"], tables["patterns"], tables["model"]["head_dim"]
-n_max, n_layers_mini = max(minilm_seq_lens), tables["model"]["layers"]
-(mini.groupby(["n", "corpus"]).seq.nunique().unstack("corpus").add_suffix(" windows").reset_index()
-     .rename(columns={"n": "sequence length n (tokens)"}).style.hide(axis="index"))
+ch.windows_table(tables)
 
 # %% [markdown]
 # ```{table-caption}
@@ -124,32 +118,8 @@ n_max, n_layers_mini = max(minilm_seq_lens), tables["model"]["layers"]
 # Each window yields one pair $(S, A)$ per layer and head. {numref}`fig-ch07-ranks-vs-n` shows, for each $n$, the mean over heads, layers, windows and corpora.
 
 # %% tags=["hide-input"]
-series = [("numerical_rank", t) for t in X.tolerance_names(rtols)] + [("effective_rank", ""), ("hardmax_rank", "")]
-ns = np.array(sorted(mini.n.unique()))
 fig, axes = subplots(1, 2, width=7.5, height=5.6)
-for ax, matrix, title in [(axes[0, 0], "logits", "logits $S$"), (axes[0, 1], "probs", "attention $A$")]:
-    for style, (meas, tol) in zip(grey_safe_lines(len(series)), series):
-        if matrix == "logits" and meas == "hardmax_rank":
-            continue
-        g = mini[(mini.matrix == matrix) & (mini.measure == meas) & (mini.tolerance == tol)].groupby("n").value
-        m, lo, hi = g.mean(), g.quantile(0.25), g.quantile(0.75)
-        ax.errorbar(m.index, m, yerr=[(m - lo).clip(lower=0), (hi - m).clip(lower=0)], capsize=3,
-                    label=rank_label(meas.replace("_", " "), tol), **style)
-    ax.plot(ns, ns, color="grey", linewidth=0.8, linestyle=":", label="$n$")
-    if matrix == "logits":
-        ax.axhline(mini_dh, color="black", linewidth=0.8, linestyle="--", label=f"$d_h$ = {mini_dh} (left)")
-    else:
-        ax.plot(ns, [n * X.barrier_fraction(n) for n in ns], color="black", linewidth=0.8, linestyle="-.",
-                label="barrier $n(1-(1-1/n)^n)$ (right)")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $n$ (tokens)", title=title)
-    ax.set_xticks(ns, [str(v) for v in ns])
-    ax.xaxis.set_minor_locator(NullLocator())
-axes[0, 0].set_ylabel("rank (mean; bars: 25th-75th percentile)")
-handles = {}
-for ax in axes[0]:
-    for h, label in zip(*ax.get_legend_handles_labels()):
-        handles.setdefault(label, h)
-fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=2, fontsize="x-small")
+ch.plot_ranks_vs_n(axes, tables, rtols=P["rtols"], lines=grey_safe_lines)
 glue("ch07_fig_ranks_vs_n", fig, display=False)
 plt.close(fig)
 
@@ -170,18 +140,8 @@ plt.close(fig)
 # Min & Li's barrier $n(1-(1-1/n)^n)$ is {glue:text}`ch07_barrier:.3f`$\,n$ at $n$ = {glue:text}`ch07_n_max`. We judge it over heads: each of the {glue:text}`ch07_heads` heads' hardmax rank / $n$ at $n$ = {glue:text}`ch07_n_max`, averaged over its {glue:text}`ch07_windows_nmax` windows. Their mean is {glue:text}`ch07_head_mean:.2f`$\,n$ (95 % t interval over heads {glue:text}`ch07_head_mean_lo:.2f` to {glue:text}`ch07_head_mean_hi:.2f`), and {glue:text}`ch07_heads_above` of the {glue:text}`ch07_heads` heads lie above the barrier (share 95 % Wilson interval {glue:text}`ch07_heads_above_lo:.2f` to {glue:text}`ch07_heads_above_hi:.2f`). The rule judges every trained model the book holds, each by its hardmax rank / $n$ (the mean within 0.05 $n$ of the barrier and at most 5 % of heads above it): MiniLM, as above; the retrieval heads of the widest head size, $d_h$ = {glue:text}`ch07_bar_ret_dh`, at $n$ = {glue:text}`ch07_bar_ret_ns` ({ref}`sec-ch07-retrieval`), of which {glue:text}`ch07_bar_ret_above` of {glue:text}`ch07_bar_ret_runs` stored plateau runs lie above the barrier, their hardmax rank / $n$ minus the barrier averaging {glue:text}`ch07_bar_ret_mean:.2f` ({glue:text}`ch07_bar_ret_spread`); and the language models of chapter 04 ({doc}`04_head_size_training`), which cannot be measured, since its store keeps their metrics and not their weights. A head that retrieves reaches hardmax rank $n$, above the barrier by construction of the task, so the retrieval heads test the barrier as a ceiling more sharply than one pretrained checkpoint can. Verdict: **{glue:text}`ch07_verdict_barrier`**. Over all matrices the zero-temperature rank averages {glue:text}`ch07_hard_frac_nmax:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_max` and {glue:text}`ch07_hard_frac_nmin:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_min`; a fraction {glue:text}`ch07_above_barrier:.2f` of the (head, window) pairs at $n$ = {glue:text}`ch07_n_max` exceed the barrier, the largest at {glue:text}`ch07_hard_frac_head_max:.2f`$\,n$. The numerical rank at {glue:text}`ch07_coarse_tol` lands at {glue:text}`ch07_coarse_frac_nmax:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_max` but at {glue:text}`ch07_coarse_frac_nmin:.2f`$\,n$ at $n$ = {glue:text}`ch07_n_min`: a rank near the barrier at one tolerance and one length says nothing about the barrier. Which heads are high and which are low is visible in where their queries look ({numref}`fig-ch07-patterns`).
 
 # %% tags=["hide-input"]
-barrier = X.barrier_fraction(n_max)
 fig, axes = subplots(1, 2, width=7.5, height=3.9, sharey=True)
-for ax, col, xlabel in [(axes[0, 0], "neighbour", "share of queries whose argmax\nkey is $i-1$, $i$ or $i+1$"),
-                        (axes[0, 1], "to_first", "share of queries whose argmax\nkey is [CLS]")]:
-    for style, layer in zip(grey_safe_lines(n_layers_mini), range(n_layers_mini)):
-        d = pat[pat.layer == layer]
-        ax.plot(d[col], d.rank_frac, linestyle="none", marker=style["marker"], color=style["color"],
-                markersize=4, alpha=0.8, label=f"layer {layer}")
-    ax.axhline(barrier, color="black", linewidth=0.8, linestyle="--")
-    ax.set(xlabel=xlabel, xlim=(-0.03, 1.03))
-axes[0, 0].set(ylabel=f"hardmax rank of $A$ / $n$ (n = {n_max})")
-fig.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
+ch.plot_patterns(axes, tables, lines=grey_safe_lines)
 glue("ch07_fig_patterns", fig, display=False)
 plt.close(fig)
 
@@ -200,21 +160,8 @@ plt.close(fig)
 # Min & Li's Figure 3 claims rank saturation "at different Transformer layers". {numref}`fig-ch07-layers` shows the heads of each MiniLM layer at the longest $n$, one point per head (mean over windows and corpora).
 
 # %% tags=["hide-input"]
-per_head = X.per_head_fractions(mini[mini.matrix == "probs"], n_max)
-show = [("numerical_rank", X.FLOAT32_TOL), ("numerical_rank", COARSE), ("effective_rank", ""), ("hardmax_rank", "")]
 fig, axes = subplots(1, 1, width=7.5, height=4.6)
-ax = axes[0, 0]
-for k, (style, (meas, tol)) in enumerate(zip(grey_safe_lines(len(show)), show)):
-    d = per_head[(per_head.measure == meas) & (per_head.tolerance == tol)]
-    x = d.layer + (k - 1.5) * 0.18
-    ax.plot(x, d.frac, linestyle="none", marker=style["marker"], color=style["color"], alpha=0.75,
-            markersize=4, label=rank_label(meas.replace("_", " "), tol))
-    m = d.groupby("layer").frac.mean()
-    ax.plot(m.index + (k - 1.5) * 0.18, m, color=style["color"], linestyle=style["linestyle"], linewidth=1)
-ax.axhline(barrier, color="black", linewidth=0.8, linestyle="--", label="barrier $1-(1-1/n)^n$")
-ax.set(xlabel="layer", ylabel="rank of $A$ / $n$", ylim=(0, 1.05), title=f"all-MiniLM-L6-v2 heads, n = {n_max}")
-ax.set_xticks(range(n_layers_mini))
-ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+ch.plot_layers(axes[0, 0], tables, rtols=P["rtols"], lines=grey_safe_lines)
 glue("ch07_fig_layers", fig, display=False)
 plt.close(fig)
 
@@ -257,19 +204,7 @@ plt.close(fig)
 # `data/results/README_07.md` gives the command that resumes the store; a rerun skips finished runs. `tests/test_store_07.py` re-runs the cheapest stored run and must match it.
 
 # %% tags=["hide-input"]
-tables.update(X.run_retrieval(ns=retrieval_ns, pair_ns=retrieval_pair_ns, head_dims=retrieval_head_dims,
-                              n_seeds=retrieval_seeds, pair_seeds=retrieval_pair_seeds, seed=seed,
-                              max_steps=retrieval_max_steps, min_steps=retrieval_min_steps,
-                              d_model=retrieval_d_model, n_values=retrieval_values, lr=retrieval_lr,
-                              tokens_per_step=retrieval_tokens, test_sequences=retrieval_test_sequences,
-                              rank_sequences=retrieval_rank_sequences, rank_rtol=retrieval_rtol, run=retrieval_run,
-                              store=retrieval_store, read_store=retrieval_long_store, threads=threads))
-ret, grid = tables["retrieval"], tables["retrieval_grid"]
-status = X.plateau_table(ret, grid).replace({"task": X.TASK_NAMES})
-(status[["task", "n", "grid", "stored", "plateau", "capped", "complete_seeds", "judged"]]
-   .rename(columns={"grid": "runs in the grid", "stored": "runs stored", "plateau": "at their plateau",
-                    "capped": "stopped by the cap", "complete_seeds": "seeds complete", "judged": "judged"})
-   .style.hide(axis="index"))
+ch.retrieval_status_table(tables)
 
 # %% [markdown]
 # ```{table-caption}
@@ -279,24 +214,8 @@ status = X.plateau_table(ret, grid).replace({"task": X.TASK_NAMES})
 # ```
 
 # %% tags=["hide-input"]
-ret = ret.assign(hard_frac=ret.hardmax_rank / ret.n)
-HARD = rank_label("hardmax rank", "", "A")
 fig, axes = subplots(2, 2, width=7.5, height=3.2, sharex=True)
-for row, task in enumerate(["single", "pair"]):
-    sub = ret[ret.task == task]
-    for style, n in zip(grey_safe_lines(len(retrieval_ns)), retrieval_ns):
-        ok, cap = sub[(sub.n == n) & sub.plateau.astype(bool)], sub[(sub.n == n) & ~sub.plateau.astype(bool)]
-        for col, value in enumerate(["test_acc", "hard_frac"]):
-            m = ok.groupby("head_dim")[value].agg(["mean", "std"])
-            axes[row, col].errorbar(m.index, m["mean"], yerr=m["std"].fillna(0), capsize=2, label=f"n = {n}", **style)
-            axes[row, col].plot(cap.head_dim, cap[value], linestyle="none", marker="x", color=style["color"])
-    axes[row, 0].set(ylabel=f"{X.TASK_NAMES[task]} task: test accuracy")
-    axes[row, 1].set(ylabel=f"{X.TASK_NAMES[task]} task: {HARD} / n")
-for ax in axes[1]:
-    ax.set(xscale="log", xlabel="query/key size $d_h$")
-    ax.set_xticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
-    ax.xaxis.set_minor_locator(NullLocator())
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
+ch.plot_retrieval(axes, tables, ns=P["retrieval_ns"], lines=grey_safe_lines)
 glue("ch07_fig_retrieval", fig, display=False)
 plt.close(fig)
 
@@ -323,28 +242,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=4.2, sharey=True)
-top = max(retrieval_head_dims) * 1.3  # where an open-topped interval is drawn to
-ns_f = np.geomspace(min(retrieval_ns), max(retrieval_ns), 40)
-for ax, task in zip(axes[0], ["single", "pair"]):
-    pts = X.grid_intervals(ret, grid, task)
-    for k, (style, q, label) in enumerate(zip(grey_safe_lines(2), "ar", ["$d^*_{acc}$", "$d^*_{rank}$"])):
-        x = pts.n * (1.0 + 0.05 * (2 * k - 1))
-        lo, hi = pts[f"{q}_lo"].clip(lower=0.5), pts[f"{q}_hi"].clip(upper=top)
-        ax.vlines(x, lo, hi, color=style["color"], linewidth=3 - k, label=f"{label}: grid interval")
-    for (law, (blo, bhi)), ls in zip(X.law_bands(pts, ns_f).items() if task == "single" and len(pts) >= 3 else [],
-                                     ["--", "-.", ":"]):
-        ax.fill_between(ns_f, np.clip(blo, 0.5, top), np.clip(bhi, 0.5, top), alpha=0.12, color="grey")
-        name = {"a + b ln n": "$a + b\\ln n$", "c n^alpha": "$c\\,n^\\alpha$", "c (ln n)^beta": "$c\\,(\\ln n)^\\beta$"}[law]
-        ax.plot(ns_f, np.clip(bhi, 0.5, top), color="grey", linestyle=ls, linewidth=0.9, label=f"{name} fits")
-    ax.plot(ns_f, np.log(ns_f), color="black", linewidth=0.6, linestyle=(0, (1, 3)), label="$d_h = \\ln n$")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length $n$", title=f"{X.TASK_NAMES[task]} task",
-           xlim=(min(retrieval_ns) / 1.3, max(retrieval_ns) * 1.3), ylim=(0.5, top))
-    ax.set_xticks(retrieval_ns, [str(v) for v in retrieval_ns])
-    ax.xaxis.set_minor_locator(NullLocator())
-axes[0, 0].set(ylabel="saturating $d_h$ (grid interval)")
-axes[0, 0].set_yticks([1, 2, 4, 8, 16], ["1", "2", "4", "8", "16"])
-axes[0, 0].yaxis.set_minor_locator(NullLocator())
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="x-small")
+ch.plot_saturation(axes, tables, ns=P["retrieval_ns"], head_dims=P["retrieval_head_dims"], lines=grey_safe_lines)
 glue("ch07_fig_dstar", fig, display=False)
 plt.close(fig)
 
@@ -362,7 +260,7 @@ plt.close(fig)
 # **Verdict** (the rule was registered in the ledger before the first run; its sentence is below): **{glue:text}`ch07_verdict_reduction`**. The verdict rests on the one-key task for the growth law (its grid has the most lengths) and on both tasks for "accuracy saturates where rank does", because on the one-key task accuracy and hardmax rank / $n$ are nearly the same quantity.
 
 # %% tags=["hide-input"]
-Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in X.CLAIMS[1:]))
+Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLAIMS[1:]))
 
 # %% [markdown]
 # (sec-ch07-truncation)=
@@ -386,17 +284,7 @@ Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c i
 # **The rule** (registered before these measures were computed): heads are redundant at rank $r$ when the one-sided 95 % lower bound of the mean neighbour overlap is at least {glue:text}`ch07_tr_overlap_level` and the similarity correlation at least {glue:text}`ch07_tr_sim_level`. The smallest such $r$ on the grid, $r_{\text{red}}(n)$, is a grid interval. It is compared with $\ln n$: "near $\log n$" means the interval reaches {glue:text}`ch07_tr_log_factor` $\ln n$ or below. The probe does not enter the rule: it barely moved while the embeddings moved far ({numref}`tab-ch07-truncation` gives the cosines). This runs at the `long` scale into the same store (about {glue:text}`ch07_tr_cpu_min:.0f` minutes of wall time).
 
 # %% tags=["hide-input"]
-tables.update(X.run_truncation(ns=truncation_ns, ranks=truncation_ranks, per_class=truncation_per_class,
-                               folds=truncation_folds, seed=seed, l2=truncation_l2, layer_n=truncation_layer_n,
-                               layer_ranks=truncation_layer_ranks, run=truncation_run, store=retrieval_store,
-                               read_store=retrieval_long_store))
-tr, lay = tables["truncation"], tables["truncation_layers"]
-(tr[["n", "r", "overlap", "overlap_lb", "sim_corr", "cos_mean", "acc", "acc_se", "full_acc"]]
-   .rename(columns={"n": "n (tokens)", "r": "logit rank r", "overlap": "(a) top-10 overlap",
-                    "overlap_lb": "its 95 % lower bound", "sim_corr": "(b) similarity correlation",
-                    "cos_mean": "cosine to full (mean)", "acc": "(c) probe accuracy", "acc_se": "s.e. over folds",
-                    "full_acc": "full model's probe accuracy"})
-   .style.hide(axis="index").format(precision=3))
+ch.truncation_display(tables)
 
 # %% [markdown]
 # ```{table-caption}
@@ -407,46 +295,15 @@ tr, lay = tables["truncation"], tables["truncation_layers"]
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 3, width=7.5, height=3.6, sharex=True)
-for style, n in zip(grey_safe_lines(len(truncation_ns)), truncation_ns):
-    d = tr[tr.n == n]
-    axes[0, 0].plot(d.r, d.overlap, label=f"n = {n}", **style)
-    axes[0, 1].plot(d.r, d.sim_corr, label=f"n = {n}", **style)
-    axes[0, 2].errorbar(d.r, d.acc, yerr=d.acc_se, capsize=2, label=f"n = {n}", **style)
-axes[0, 0].axhline(1 - X.NEIGHBOUR_MARGIN, color="black", linewidth=0.8, linestyle="--")
-axes[0, 1].axhline(X.SIMILARITY_LEVEL, color="black", linewidth=0.8, linestyle="--")
-axes[0, 0].set(title="(a) top-10 neighbours kept", ylabel="share (mean over articles)")
-axes[0, 1].set(title="(b) similarity correlation", ylabel="Pearson r with the full model")
-axes[0, 2].set(title="(c) topic probe", ylabel=f"accuracy ({truncation_folds}-fold CV, ± s.e.)")
-for ax in axes[0]:
-    ax.set(xscale="log", xlabel="logit rank $r$ of every head")
-    ax.set_xticks([1, 2, 4, 8, 16, 32], ["1", "2", "4", "8", "16", "32"])
-    ax.xaxis.set_minor_locator(NullLocator())
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=4, fontsize="x-small")
+ch.plot_truncation(axes, tables, ns=P["truncation_ns"], folds=P["truncation_folds"], lines=grey_safe_lines)
 glue("ch07_fig_truncation", fig, display=False)
 plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=3.6, sharex=True)
-for style, layer in zip(grey_safe_lines(max(1, lay.layer.nunique())), sorted(lay.layer.unique())):
-    d = lay[lay.layer == layer].sort_values("r")
-    axes[0, 0].plot(d.r, d.overlap, label=f"layer {layer}", **style)
-    axes[0, 1].plot(d.r, d.sim_corr, label=f"layer {layer}", **style)
-axes[0, 0].axhline(1 - X.NEIGHBOUR_MARGIN, color="black", linewidth=0.8, linestyle="--")
-axes[0, 1].axhline(X.SIMILARITY_LEVEL, color="black", linewidth=0.8, linestyle="--")
-axes[0, 0].set(title="(a) top-10 neighbours kept", ylabel="share (mean over articles)")
-axes[0, 1].set(title="(b) similarity correlation", ylabel="Pearson r with the full model")
-for ax in axes[0]:
-    ax.set(xscale="log", xlabel="logit rank $r$ of one layer's heads")
-    ax.set_xticks(truncation_layer_ranks, [str(v) for v in truncation_layer_ranks])
-    ax.xaxis.set_minor_locator(NullLocator())
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
+ch.plot_truncation_layers(axes, tables, ranks=P["truncation_layer_ranks"], lines=grey_safe_lines)
 glue("ch07_fig_truncation_layers", fig, display=False)
 plt.close(fig)
-
-# %% tags=["hide-input"]
-H = X.headline(tables)
-for k, v in H.items():
-    glue(k, v, display=False)
 
 # %% [markdown]
 # ```{glue:figure} ch07_fig_truncation
@@ -469,25 +326,7 @@ for k, v in H.items():
 
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
-print(f"all-MiniLM-L6-v2 ({H['ch07_mini_layers']} layers x {H['ch07_mini_heads']} heads, d_h = {H['ch07_mini_dh']}), "
-      f"n in {list(minilm_seq_lens)}")
-print(f"  {rank_label('numerical rank', DEFAULT, 'S')}, n > d_h: min {H['ch07_logit_min']}, max {H['ch07_logit_max']}")
-print(f"  {rank_label('numerical rank', X.FLOAT32_TOL, 'S')}, n > d_h: min {H['ch07_logit_f32_min']}, "
-      f"max {H['ch07_logit_f32_max']}")
-print(f"  {rank_label('numerical rank', COARSE, 'S')}, n > d_h: min {H['ch07_logit_coarse_min']}")
-print(f"  share of A with {rank_label('numerical rank', DEFAULT)} = n: {H['ch07_full_default']:.2f}")
-print(f"  share of A with {rank_label('numerical rank', X.FLOAT32_TOL)} = n: {H['ch07_full_f32']:.2f}")
-print(f"  at n = {H['ch07_n_max']}, mean rank of A / n: {rank_label('numerical rank', COARSE)} {H['ch07_coarse_frac_nmax']:.2f}, "
-      f"effective rank {H['ch07_eff_frac_nmax']:.2f}, hardmax rank {H['ch07_hard_frac_nmax']:.2f} "
-      f"(barrier {H['ch07_barrier']:.3f}); {H['ch07_heads_above']} of {H['ch07_heads']} heads above the barrier")
-print(f"retrieval: {H['ch07_ret_runs']} of {H['ch07_ret_grid_runs']} runs stored, {H['ch07_ret_plateau']} at their plateau")
-print(f"  one-key: {H['ch07_red_single_text']}")
-print(f"  two-key: {H['ch07_red_pair_text']}")
-print(f"  {rank_label('numerical rank', DEFAULT, 'S')} <= min(d_h, n) in {H['ch07_ret_bounded']} of {H['ch07_ret_cases']} runs")
-print(f"truncation: {H['ch07_trr_text']}; cosine at r = 1 {H['ch07_tr_cos_r1']:.3f}; "
-      f"|1 - cos| at r = {H['ch07_tr_dh']} below 1e-5: {H['ch07_tr_full_dev'] < 1e-5}")
-print(f"verdicts: mechanism {H['ch07_verdict_mechanism']!r}; barrier {H['ch07_verdict_barrier'].split(':')[0]!r}; "
-      f"model reduction {H['ch07_verdict_reduction'].split(':')[0]!r}; truncation {H['ch07_verdict_truncation'].split(':')[0]!r}")
+print(ch.check_summary(H, P))
 
 # %% [markdown]
 # ## What to take away

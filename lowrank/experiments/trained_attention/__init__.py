@@ -6,6 +6,8 @@
 - :mod:`.truncation`: every MiniLM head cut to logit rank r, judged by neighbour overlap,
   similarity correlation, a topic probe, and layer by layer.
 - :mod:`.rules`: the four claims' rules and their thresholds (registered in the rules ledger).
+- :mod:`.runs`: :func:`run`, the chapter's parameters mapped onto the three experiments.
+- :mod:`.figures`: the chapter's figures and tables, drawn from :func:`run`'s tables.
 
 :func:`headline` turns the tables into every number the chapter glues (``HEADLINE_KEYS``).
 """
@@ -23,10 +25,14 @@ from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, equivalent
 from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS, COSINE_LEVEL, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
                     MIN_PAIR_NS, MIN_SEEDS, NEIGHBOUR_MARGIN, NEIGHBOURS, PLATEAU_TOL, REDUCTION_MARGIN,
                     SIMILARITY_LEVEL, barrier_class, format_points, law_fit, parse_points, rule_mechanism,
-                    rule_model_reduction, rule_trained_barrier, rule_truncation, wilson_interval)
-from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbour_overlap, probe_accuracy,
-                         probe_documents, redundant_ranks, run_truncation, similarity_correlation, stratified_folds,
-                         truncation_configs, truncation_headline, truncation_run, truncation_table)
+                    rule_model_reduction, rule_trained_barrier, rule_truncation)
+from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbour_overlap, probe_documents,
+                         redundant_ranks, run_truncation, similarity_correlation, truncation_configs,
+                         truncation_headline, truncation_run, truncation_table)
+from .runs import retrieval_arguments, run, truncation_arguments
+from .figures import (LAW_LABELS, check_summary, plot_layers, plot_patterns, plot_ranks_vs_n, plot_retrieval,
+                      plot_saturation, plot_truncation, plot_truncation_layers, retrieval_status_table,
+                      truncation_display, windows_table)
 
 from .estimate import estimate, memory, run_keys
 from .schema import CONSTRAINTS, SCHEMA, PATHS
@@ -39,9 +45,11 @@ __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "
            "LEVEL", "LOG_FACTOR", "MIN_LAW_NS", "MIN_PAIR_NS", "MIN_SEEDS", "NEIGHBOUR_MARGIN", "NEIGHBOURS",
            "PLATEAU_TOL", "REDUCTION_MARGIN", "SIMILARITY_LEVEL", "barrier_class", "format_points", "law_fit",
            "parse_points", "rule_mechanism", "rule_model_reduction", "rule_trained_barrier", "rule_truncation",
-           "wilson_interval", "TRUNCATION_EXPERIMENT", "agreement", "layer_table", "neighbour_overlap",
-           "probe_accuracy", "probe_documents", "redundant_ranks", "run_truncation", "similarity_correlation",
-           "stratified_folds", "truncation_configs", "truncation_run", "truncation_table", "headline",
+           "TRUNCATION_EXPERIMENT", "agreement", "layer_table", "neighbour_overlap", "probe_documents",
+           "redundant_ranks", "run_truncation", "similarity_correlation", "truncation_configs", "truncation_run",
+           "truncation_table", "retrieval_arguments", "truncation_arguments", "run", "LAW_LABELS", "check_summary",
+           "plot_layers", "plot_patterns", "plot_ranks_vs_n", "plot_retrieval", "plot_saturation", "plot_truncation",
+           "plot_truncation_layers", "retrieval_status_table", "truncation_display", "windows_table", "headline",
            "HEADLINE_KEYS"]
 
 _PRETRAINED_KEYS = (
@@ -91,7 +99,7 @@ def _join(xs: Sequence[Any]) -> str:
 
 
 def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
-    """Every number chapter 07 glues, from ``{**run_pretrained(...), **run_retrieval(...), **run_truncation(...)}``."""
+    """Every number chapter 07 glues, from the tables of :func:`run`."""
     coarse = coarse_tolerance(tables["rtols"])
     out = {**pretrained_headline(tables, coarse), **retrieval_headline(tables, _join),
            **truncation_headline(tables, _join)}

@@ -3,28 +3,18 @@ parameters make."""
 from __future__ import annotations
 
 from .reduction import grid_configs
+from .runs import retrieval_arguments, truncation_arguments
 from .truncation import truncation_configs
 
 __all__ = ["retrieval_configs_at", "truncation_configs_at", "estimate", "memory", "run_keys", "PLATEAU_SHARE"]
 
 
 def retrieval_configs_at(p) -> list[dict]:
-    if not p["retrieval_run"]:
-        return []
-    return grid_configs(ns=p["retrieval_ns"], pair_ns=p["retrieval_pair_ns"], head_dims=p["retrieval_head_dims"],
-                        n_seeds=p["retrieval_seeds"], pair_seeds=p["retrieval_pair_seeds"], seed=p["seed"],
-                        max_steps=p["retrieval_max_steps"], min_steps=p["retrieval_min_steps"],
-                        d_model=p["retrieval_d_model"], n_values=p["retrieval_values"], lr=p["retrieval_lr"],
-                        tokens_per_step=p["retrieval_tokens"], test_sequences=p["retrieval_test_sequences"],
-                        rank_sequences=p["retrieval_rank_sequences"], rank_rtol=p["retrieval_rtol"])
+    return grid_configs(**retrieval_arguments(p)) if p["retrieval_run"] else []
 
 
 def truncation_configs_at(p) -> list[dict]:
-    if not p["truncation_run"]:
-        return []
-    return truncation_configs(ns=p["truncation_ns"], ranks=p["truncation_ranks"], per_class=p["truncation_per_class"],
-                              folds=p["truncation_folds"], seed=p["seed"], l2=p["truncation_l2"],
-                              layer_n=p["truncation_layer_n"], layer_ranks=p["truncation_layer_ranks"])
+    return truncation_configs(**truncation_arguments(p)) if p["truncation_run"] else []
 
 
 # A retrieval run stops at its loss plateau, checked from min_steps on; the estimate charges

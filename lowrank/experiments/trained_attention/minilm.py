@@ -20,12 +20,12 @@ import torch
 
 from ... import data as _data
 from ...pretrained import encode_windows, load_minilm
-from ...probe import MEASURES, LayerAttention, for_each_layer, rank_table, text_ranks, valid_blocks
-from ...progress import progress
+from ...probe import MEASURES, LayerAttention, for_each_layer, text_ranks, valid_blocks
 from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, tolerance_label
 from ...stats import t_interval
 from ...theory.barrier import expected_distinct_columns
-from .rules import LEVEL, wilson_interval
+from ..shared.intervals import wilson_interval
+from .rules import LEVEL
 
 __all__ = ["as_rtols", "pretrained_ranks", "argmax_patterns", "with_float32", "tolerance_names", "coarse_tolerance",
            "barrier_fraction", "run_pretrained", "per_head_fractions", "pretrained_headline"]

@@ -12,7 +12,6 @@ d*_rank (the threshold lies between two grid values, widened by a seed bootstrap
 """
 from __future__ import annotations
 
-import functools
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -28,8 +27,8 @@ from ...stats import MIN_BOOTSTRAP, t_interval
 from ...sweep import ResultStore, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
-from .rules import (LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, format_points, law_fit,
-                    wilson_interval)
+from ..shared.intervals import t_quantile, wilson_interval
+from .rules import LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, format_points, law_fit
 
 __all__ = ["RETRIEVAL_EXPERIMENT", "LONG_STORE", "TASK_NAMES", "retrieval_configs", "grid_configs", "retrieval_run",
            "retrieval_table", "resolve_store", "read_retrieval_store", "run_retrieval", "equivalent_from",
@@ -138,12 +137,6 @@ def run_retrieval(*, ns: Sequence[int], pair_ns: Sequence[int], head_dims: Seque
         return {"retrieval": read_retrieval_store(where, configs), "retrieval_grid": grid, "retrieval_source": "run"}
 
 
-@functools.lru_cache(maxsize=64)
-def _t_upper(level: float, dof: int) -> float:
-    from scipy import stats
-    return float(stats.t.ppf(level, dof))
-
-
 def equivalent_from(d: np.ndarray, V: np.ndarray, margin: float, level: float = 0.95) -> tuple[float, int]:
     """Smallest d_h whose value is within ``margin`` of the best d_h's by a one-sided test across seeds.
 
@@ -157,7 +150,7 @@ def equivalent_from(d: np.ndarray, V: np.ndarray, margin: float, level: float = 
     diff = V[best][None, :] - V
     mean = diff.mean(1)
     if k >= 2:
-        bound = mean + _t_upper(level, k - 1) * diff.std(1, ddof=1) / math.sqrt(k)
+        bound = mean + t_quantile(level, k - 1) * diff.std(1, ddof=1) / math.sqrt(k)
     else:
         bound = np.where(np.arange(len(d)) == best, 0.0, np.inf)
     ok = bound < margin
@@ -227,7 +220,7 @@ def grid_intervals(runs: pd.DataFrame, grid: pd.DataFrame, task: str, *, margin:
             out[f"{tag}_hi"] = math.inf if hi >= dims[-1] else hi
         j = dims.index(int(est_r))
         diff = A[best] - A[j]
-        out["gap"] = float(diff.mean() - _t_upper(level, k - 1) * diff.std(ddof=1) / math.sqrt(k)) if k >= 2 \
+        out["gap"] = float(diff.mean() - t_quantile(level, k - 1) * diff.std(ddof=1) / math.sqrt(k)) if k >= 2 \
             else float("nan")
         out["gap_mean"] = float(diff.mean())
         rows.append(out)

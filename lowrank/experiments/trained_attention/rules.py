@@ -19,7 +19,7 @@ from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRA
 
 __all__ = ["BARRIER_MARGIN", "CEILING_SHARE", "REDUCTION_MARGIN", "PLATEAU_TOL", "COSINE_LEVEL", "LEVEL",
            "MIN_SEEDS", "MIN_LAW_NS", "MIN_PAIR_NS", "LAWS", "NEIGHBOURS", "NEIGHBOUR_MARGIN", "SIMILARITY_LEVEL",
-           "LOG_FACTOR", "wilson_interval", "parse_points", "format_points", "law_fit", "barrier_class",
+           "LOG_FACTOR", "parse_points", "format_points", "law_fit", "barrier_class",
            "rule_mechanism", "rule_trained_barrier", "rule_model_reduction", "rule_truncation", "CLAIMS"]
 
 # Barrier: a population of trained heads "sits at" the barrier when its mean hardmax rank / n is
@@ -56,21 +56,6 @@ NEIGHBOUR_MARGIN = 0.1
 SIMILARITY_LEVEL = 0.95
 # "Near log n": the smallest redundant rank's grid interval reaches down to 2 ln n or below.
 LOG_FACTOR = 2.0
-
-
-def _z(p: float) -> float:
-    from scipy import stats
-    return float(stats.norm.ppf(p))
-
-
-def wilson_interval(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval of a binomial share k / n (NaN, NaN for n = 0)."""
-    if n <= 0:
-        return float("nan"), float("nan")
-    z, p = _z(0.5 + level / 2), k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def format_points(rows: Sequence[Mapping[str, float]]) -> str:

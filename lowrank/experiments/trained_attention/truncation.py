@@ -25,58 +25,16 @@ from ... import data as _data
 from ...pretrained import document_windows, load_minilm, sentence_embeddings, truncate_logit_rank
 from ...sweep import ResultStore, sweep
 from ...train import run_key
+from ..shared.intervals import t_lower_bound
+from ..shared.probe import probe_accuracy
 from .reduction import resolve_store
 from .rules import COSINE_LEVEL, LEVEL, LOG_FACTOR, NEIGHBOUR_MARGIN, NEIGHBOURS, REDUCTION_MARGIN, SIMILARITY_LEVEL
 
-__all__ = ["TRUNCATION_EXPERIMENT", "stratified_folds", "probe_accuracy", "probe_documents", "neighbour_overlap",
+__all__ = ["TRUNCATION_EXPERIMENT", "probe_documents", "neighbour_overlap",
            "similarity_correlation", "agreement", "truncation_run", "truncation_configs", "truncation_table",
            "layer_table", "run_truncation", "redundant_ranks", "truncation_headline"]
 
 TRUNCATION_EXPERIMENT = "ch07_truncation"
-
-
-def stratified_folds(y: Sequence[int], folds: int, seed: int) -> np.ndarray:
-    """A fold number (0 .. folds - 1) per item, classes dealt round-robin after a seeded shuffle."""
-    y = np.asarray(y)
-    out = np.empty(len(y), dtype=int)
-    rng = np.random.default_rng(seed)
-    for c in np.unique(y):
-        idx = rng.permutation(np.flatnonzero(y == c))
-        out[idx] = np.arange(len(idx)) % folds
-    return out
-
-
-def probe_accuracy(X: np.ndarray, y: Sequence[int], *, folds: int = 5, seed: int = 0, l2: float = 1e-2,
-                   iters: int = 200) -> np.ndarray:
-    """Held-out accuracy of a multinomial logistic regression on each of ``folds`` stratified folds.
-
-    Features standardised with the training folds' mean and sd; weights fitted by L-BFGS on the
-    mean cross-entropy plus ``l2`` times the squared weight norm (float64, deterministic).
-    """
-    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=int)
-    fold = stratified_folds(y, folds, seed)
-    classes = int(y.max()) + 1
-    accs = []
-    for f in range(folds):
-        tr, te = fold != f, fold == f
-        mu, sd = X[tr].mean(0), X[tr].std(0) + 1e-8
-        Xtr = torch.tensor((X[tr] - mu) / sd)
-        Xte = torch.tensor((X[te] - mu) / sd)
-        ytr = torch.tensor(y[tr])
-        W = torch.zeros(X.shape[1], classes, dtype=torch.float64, requires_grad=True)
-        b = torch.zeros(classes, dtype=torch.float64, requires_grad=True)
-        opt = torch.optim.LBFGS([W, b], max_iter=iters, line_search_fn="strong_wolfe")
-
-        def closure():
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(Xtr @ W + b, ytr) + l2 * (W * W).sum()
-            loss.backward()
-            return loss
-
-        opt.step(closure)
-        with torch.no_grad():
-            accs.append(float(((Xte @ W + b).argmax(1).numpy() == y[te]).mean()))
-    return np.array(accs)
 
 
 def probe_documents(corpus: str, tokenizer, *, per_class: int, min_tokens: int, seed: int,
@@ -172,13 +130,6 @@ def truncation_configs(*, ns: Sequence[int], ranks: Sequence[int], per_class: in
                  layer_ranks=[int(r) for r in layer_ranks] if n == layer_n else []) for n in ns]
 
 
-def _lower_bound(x: np.ndarray, level: float = LEVEL) -> float:
-    from scipy import stats
-    if len(x) < 2 or np.all(x == x[0]):
-        return float(x.mean())
-    return float(x.mean() - stats.t.ppf(level, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-
-
 def truncation_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per (n, r) (r = head_dim is the full rank): the three measures with their uncertainty."""
     rows = []
@@ -189,7 +140,7 @@ def truncation_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             acc = np.array(b["acc"])
             d = acc - full
             ov = np.array(b["overlap"])
-            rows.append({"n": c["n"], "r": b["r"], "overlap": ov.mean(), "overlap_lb": _lower_bound(ov),
+            rows.append({"n": c["n"], "r": b["r"], "overlap": ov.mean(), "overlap_lb": t_lower_bound(ov, LEVEL),
                          "sim_corr": b["sim_corr"], "cos_mean": b["cos_mean"], "cos_sd": b["cos_sd"],
                          "cos_min": b["cos_min"], "acc": acc.mean(), "acc_se": acc.std(ddof=1) / math.sqrt(len(acc)),
                          "full_acc": full.mean(), "diff": d.mean(), "diff_se": d.std(ddof=1) / math.sqrt(len(d)),
@@ -201,7 +152,7 @@ def truncation_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 def layer_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per (n, layer, r) of the one-layer-at-a-time cut."""
     rows = [{"n": rec["config"]["n"], "layer": b["layer"], "r": b["r"], "overlap": float(np.mean(b["overlap"])),
-             "overlap_lb": _lower_bound(np.array(b["overlap"])), "sim_corr": b["sim_corr"], "cos_mean": b["cos_mean"]}
+             "overlap_lb": t_lower_bound(np.array(b["overlap"]), LEVEL), "sim_corr": b["sim_corr"], "cos_mean": b["cos_mean"]}
             for rec in records for b in rec["metrics"].get("by_layer", [])]
     return pd.DataFrame(rows, columns=["n", "layer", "r", "overlap", "overlap_lb", "sim_corr", "cos_mean"])
 

@@ -1,0 +1,49 @@
+"""Chapter 07's run: its validated parameters mapped onto the three experiments, run in the notebook's order."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch
+
+from .minilm import run_pretrained
+from .reduction import run_retrieval
+from .truncation import run_truncation
+
+__all__ = ["retrieval_arguments", "truncation_arguments", "run"]
+
+
+def retrieval_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The retrieval grid's keywords (of :func:`.reduction.grid_configs`) from the chapter's parameters."""
+    return dict(ns=p["retrieval_ns"], pair_ns=p["retrieval_pair_ns"], head_dims=p["retrieval_head_dims"],
+                n_seeds=p["retrieval_seeds"], pair_seeds=p["retrieval_pair_seeds"], seed=p["seed"],
+                max_steps=p["retrieval_max_steps"], min_steps=p["retrieval_min_steps"],
+                d_model=p["retrieval_d_model"], n_values=p["retrieval_values"], lr=p["retrieval_lr"],
+                tokens_per_step=p["retrieval_tokens"], test_sequences=p["retrieval_test_sequences"],
+                rank_sequences=p["retrieval_rank_sequences"], rank_rtol=p["retrieval_rtol"])
+
+
+def truncation_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The truncation grid's keywords (of :func:`.truncation.truncation_configs`) from the chapter's parameters."""
+    return dict(ns=p["truncation_ns"], ranks=p["truncation_ranks"], per_class=p["truncation_per_class"],
+                folds=p["truncation_folds"], seed=p["seed"], l2=p["truncation_l2"],
+                layer_n=p["truncation_layer_n"], layer_ranks=p["truncation_layer_ranks"])
+
+
+def run(P: Mapping[str, Any]) -> dict[str, Any]:
+    """Every table chapter 07 shows and :func:`headline` reads, from its validated parameters.
+
+    MiniLM's ranks are measured here. The retrieval grid is trained into ``retrieval_store`` when
+    ``retrieval_run`` (finished runs are skipped by run key, so an interrupted run resumes; None: a
+    temporary file) and then read back, or read from ``retrieval_long_store`` (never written); the
+    truncation likewise with ``truncation_run``, into the same store.
+    """
+    if P["threads"]:
+        torch.set_num_threads(P["threads"])
+    tables = run_pretrained(corpora=P["minilm_corpora"], seq_lens=P["minilm_seq_lens"], counts=P["minilm_counts"],
+                            batch_size=P["minilm_batch"], seed=P["seed"], rtols=P["rtols"], energy=P["energy"])
+    tables.update(run_retrieval(**retrieval_arguments(P), run=P["retrieval_run"], store=P["retrieval_store"],
+                                read_store=P["retrieval_long_store"], threads=P["threads"]))
+    tables.update(run_truncation(**truncation_arguments(P), run=P["truncation_run"], store=P["retrieval_store"],
+                                 read_store=P["retrieval_long_store"]))
+    return tables

@@ -18,6 +18,8 @@ from lowrank.sweep import (ResultStore, foreign_store, manifest_conflict, record
                            write_manifest)
 from lowrank.train import run_key
 
+from helpers import lowrank, refused
+
 ROOT = Path(__file__).resolve().parents[1]
 LONG_04 = ROOT / "data" / "results" / "04_head_size_training_long.jsonl"
 LONG_07 = ROOT / "data" / "results" / "07_trained_attention_long.jsonl"
@@ -33,19 +35,6 @@ def _files(*paths: Path) -> dict:
         else:
             out[str(p)] = None
     return out
-
-
-def lowrank(capsys, *argv) -> tuple[int, str]:
-    rc = cli.main([argv[0], "--root", str(ROOT), *argv[1:]])
-    return rc, capsys.readouterr().err
-
-
-def refused(rc: int, err: str, *words: str) -> None:
-    assert rc == 2, err
-    lines = [ln for ln in err.splitlines() if ln.strip() and "warning" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("lowrank: error: ") and "Traceback" not in err, err
-    for w in words:
-        assert w in err, f"{w!r} not in {err!r}"
 
 
 def _record(name, **metrics) -> dict:

@@ -16,6 +16,7 @@ def _where_am_i(config, *, run_dir):
             "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "unset")}
 
 
+@pytest.mark.slow
 def test_each_worker_gets_one_device_of_its_own(tmp_path):
     configs = [{"run": i} for i in range(8)]
     df = sweep(configs, experiment="d", store=tmp_path / "s.jsonl", run_fn=_where_am_i, runs_dir=tmp_path,
@@ -29,6 +30,7 @@ def test_each_worker_gets_one_device_of_its_own(tmp_path):
     assert all(row.visible == row.device.split(":")[1] for row in df.itertuples())
 
 
+@pytest.mark.slow
 def test_devices_come_from_the_environment_when_not_given(tmp_path, monkeypatch):
     monkeypatch.setenv(DEVICES_ENV, "fake:a,fake:b")
     df = sweep([{"run": i} for i in range(4)], experiment="d", store=tmp_path / "s.jsonl", run_fn=_where_am_i,

@@ -132,6 +132,7 @@ def test_an_offline_pip_is_named_as_offline():
     assert _pip_cause(stderr).startswith("no network: pip could not reach the package index")
 
 
+@pytest.mark.slow
 def test_a_run_estimated_over_a_week_is_refused_unless_forced(tmp_path):
     """Twice the restarts of the longest committed set: refused before the kernel with the estimate;
     --force lets it through."""

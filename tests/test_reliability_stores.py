@@ -180,6 +180,7 @@ def _train(*argv) -> subprocess.CompletedProcess:
                           env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_resume_needs_a_checkpoint_or_a_result(tmp_path):
     run = tmp_path / "mine"
     run.mkdir()
@@ -199,6 +200,7 @@ def test_resume_needs_a_checkpoint_or_a_result(tmp_path):
     assert _files(tmp_path) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config, words", [
     ({"min_lr_ratio": -50}, ["min_lr_ratio must be in [0.0, 1.0]", "-50"]),
     ({"seed": 2**70}, ["seed must be in [0, 4294967295]"]),

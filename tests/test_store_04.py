@@ -41,6 +41,7 @@ def test_the_chapter_grid_is_complete_in_the_store_with_its_manifest():
     assert long["setup"]["provenance"]["records"] == len(ResultStore(STORE).records())
 
 
+@pytest.mark.slow
 def test_the_cheapest_stored_run_is_reproduced_by_todays_code(tmp_path):
     cheapest = min(_records(), key=lambda r: r["wall_s"])
     cfg = TrainConfig.from_dict(cheapest["config"])
@@ -114,6 +115,7 @@ def test_every_budget_record_was_trained_from_a_clean_checkout_after_its_rules_w
         assert ok, f"record {r['key']} was trained at {rev[:8]}, which does not contain the rules commit {rules_commit}"
 
 
+@pytest.mark.slow
 def test_the_cheapest_budget_run_is_reproduced_by_todays_code(tmp_path):
     from lowrank.experiments.head_size_training import budget
 

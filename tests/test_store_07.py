@@ -60,6 +60,7 @@ def test_every_retrieval_run_records_its_plateau_status():
         assert m["plateau"] == (m["plateau_change"] < c["plateau_tol"])
 
 
+@pytest.mark.slow
 def test_cheapest_stored_retrieval_run_reproduces():
     recs = [r for r in _records() if r["experiment"] == X.RETRIEVAL_EXPERIMENT]
     cheapest = min(recs, key=lambda r: r["metrics"]["steps_run"] * r["config"]["n"])

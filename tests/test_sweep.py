@@ -150,6 +150,7 @@ def test_default_runner_trains_and_resumes_through_the_store(tmp_path, tiny_corp
     assert (tmp_path / "data" / "runs" / "tiny" / run_key(cfg) / "result.json").is_file()
 
 
+@pytest.mark.slow
 def test_workers_run_in_parallel_processes_into_one_store(tmp_path):
     configs = [{"n_heads": h, "seed": 0} for h in range(1, 5)]
     df = sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path,

@@ -1,4 +1,4 @@
-"""Bad inputs, one test per case of issue 19 (and the kind each stands for).
+"""Bad inputs, one test per case (and the kind each stands for).
 
 Every test asserts the exit status (2: refused before anything ran, the input, its value and what
 is allowed named in one line; 1: a failure inside a run, its cell or step named; 130:
@@ -26,74 +26,10 @@ from lowrank.book import cli, guards, planning, runner
 from lowrank.book.params import SCHEMAS
 from lowrank.params import Bool, Int, short_repr
 
+from helpers import Unchanged, before_command as _before_command, lowrank, refused
+
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL_ENV = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-
-
-# --- helpers -----------------------------------------------------------------------------------
-
-def _snapshot(*folders: Path) -> dict:
-    seen = {}
-    for folder in folders:
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if d not in ("__pycache__", ".pytest_cache", ".ipynb_checkpoints")]
-            for name in filenames + dirnames:
-                p = Path(dirpath) / name
-                st = p.lstat()
-                seen[str(p)] = (st.st_size if p.is_file() else -1, st.st_mtime_ns if p.is_file() else 0)
-    return seen
-
-
-class Unchanged:
-    """Snapshots folders; ``check(allow=...)`` asserts nothing changed outside ``allow``.
-
-    The ``unchanged`` fixture's snapshot is retaken right before each command the test runs
-    (``lowrank``, ``_train``), so files the test itself prepared do not count."""
-
-    active: "Unchanged | None" = None
-
-    def __init__(self, *folders: Path):
-        self.folders = folders
-        self.reset()
-
-    def reset(self) -> None:
-        self.before = _snapshot(*self.folders)
-
-    def check(self, *allow: Path) -> None:
-        after = _snapshot(*self.folders)
-        changed = {p for p in set(self.before) | set(after) if self.before.get(p) != after.get(p)}
-        changed = {p for p in changed if not any(p == str(a) or p.startswith(str(a) + os.sep) for a in allow)}
-        assert not changed, f"changed outside the run's folder: {sorted(changed)[:5]}"
-
-
-@pytest.fixture
-def unchanged(tmp_path):
-    Unchanged.active = Unchanged(ROOT / "chapters", tmp_path)
-    yield Unchanged.active
-    Unchanged.active = None
-
-
-def _before_command() -> None:
-    if Unchanged.active is not None:
-        Unchanged.active.reset()
-
-
-def lowrank(capsys, *argv) -> tuple[int, str]:
-    """``lowrank ARGV`` in this process; (exit status, stderr)."""
-    _before_command()
-    rc = cli.main([argv[0], "--root", str(ROOT), *argv[1:]] if argv and argv[0] in ("run", "book") else list(argv))
-    err = capsys.readouterr().err
-    return rc, err
-
-
-def refused(rc: int, err: str, *words: str) -> None:
-    assert rc == 2, err
-    assert "Traceback" not in err, err
-    lines = [ln for ln in err.splitlines() if ln.strip() and "warning" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("lowrank: error: "), err
-    assert len(lines[0]) < 1200, f"unbounded message ({len(lines[0])} characters)"
-    for w in words:
-        assert w in err, f"{w!r} not in {err!r}"
 
 
 # --- data loss ---------------------------------------------------------------------------------
@@ -466,14 +402,6 @@ def test_a_store_path_that_is_a_folder_fails_before_the_first_run(tmp_path):
 
 
 # --- caches and corpora ------------------------------------------------------------------------
-
-@pytest.fixture
-def tiny_corpus(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "data"))
-    docs = tmp_path / "docs.txt"
-    docs.write_text("".join(f"line {i} of a tiny corpus, with words to merge.\n" for i in range(60)))
-    return docs
-
 
 @pytest.mark.parametrize("which", ["tokens", "tokenizers"])
 def test_a_corrupt_cache_file_is_named_and_rebuilt(tiny_corpus, tmp_path, which):

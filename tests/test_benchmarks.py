@@ -290,6 +290,7 @@ def test_bench_functions_run_on_tiny_sizes():
     assert abs(losses["ours"] - math.log(50)) < 1.0
 
 
+@pytest.mark.slow
 def test_startup_item_runs_fresh_processes_and_checks_heavy_imports(monkeypatch):
     import bench_startup
 

@@ -25,6 +25,7 @@ NOTEBOOKS = sorted(CHAPTERS.glob("*.ipynb"))
 CELL_TIMEOUT_S = 600  # a hung kernel fails instead of stalling CI
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "notebook",
     NOTEBOOKS or [pytest.param(None, id="no-chapters")],

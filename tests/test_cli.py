@@ -191,6 +191,7 @@ def test_list_shows_chapters_parameters_defaults_and_sets(capsys):
 
 # --- chapter 01 through the command ---------------------------------------------------------
 
+@pytest.mark.slow
 def test_chapter_01_smoke_run_reflects_an_injected_parameter(tmp_path):
     out = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "lowrank", "run", "01", "--scale", "smoke", "-p", "n", "24",
@@ -331,6 +332,7 @@ def test_gpu_set_needs_cuda_or_allow_cpu(book, monkeypatch, capsys):
     assert not (book / "runs").exists()  # a dry run writes nothing
 
 
+@pytest.mark.slow
 def test_book_runs_every_chapter_into_a_staged_copy_and_renders_it(book, tmp_path, monkeypatch, capsys):
     staged = tmp_path / "staged"
     source = (book / "chapters" / f"{TEST_CHAPTER}.ipynb").read_bytes()

@@ -24,6 +24,7 @@ SCRIPT = ROOT / "tools" / "gpu_check.sh"
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (tools/gpu_check.sh on a GPU)")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the skip path is for machines without CUDA")
 def test_the_script_skips_cleanly_without_a_gpu(tmp_path):
     done = subprocess.run(["bash", str(SCRIPT)], cwd=ROOT, capture_output=True, text=True, timeout=300,

@@ -167,6 +167,7 @@ def test_the_ledger_was_only_ever_appended_to():
             assert any(line == c for c in lines), f"a ledger line of {rev[:8]} was removed, edited or moved: {line[:80]}"
 
 
+@pytest.mark.slow
 def test_command_line_status_and_refusals(tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "lowrank.experiments.ledger", *a],
                                     capture_output=True, text=True, cwd=tmp_path)

@@ -39,6 +39,7 @@ def test_hf_extra_pins_a_transformers_range_holding_the_tested_version():
     assert "4.57.0" not in spec and "6.0.0" not in spec
 
 
+@pytest.mark.slow
 def test_importing_the_library_loads_nothing_of_the_book():
     code = ("import sys, torch, lowrank; "
             + "; ".join(f"import lowrank.{m}" for m in LIBRARY)
@@ -50,6 +51,7 @@ def test_importing_the_library_loads_nothing_of_the_book():
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_the_licence_and_library_metadata(tmp_path):
     """Built offline with the installed setuptools: what `pip install .` would install. The build
     runs in a copy, so its build/ and egg-info folders never land in the repository."""

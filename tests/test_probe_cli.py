@@ -61,6 +61,7 @@ def _probe(capsys, *args):
     return code, capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert", "gpt2", "llama", "vit"])
 def test_every_family_writes_all_outputs_with_logit_rank_d_h(family, checkpoints, tmp_path, capsys):
     paths, texts = checkpoints

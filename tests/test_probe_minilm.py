@@ -23,6 +23,7 @@ def test_chapter_07_and_the_probe_share_one_code_path():
     pd.testing.assert_frame_equal(ch07.drop(columns="corpus"), ours)
 
 
+@pytest.mark.slow
 def test_minilm_through_the_command_has_logit_rank_32_at_n_512(tmp_path, capsys):
     from lowrank.book import cli
 

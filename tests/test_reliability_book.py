@@ -40,6 +40,7 @@ THREE_CHAPTERS = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 def test_three_chapters_run_one_after_another_in_a_fresh_interpreter(tmp_path):
     script = tmp_path / "three.py"
     script.write_text(THREE_CHAPTERS)

@@ -57,6 +57,7 @@ def test_a_healthy_current_cache_is_kept(tmp_path):
     assert (cache / "global.db").is_file() and (tmp_path / "_build" / ".doctrees").is_dir()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", [_damage_db, _damage_notebook, _remove_notebook])
 def test_a_damaged_cache_is_named_and_cleared(tmp_path, damage):
     cache = _cached(tmp_path)

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
 
 
+@pytest.mark.slow
 def test_a_run_with_stdout_closed_finishes(tmp_path):
     out = tmp_path / "run"
     done = subprocess.run([sys.executable, "-m", "lowrank", "run", "01", "--root", str(ROOT), "--scale", "smoke",
@@ -27,6 +28,7 @@ def test_a_run_with_stdout_closed_finishes(tmp_path):
     assert (out / "results.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_reader_that_quits_early_does_not_stop_the_run(tmp_path):
     out = tmp_path / "run"
     p = subprocess.Popen([sys.executable, "-m", "lowrank", "run", "01", "--root", str(ROOT), "--scale", "smoke",
@@ -55,6 +57,7 @@ def test_a_twin_run_in_the_same_second_takes_the_next_default_folder(tmp_path, m
     assert runner.default_outdir(plan, tmp_path) == first  # a stale lock does not count
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
 def test_train_ended_by_a_signal_exits_130_in_one_line(tmp_path, sig):
     docs = tmp_path / "docs.txt"

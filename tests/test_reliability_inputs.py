@@ -12,51 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.book import cli
+from helpers import lowrank, refused, snapshot as _snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _snapshot(*folders: Path) -> dict:
-    out = {}
-    for folder in folders:
-        for p in sorted(folder.rglob("*")):
-            if "__pycache__" not in p.parts and p.is_file():
-                out[str(p)] = p.stat().st_mtime_ns, p.stat().st_size
-    return out
-
-
-class _Watch:
-    """The files of the book's chapters/ and the test's folder, as they were before the last command."""
-
-    active: "_Watch | None" = None
-
-    def __init__(self, *folders: Path):
-        self.folders = folders
-        self.before = _snapshot(*folders)
-
-
-def lowrank(capsys, *argv) -> tuple[int, str]:
-    if _Watch.active is not None:  # files the test prepared do not count as changes
-        _Watch.active.before = _snapshot(*_Watch.active.folders)
-    rc = cli.main([argv[0], "--root", str(ROOT), *argv[1:]])
-    return rc, capsys.readouterr().err
-
-
-def refused(rc: int, err: str, *words: str) -> None:
-    assert rc == 2, err
-    lines = [ln for ln in err.splitlines() if ln.strip() and "warning" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("lowrank: error: ") and "Traceback" not in err, err
-    for w in words:
-        assert w in err, f"{w!r} not in {err!r}"
-
-
-@pytest.fixture
-def untouched(tmp_path):
-    _Watch.active = watch = _Watch(ROOT / "chapters", tmp_path)
-    yield
-    _Watch.active = None
-    assert _snapshot(*watch.folders) == watch.before
 
 
 # --- YAML 1.1 surprises and duplicate keys -------------------------------------------------------
@@ -174,6 +132,7 @@ def test_an_offline_pip_is_named_as_offline():
     assert _pip_cause(stderr).startswith("no network: pip could not reach the package index")
 
 
+@pytest.mark.slow
 def test_a_run_estimated_over_a_week_is_refused_unless_forced(tmp_path):
     """Twice the restarts of the longest committed set: refused before the kernel with the estimate;
     --force lets it through."""

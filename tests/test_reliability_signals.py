@@ -30,6 +30,7 @@ COMMAND = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGHUP"])
 def test_a_signal_to_the_group_mid_cell_prints_one_line(tmp_path, sig):
     book = tmp_path / "book"

@@ -18,6 +18,8 @@ from lowrank.sweep import (ResultStore, foreign_store, manifest_conflict, record
                            write_manifest)
 from lowrank.train import run_key
 
+from helpers import lowrank, refused
+
 ROOT = Path(__file__).resolve().parents[1]
 LONG_04 = ROOT / "data" / "results" / "04_head_size_training_long.jsonl"
 LONG_07 = ROOT / "data" / "results" / "07_trained_attention_long.jsonl"
@@ -33,19 +35,6 @@ def _files(*paths: Path) -> dict:
         else:
             out[str(p)] = None
     return out
-
-
-def lowrank(capsys, *argv) -> tuple[int, str]:
-    rc = cli.main([argv[0], "--root", str(ROOT), *argv[1:]])
-    return rc, capsys.readouterr().err
-
-
-def refused(rc: int, err: str, *words: str) -> None:
-    assert rc == 2, err
-    lines = [ln for ln in err.splitlines() if ln.strip() and "warning" not in ln]
-    assert len(lines) == 1 and lines[0].startswith("lowrank: error: ") and "Traceback" not in err, err
-    for w in words:
-        assert w in err, f"{w!r} not in {err!r}"
 
 
 def _record(name, **metrics) -> dict:
@@ -191,6 +180,7 @@ def _train(*argv) -> subprocess.CompletedProcess:
                           env=env, timeout=120)
 
 
+@pytest.mark.slow
 def test_resume_needs_a_checkpoint_or_a_result(tmp_path):
     run = tmp_path / "mine"
     run.mkdir()
@@ -210,6 +200,7 @@ def test_resume_needs_a_checkpoint_or_a_result(tmp_path):
     assert _files(tmp_path) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config, words", [
     ({"min_lr_ratio": -50}, ["min_lr_ratio must be in [0.0, 1.0]", "-50"]),
     ({"seed": 2**70}, ["seed must be in [0, 4294967295]"]),

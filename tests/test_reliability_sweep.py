@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from lowrank.sweep import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +54,7 @@ def _log(tmp_path: Path) -> list[tuple[int, int]]:
     return [tuple(map(int, line.split())) for line in log.read_text().splitlines()] if log.exists() else []
 
 
+@pytest.mark.slow
 def test_two_sweeps_on_one_store_run_each_key_once(tmp_path):
     script, env = _setup(tmp_path, 0.5)
     store, runs = tmp_path / "s.jsonl", tmp_path / "runs"
@@ -72,6 +75,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has ended; its new parent has yet to reap it
 
 
+@pytest.mark.slow
 def test_pool_workers_die_with_their_sweep_and_append_nothing(tmp_path):
     script, env = _setup(tmp_path, 6.0)
     store, runs = tmp_path / "s.jsonl", tmp_path / "runs"

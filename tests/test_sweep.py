@@ -141,13 +141,8 @@ def test_a_line_cut_by_a_crash_is_skipped_and_the_next_append_survives(tmp_path)
         store.append({"v": 1})
 
 
-def test_default_runner_trains_and_resumes_through_the_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "data"))
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i in range(6):
-        (docs / f"{i}.txt").write_text(f"line {i} of a tiny corpus for the sweep test.\n" * 30)
-    cfg = dict(corpus=str(docs), vocab_size=280, seq_len=8, d_model=8, n_layers=1, n_heads=2, batch_size=4,
+def test_default_runner_trains_and_resumes_through_the_store(tmp_path, tiny_corpus):
+    cfg = dict(corpus=str(tiny_corpus), vocab_size=280, seq_len=8, d_model=8, n_layers=1, n_heads=2, batch_size=4,
                steps=4, warmup_steps=1, eval_interval=0, checkpoint_every=0, num_threads=1, seed=0)
     df = sweep([cfg, dict(cfg, seed=1)], experiment="tiny", progress=False)
     assert len(df) == 2 and df.val_ppl.gt(1).all() and df.seed.tolist() == [0, 1]
@@ -155,6 +150,7 @@ def test_default_runner_trains_and_resumes_through_the_store(tmp_path, monkeypat
     assert (tmp_path / "data" / "runs" / "tiny" / run_key(cfg) / "result.json").is_file()
 
 
+@pytest.mark.slow
 def test_workers_run_in_parallel_processes_into_one_store(tmp_path):
     configs = [{"n_heads": h, "seed": 0} for h in range(1, 5)]
     df = sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path,

@@ -134,6 +134,7 @@ def test_bad_config_is_rejected():
         TrainConfig(d_model=10, n_heads=3)
 
 
+@pytest.mark.slow
 def test_two_process_ddp_matches_one_process(corpus, tmp_path):
     docs, root = corpus
     cfg = _cfg(docs, steps=6, eval_interval=0, checkpoint_every=0)

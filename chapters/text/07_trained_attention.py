@@ -201,7 +201,7 @@ plt.close(fig)
 # - run from {glue:text}`ch07_ret_dates` on machine "{glue:text}`ch07_ret_machine`" ({glue:text}`ch07_ret_cpu`);
 # - {glue:text}`ch07_ret_cpu_min:.0f` minutes of wall time, summed over the stored runs.
 #
-# `data/results/README_07.md` gives the command that resumes the store; a rerun skips finished runs. `tests/test_store_07.py` re-runs the cheapest stored run and must match it.
+# `data/results/README_07.md` gives the command that resumes the store; a rerun skips finished runs. `tests/test_trained_attention_store.py` re-runs the cheapest stored run and must match it.
 
 # %% tags=["hide-input"]
 ch.retrieval_status_table(tables)

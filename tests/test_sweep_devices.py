@@ -16,6 +16,7 @@ def _where_am_i(config, *, run_dir):
             "visible": os.environ.get("CUDA_VISIBLE_DEVICES", "unset")}
 
 
+@pytest.mark.slow
 def test_each_worker_gets_one_device_of_its_own(tmp_path):
     configs = [{"run": i} for i in range(8)]
     df = sweep(configs, experiment="d", store=tmp_path / "s.jsonl", run_fn=_where_am_i, runs_dir=tmp_path,
@@ -29,6 +30,7 @@ def test_each_worker_gets_one_device_of_its_own(tmp_path):
     assert all(row.visible == row.device.split(":")[1] for row in df.itertuples())
 
 
+@pytest.mark.slow
 def test_devices_come_from_the_environment_when_not_given(tmp_path, monkeypatch):
     monkeypatch.setenv(DEVICES_ENV, "fake:a,fake:b")
     df = sweep([{"run": i} for i in range(4)], experiment="d", store=tmp_path / "s.jsonl", run_fn=_where_am_i,
@@ -58,22 +60,18 @@ def test_bad_device_lists_are_refused(bad, words):
         parse_devices(bad)
 
 
-def _tiny(tmp_path, monkeypatch) -> dict:
-    monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "data"))
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for i in range(6):
-        (docs / f"{i}.txt").write_text(f"line {i} of a tiny corpus for the pruning test.\n" * 30)
-    return dict(corpus=str(docs), vocab_size=280, seq_len=8, d_model=8, n_layers=1, n_heads=2, batch_size=4,
+@pytest.fixture
+def tiny_config(tiny_corpus) -> dict:
+    return dict(corpus=str(tiny_corpus), vocab_size=280, seq_len=8, d_model=8, n_layers=1, n_heads=2, batch_size=4,
                 steps=4, warmup_steps=1, eval_interval=0, checkpoint_every=2, num_threads=1, seed=0)
 
 
 @pytest.mark.parametrize("keep", [None, "1"])
-def test_finished_runs_checkpoints_are_pruned_unless_asked_to_keep(tmp_path, monkeypatch, keep):
+def test_finished_runs_checkpoints_are_pruned_unless_asked_to_keep(tmp_path, monkeypatch, tiny_config, keep):
     from lowrank.sweep import KEEP_CHECKPOINTS_ENV
     from lowrank.train import run_key
 
-    cfg = _tiny(tmp_path, monkeypatch)
+    cfg = tiny_config
     if keep:
         monkeypatch.setenv(KEEP_CHECKPOINTS_ENV, keep)
     else:

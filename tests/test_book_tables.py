@@ -91,6 +91,7 @@ def _book(folder: Path, caption: str) -> Path:
     return out / "index.html" if result.returncode == 0 else Path(result.stderr)
 
 
+@pytest.mark.slow
 def test_caption_is_numbered_above_its_table_and_setup_code_hidden(tmp_path):
     page = _book(tmp_path, "```{table-caption}\n:name: tab-heads\n\nStandard heads fail at $h = 3$.\n```")
     assert page.is_file(), f"the build failed: {page}"
@@ -106,11 +107,13 @@ def test_caption_is_numbered_above_its_table_and_setup_code_hidden(tmp_path):
     assert text.rfind("<details", 0, folded) > text.index('<table id="T"') and folded < text.index("git abc1234")
 
 
+@pytest.mark.slow
 def test_a_caption_that_follows_no_table_fails_the_build(tmp_path):
     result = _book(tmp_path, "Some text first.\n\n```{table-caption}\n:name: tab-heads\n\nA caption.\n```")
     assert not result.name.endswith(".html") and "follows no code cell that prints a table" in str(result)
 
 
+@pytest.mark.slow
 def test_a_caption_without_a_name_fails_the_build(tmp_path):
     result = _book(tmp_path, "```{table-caption}\n\nA caption.\n```")
     assert "needs :name:" in str(result)

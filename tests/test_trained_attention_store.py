@@ -14,10 +14,10 @@ import torch
 from lowrank.experiments import ledger
 from lowrank.experiments import trained_attention as ch
 from lowrank.retrieval import train_retrieval
-from lowrank.sweep import ResultStore
+
+from helpers import store_records
 
 STORE = Path(__file__).resolve().parents[1] / ch.LONG_STORE
-PROVENANCE = ("git_revision", "code_hash", "date", "machine", "cpu")
 # Re-run tolerance. Same code, seed and thread count give the same float32 arithmetic on one
 # machine; another CPU may round differently, so allow 0.005 of accuracy (a few binomial standard
 # errors of a 10,000-sequence test set) and 2 % of the test loss.
@@ -25,21 +25,11 @@ ACC_TOL, LOSS_REL_TOL = 0.005, 0.02
 
 
 def _records():
-    assert STORE.is_file(), f"the committed store {STORE} is missing: restore it from git (it is not regenerated here)"
-    recs = ResultStore(STORE).records()
-    assert recs, f"{STORE} holds no records"
-    return recs
+    return store_records(STORE)
 
 
-def test_every_record_has_provenance_and_wall_time():
-    recs = _records()
-    for r in recs:
-        prov = r.get("provenance") or {}
-        missing = [k for k in PROVENANCE if not prov.get(k)]
-        assert not missing, f"record {r['key']} lacks provenance {missing}"
-        assert isinstance(r.get("wall_s"), float) and r["wall_s"] > 0
-    experiments = {r["experiment"] for r in recs}
-    assert ch.RETRIEVAL_EXPERIMENT in experiments
+def test_the_store_holds_the_retrieval_runs():
+    assert ch.RETRIEVAL_EXPERIMENT in {r["experiment"] for r in _records()}
 
 
 def _rule_before_data(claim):
@@ -70,6 +60,7 @@ def test_every_retrieval_run_records_its_plateau_status():
         assert m["plateau"] == (m["plateau_change"] < c["plateau_tol"])
 
 
+@pytest.mark.slow
 def test_cheapest_stored_retrieval_run_reproduces():
     recs = [r for r in _records() if r["experiment"] == ch.RETRIEVAL_EXPERIMENT]
     cheapest = min(recs, key=lambda r: r["metrics"]["steps_run"] * r["config"]["n"])

@@ -4,13 +4,14 @@ the companion book to Bhojanapalli et al. (2020) and Min & Li (ICLR 2025 submiss
 Layers, each importing only the ones before it:
   library       attention, rank, probe, probe_hf, probe_run, report, models, data, pretrained,
                 retrieval, fit, train/ (config, tasks, loop, evaluate, checkpoints, command), sweep,
-                stats, params, provenance, files, progress
+                stats, params, provenance, files, glued, progress
   theory/       closed forms, exact constructions, bounds and samplers
   experiments/  registry (the one list of chapters), one module or package per chapter, costs,
                 verdicts, ledger, inventory, synthesis
   book/         runner (parameter_files, chapters, planning, guards, run_folders, records,
-                execution, staging), cli, params, sets, costs, outputs, glued, cells, figures,
-                plotting, plain_maths, verdict_view, text_sources
+                execution, staging), cli, params, sets, costs, outputs, cells, figures, plotting,
+                plain_maths, verdict_view, text_sources, theory_figures, theory_tables, bands,
+                barrier_figures, saturation_figures, synthesis_figures
 
 The top-level names load torch on first use, not at import, so the command line starts fast.
 """

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from lowrank.book.glued import read_book_glue, read_glue
+from lowrank.glued import read_book_glue, read_glue
 
 
 def _nb(path, items):
@@ -40,7 +40,7 @@ def test_reads_the_committed_chapter_01():
 def test_a_glued_float_that_is_not_finite_reads_back_as_a_float():
     import math
 
-    from lowrank.book.glued import _value
+    from lowrank.glued import _value
 
     assert math.isnan(_value("nan")) and _value("inf") == float("inf") and _value("-inf") == float("-inf")
     assert _value("'nan'") == "nan"  # the text "nan", glued as a string, stays a string

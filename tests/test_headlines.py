@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.book.glued import read_glue
+from lowrank.glued import read_glue
 from lowrank.experiments.registry import MODULES
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
@@ -160,7 +160,7 @@ def _calls_of(trees, aliases):
 
 def top_problems(cells, stem: str) -> list[str]:
     """How a notebook's top differs from the chapter contract: the cell after the parameters cell
-    holds (after its imports) `P = validate("<stem>", globals())` and then `tables = ch.run(P)`, the
+    (and after a setup cell of imports and ``use_style()``, if any) holds (after its imports) `P = validate("<stem>", globals())` and then `tables = ch.run(P)`, the
     notebook's one call of a run function of its module; some cell glues `ch.headline(tables)` in
     the headline loop (``cells``: the notebook's cells, as in its JSON)."""
     code = [c for c in cells if c["cell_type"] == "code"]
@@ -173,7 +173,8 @@ def top_problems(cells, stem: str) -> list[str]:
     if not aliases:
         return [f"the notebook does not import its module {own}"]
     out = []
-    top = [ast.unparse(s) for s in trees[first + 1].body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+    after = next((i for i in range(first + 1, len(trees)) if not _is_setup(trees[i])), first + 1)
+    top = [ast.unparse(s) for s in trees[after].body if not isinstance(s, (ast.Import, ast.ImportFrom))]
     if not top or top[0] != f"P = validate({stem!r}, globals())":
         out.append(f"the cell after the parameters cell does not start with P = validate({stem!r}, globals())")
     if not any(s == f"tables = {a}.run(P)" for a in sorted(aliases) for s in top[1:]):
@@ -191,6 +192,14 @@ def top_problems(cells, stem: str) -> list[str]:
     if not looped:
         out.append("no cell glues the headline in a loop: for key, value in H.items(): glue(key, value, display=False)")
     return out
+
+
+def _is_setup(tree) -> bool:
+    """A cell of imports and argument-free calls such as ``use_style()``: it may sit between the
+    parameters cell and the top, and holds no logic."""
+    return bool(tree.body) and all(isinstance(s, (ast.Import, ast.ImportFrom)) or (
+        isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and not s.value.args and not s.value.keywords)
+        for s in tree.body)
 
 
 def _loops_over_headline(loop: ast.For, trees) -> bool:
@@ -214,33 +223,14 @@ def _notebook_cells(stem):
     return json.loads((CHAPTERS / f"{stem}.ipynb").read_text(encoding="utf8"))["cells"]
 
 
-def _stems(listed: set[str], reason: str):
-    """The chapters as parameters, those in ``listed`` marked strict xfail (a chapter fixed and
-    still listed fails), plus a failing case for a listed chapter that no longer exists."""
-    return [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=reason)) if s in listed else s
-            for s in sorted(MODULES)] + [pytest.param(s, id=f"{s} (listed, gone)") for s in sorted(listed - set(MODULES))]
-
-
-# Today's notebooks that do not yet open with validate, run(P), headline, and those with code
-# cells over 12 lines; the chapters are being converted. Strict: a chapter that is fixed must
-# leave its list.
-TOP_TODAY = {"01_attention_and_rank", "02_representation_theorem", "03_multihead_bottleneck", "04_head_size_training",
-             "05_rank_barrier", "06_rank_saturation", "07_trained_attention", "08_synthesis"}
-LONG_CELLS_TODAY = {"01_attention_and_rank", "02_representation_theorem", "03_multihead_bottleneck",
-                    "04_head_size_training", "05_rank_barrier", "06_rank_saturation", "07_trained_attention",
-                    "08_synthesis"}
-
-
-@pytest.mark.parametrize("stem", _stems(TOP_TODAY, "does not open with validate, run(P), headline yet"))
+@pytest.mark.parametrize("stem", sorted(MODULES))
 def test_the_notebook_top_validates_runs_once_and_takes_the_headline(stem):
-    assert stem in MODULES, f"{stem} is not a chapter: remove it from TOP_TODAY"
     problems = top_problems(_notebook_cells(stem), stem)
     assert not problems, f"{stem}: " + "; ".join(problems)
 
 
-@pytest.mark.parametrize("stem", _stems(LONG_CELLS_TODAY, f"has code cells over {MAX_CELL_LINES} lines today"))
+@pytest.mark.parametrize("stem", sorted(MODULES))
 def test_no_code_cell_is_over_12_lines(stem):
-    assert stem in MODULES, f"{stem} is not a chapter: remove it from LONG_CELLS_TODAY"
     problems = long_cells(_notebook_cells(stem))
     assert not problems, f"{stem}: " + "; ".join(problems)
 
@@ -260,12 +250,15 @@ def test_the_contract_top_passes():
     assert not top_problems(_nb(GOOD_TOP), "05_rank_barrier")
     split = GOOD_TOP.split("\nH = ")
     assert not top_problems(_nb(split[0], "plot(tables)", "H = " + split[1]), "05_rank_barrier")
+    assert not top_problems(_nb("import numpy as np\nuse_style()", GOOD_TOP), "05_rank_barrier")
 
 
 @pytest.mark.parametrize("cells, problem", [
     ([GOOD_TOP.replace("P = validate('05_rank_barrier', globals())\n", "")], "does not start with P = validate"),
     ([GOOD_TOP.replace("'05_rank_barrier'", "'06_rank_saturation'")], "does not start with P = validate"),
     ([GOOD_TOP.replace("P = validate", "use_style()\nP = validate")], "does not start with P = validate"),
+    (["use_style()\nseed = 1", GOOD_TOP], "does not start with P = validate"),
+    (["use_style(dpi=200)", GOOD_TOP], "does not start with P = validate"),
     ([GOOD_TOP.replace("tables = ch.run(P)", "tables = ch.run(**P)")], "does not run tables"),
     ([GOOD_TOP.replace("tables = ch.run(P)", "tables = ch.run_barrier(P)")], "run functions ['run_barrier']"),
     ([GOOD_TOP.replace("tables = ch.run(P)\n", ""), "tables = ch.run(P)"], "does not run tables"),
@@ -288,10 +281,3 @@ def test_a_long_code_cell_is_caught_and_the_parameters_cell_is_exempt():
     lines = "\n".join(f"x{i} = {i}" for i in range(MAX_CELL_LINES + 1))
     assert long_cells(_nb(lines)) == [f"code cell 2 has {MAX_CELL_LINES + 1} lines"]
     assert not long_cells(_nb(lines.rsplit("\n", 1)[0], params=lines))
-
-
-def test_a_fixed_chapter_still_listed_fails_and_a_stale_name_is_a_failing_case():
-    cases = _stems({"05_rank_barrier", "99_gone"}, "listed")
-    marked = [c for c in cases if getattr(c, "marks", ())]
-    assert [c.values[0] for c in marked] == ["05_rank_barrier"] and marked[0].marks[0].kwargs["strict"]
-    assert cases[-1].id == "99_gone (listed, gone)"

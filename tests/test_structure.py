@@ -20,8 +20,9 @@ LAYERS = {"theory": 1, "experiments": 2, "book": 3}
 # machinery and the cost model, never a chapter's module by name.
 BOOK_MAY_IMPORT = {"lowrank.experiments", "lowrank.experiments.registry", "lowrank.experiments.synthesis",
                    "lowrank.experiments.ledger", "lowrank.experiments.verdicts", "lowrank.experiments.costs"}
-# Modules that may import by a computed name (the registry, which loads chapters by their names).
-DYNAMIC_IMPORTERS = {"lowrank", "lowrank.experiments.registry", "lowrank.experiments.synthesis"}
+# Modules that may import by a computed name (the registry and the claim collector, which load
+# chapters by their names).
+DYNAMIC_IMPORTERS = {"lowrank", "lowrank.experiments.registry", "lowrank.experiments.claims"}
 # Each chapter's module or package; tools several chapters use live outside them (experiments.shared).
 CHAPTER_MODULES = {f"lowrank.experiments.{name}" for name in MODULES.values()}
 MAX_MODULE_LINES = 600
@@ -249,26 +250,12 @@ def test_module_follows_the_layer_rules(path):
     assert not found, "\n".join(found)
 
 
-# Chapter modules that import another chapter's module today; the shared tools are moving to
-# lowrank.experiments.shared. Strict: a module fixed and still listed fails too.
-CHAPTER_IMPORTERS_TODAY = {"experiments/rank_saturation.py"}
-
-
-def _listed(paths, listed: set[str], reason: str):
-    """The paths as parameters, those in ``listed`` marked strict xfail, plus one failing case for
-    each listed path that no longer exists (a list that outlives its files proves nothing)."""
-    rel = {str(p.relative_to(ROOT)): p for p in paths}
-    out = [pytest.param(p, id=r, marks=pytest.mark.xfail(strict=True, reason=reason)) if r in listed
-           else pytest.param(p, id=r) for r, p in rel.items()]
-    return out + [pytest.param(ROOT / r, id=f"{r} (listed, gone)") for r in sorted(listed - set(rel))]
-
-
 CHAPTER_FILES = [p for p in FILES if chapter_of(module_name(p))]
 
 
-@pytest.mark.parametrize("path", _listed(CHAPTER_FILES, CHAPTER_IMPORTERS_TODAY, "imports another chapter's module"))
+@pytest.mark.parametrize("path", _files_or_failure(CHAPTER_FILES), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_chapter_module_imports_another_chapter(path):
-    assert path.is_file(), f"{path} no longer exists: remove it from CHAPTER_IMPORTERS_TODAY"
+    assert path is not None, f"no chapter module found under {ROOT}"
     found = chapter_violations(path.read_text(encoding="utf8"), module_name(path), is_package=path.name == "__init__.py")
     assert not found, "\n".join(found)
 
@@ -282,15 +269,9 @@ def too_long(text: str, limit: int = MAX_MODULE_LINES) -> str | None:
     return f"{n} lines (the limit is {limit}): split it along its jobs" if n > limit else None
 
 
-# Modules over the limit today, being split; strict, like the list above.
-LONG_MODULES_TODAY = {"book/runner.py", "experiments/head_size_training/__init__.py", "experiments/rank_barrier.py",
-                      "experiments/rank_saturation.py", "experiments/representation_theorem.py",
-                      "experiments/synthesis.py", "train.py"}
-
-
-@pytest.mark.parametrize("path", _listed(FILES, LONG_MODULES_TODAY, f"over {MAX_MODULE_LINES} lines today"))
+@pytest.mark.parametrize("path", _files_or_failure(FILES), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_module_is_over_600_lines(path):
-    assert path.is_file(), f"{path} no longer exists: remove it from LONG_MODULES_TODAY"
+    assert path is not None, f"no module found under {ROOT}"
     problem = too_long(path.read_text(encoding="utf8"))
     assert problem is None, f"{path.relative_to(ROOT.parent)}: {problem}"
 
@@ -338,8 +319,6 @@ def notebook_problems(source: str, stem: str) -> list[str]:
     """The experiment modules a chapter's code imports besides its own (and the verdicts)."""
     own = _own_module(stem)
     allowed = {"lowrank.experiments", own, "lowrank.experiments.verdicts"}
-    if stem == "08_synthesis":
-        allowed.add("lowrank.experiments.ledger")
     return sorted(f"{stem} imports {t}, another chapter's module" for t in notebook_experiment_imports(source)
                   if t not in allowed and not t.startswith(own + "."))
 
@@ -387,12 +366,13 @@ def test_each_injected_violation_is_caught(source, mod, expected):
 
 
 def test_allowed_imports_are_not_flagged():
-    assert not violations("from lowrank.experiments import synthesis\nfrom lowrank import rank", "lowrank.book.glued")
+    assert not violations("from lowrank.experiments import synthesis\nfrom lowrank import rank",
+                          "lowrank.book.synthesis_figures")
     assert not violations("from lowrank.experiments import registry\nregistry.module('05')", "lowrank.book.params")
     assert not violations("from . import verdicts as _v\n_v.need({}, 'x')\n_v.__doc__", "lowrank.experiments.rank_barrier")
     assert not violations("from . import stats\nstats._t_quantile(3)", "lowrank.stats")  # its own private names
     assert not violations("import importlib\nimportlib.import_module(f'{__package__}.{n}')",
-                          "lowrank.experiments.synthesis")
+                          "lowrank.experiments.claims")
 
 
 @pytest.mark.parametrize("source, mod", [
@@ -423,12 +403,6 @@ def test_an_empty_module_graph_fails(tmp_path):
 
 def test_a_module_over_the_limit_is_caught():
     assert too_long("x = 1\n" * (MAX_MODULE_LINES + 1)) and not too_long("x = 1\n" * MAX_MODULE_LINES)
-
-
-def test_a_stale_entry_in_a_list_of_todays_offenders_is_a_failing_case():
-    cases = _listed([ROOT / "rank.py"], {"rank.py", "gone.py"}, "listed")
-    assert [c.id for c in cases] == ["rank.py", "gone.py (listed, gone)"]
-    assert cases[0].marks and not cases[1].marks
 
 
 @pytest.mark.parametrize("src, stem, reached", [

@@ -8,6 +8,8 @@ import pytest
 
 matplotlib.use("Agg")
 
+from lowrank.book.synthesis_figures import plot_verdicts_by_paper, verdict_groups
+from lowrank.experiments import claims
 from lowrank.experiments import synthesis as S
 from lowrank.experiments.verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NOT_TESTED,
                                           PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER, Claim,
@@ -55,7 +57,7 @@ def _collect():
 def _synthetic_claims_only(request, monkeypatch):
     """Synthetic chapters, without the real inventory of untested claims (tests named 'real' keep it)."""
     if "real" not in request.node.name:
-        monkeypatch.setattr(S, "_untested", lambda: ())
+        monkeypatch.setattr(claims, "_untested", lambda: ())
 
 
 def test_collect_claims_gathers_and_names_the_silent_chapters():
@@ -180,7 +182,7 @@ def test_totals_never_add_proof_checks_to_empirical_results_and_count_own_findin
     assert S.found_sentence(rows, "P") == ("P: of the 3 proof checks, 2 are reproduced and 1 is reproduced with a "
                                            "correction; of the one empirical claim tested, 1 is contradicted; "
                                            "2 claims not tested.")
-    groups = S.verdict_groups(rows)
+    groups = verdict_groups(rows)
     assert list(groups) == ["P: proof checks", "P: empirical claims", "this book's own findings"]
 
 
@@ -245,7 +247,7 @@ def test_run_synthesis_headline_and_figure():
     meanings = h["ch08_verdict_meanings"].to_html()
     assert all(v in meanings for v in VERDICTS)
     fig, ax = plt.subplots()
-    S.plot_verdicts_by_paper(tables["rows"], ax)
+    plot_verdicts_by_paper(tables["rows"], ax)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["Paper A: empirical\nclaims",
                                                          "Paper B: empirical\nclaims"]
     assert {t.get_text() for t in ax.get_legend().get_texts()} == {INCONCLUSIVE, CONTRADICTED}
@@ -256,7 +258,7 @@ def test_figure_without_claims_says_so():
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots()
-    S.plot_verdicts_by_paper([], ax)
+    plot_verdicts_by_paper([], ax)
     assert [t.get_text() for t in ax.texts] == ["no claim collected yet"]
     plt.close(fig)
 

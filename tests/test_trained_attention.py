@@ -390,7 +390,7 @@ def test_figures_and_tables_draw_from_the_tables():
 def test_the_check_cell_prints_the_committed_numbers():
     """The page's check cell, rebuilt from the committed notebook's glued values and its default
     parameters, prints what the committed notebook printed."""
-    from lowrank.book.glued import read_glue
+    from lowrank.glued import read_glue
     from lowrank.book.runner import notebook_parameters, resolve_chapter
     from lowrank.experiments import trained_attention as ch
 

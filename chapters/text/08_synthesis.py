@@ -22,22 +22,23 @@
 chapters_dir = "."   # folder holding the executed chapter notebooks 01 to 07
 
 # %% tags=["hide-input"]
-from pathlib import Path
-
 import matplotlib.pyplot as plt
 from myst_nb import glue
 
-from lowrank.book.glued import read_book_glue
 from lowrank.book.params import validate
 from lowrank.book.plotting import subplots, use_style
+from lowrank.book.synthesis_figures import plot_verdicts_by_paper
 from lowrank.book.verdict_view import verdict_cards
-from lowrank.experiments import ledger as L
-from lowrank.experiments import synthesis as S
+from lowrank.experiments import synthesis as ch
 
-P = validate("08_synthesis", globals())
 use_style()
-tables = S.run_synthesis(read_book_glue(Path(chapters_dir), exclude=("08_synthesis",)),
-                         S.read_scales(chapters_dir), ledger=L.notes())
+
+# %% tags=["hide-input"]
+P = validate("08_synthesis", globals())
+tables = ch.run(P)
+H = ch.headline(tables, cards=verdict_cards)
+for key, value in H.items():
+    glue(key, value, display=False)
 
 # %% [markdown]
 # (sec-ch08-how)=
@@ -48,7 +49,7 @@ tables = S.run_synthesis(read_book_glue(Path(chapters_dir), exclude=("08_synthes
 # A verdict is one of seven ({numref}`tab-ch08-verdicts`), and each claim names the kind of evidence it rests on ({numref}`tab-ch08-kinds`): the totals never add one kind to another, since a proof check that an identity holds is not empirical support for a paper.
 
 # %% tags=["hide-input"]
-S.style_table(tables["meanings"])
+ch.style_table(tables["meanings"])
 
 # %% [markdown]
 # ```{table-caption}
@@ -58,7 +59,7 @@ S.style_table(tables["meanings"])
 # ```
 
 # %% tags=["hide-input"]
-S.style_table(S.kinds_table())
+ch.style_table(ch.kinds_table())
 
 # %% [markdown]
 # ```{table-caption}
@@ -74,7 +75,7 @@ S.style_table(S.kinds_table())
 # ## The verdict table
 
 # %% tags=["hide-input"]
-verdict_cards(S.card_rows(tables["rows"]), base="../")
+verdict_cards(ch.card_rows(tables["rows"]), base="../")
 
 # %% [markdown]
 # ```{table-caption}
@@ -89,7 +90,7 @@ verdict_cards(S.card_rows(tables["rows"]), base="../")
 # {glue:text}`ch08_totals` {glue:text}`ch08_silent` {numref}`tab-ch08-counts` counts them by kind.
 
 # %% tags=["hide-input"]
-S.counts_by_kind(tables["rows"]).style.hide(axis="index")
+ch.counts_by_kind(tables["rows"]).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}
@@ -108,19 +109,15 @@ S.counts_by_kind(tables["rows"]).style.hide(axis="index")
 
 # %% tags=["remove-cell"]
 fig, axes = subplots(1, 1, width=7.5, height=4.4)
-S.plot_verdicts_by_paper(tables["rows"], axes[0, 0])
+plot_verdicts_by_paper(tables["rows"], axes[0, 0])
 glue("ch08_fig_verdicts", fig, display=False)
 plt.close(fig)
-
-# %% tags=["remove-cell"]
-for key, value in S.headline(tables, cards=verdict_cards).items():
-    glue(key, value, display=False)
 
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT
 for row in tables["rows"]:
     print(f"[{row.chapter}] {row.verdict:<36} {row.scale:<8} {(row.key or row.evidence)[:60]}")
-print(S.verdict_counts(tables["rows"]))
+print(ch.verdict_counts(tables["rows"]))
 
 # %% [markdown]
 # (sec-ch08-papers)=

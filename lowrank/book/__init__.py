@@ -16,13 +16,16 @@ params           each chapter's parameter schema and ``validate``, from the regi
 sets             every parameter set with its estimate and measured time (the README table)
 costs            time and memory estimates, parameter-set metadata
 outputs          a run's figures and tables as files
-glued            values a chapter glued, read back from its executed notebook
 cells            which cells are setup a reader need not see
 figures          narrow variants of figures, and their smallest text
 plotting         the book's figure style
 plain_maths      formulas written in plain text, typeset for MathJax
 verdict_view     the verdict table as a reader scans it
 text_sources     chapter notebooks as text (py:percent)
+theory_figures, theory_tables   the figures and tables of chapters 01 to 03
+bands            the band plot of sampled ranks that chapters 05 and 06 share
+barrier_figures, saturation_figures   the figures of chapters 05 and 06
+synthesis_figures   chapter 08's verdict chart
 
 Imports nothing heavy at import time, so ``lowrank --help`` starts fast.
 """

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .glued import read_glue
+from ..glued import read_glue
 
 __all__ = ["FORMATS_ENV", "kernel_env", "write_outputs", "html_tables"]
 

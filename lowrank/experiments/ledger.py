@@ -265,7 +265,7 @@ def notes(path: str | Path = LEDGER_PATH) -> Callable[[str], str]:
 # --- command line ------------------------------------------------------------------------------
 
 def _all_claims():
-    from .synthesis import collect_claims
+    from .claims import collect_claims
 
     return collect_claims().claims
 

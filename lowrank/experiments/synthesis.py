@@ -6,7 +6,7 @@ The claims and their rules live in the chapters' experiment modules (``CLAIMS``,
 judgements out as the book's verdict table. It holds no rule of its own.
 
 Evidence arrives as one dict of glued values (``chNN_*`` keys, as
-``lowrank.book.glued.read_book_glue`` returns them from the executed notebooks, or as the
+``lowrank.glued.read_book_glue`` returns them from the executed notebooks, or as the
 chapters' ``headline()`` dicts merged), and is split per chapter by the key prefix. A chapter with
 no values is "not executed"; a claim whose rule asks for a value its chapter did not provide
 gets a row that says so. Neither stops the table. A chapter whose module is missing or defines
@@ -14,7 +14,6 @@ no ``CLAIMS`` contributes no claim, and the table says so in a row of its own.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import re
 from collections import Counter
@@ -29,13 +28,14 @@ from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED,
                        WEAKER, Claim, Judgement, MissingEvidence)
 from ..params import Str
 from . import registry
+from .claims import CLAIM_CHAPTERS, ChapterSource, Collection, collect_claims, load_module
 
 __all__ = ["estimate", "ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
            "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
            "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
            "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
-           "HEADLINE_KEYS", "plot_verdicts_by_paper", "counts_by_kind", "found_sentence", "kinds_table",
-           "verdict_groups", "reading_table", "card_rows"]
+           "HEADLINE_KEYS", "run", "counts_by_kind", "found_sentence", "kinds_table",
+           "reading_table", "card_rows"]
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
@@ -49,92 +49,8 @@ CONSTRAINTS = ()
 PATHS = {"chapters_dir": "input_folder"}
 
 
-@dataclass(frozen=True)
-class ChapterSource:
-    """A chapter that tests claims: its number, its notebook's stem and its experiment module."""
-    number: str
-    stem: str
-    module: str
-
-
-# Where claims come from (lowrank.experiments.registry); a chapter joins by defining CLAIMS in its module.
-CLAIM_CHAPTERS: tuple[ChapterSource, ...] = tuple(
-    ChapterSource(stem[:2], stem, registry.MODULES[stem]) for stem in registry.CLAIM_CHAPTERS)
-
 # What a row says in the verdict column when no rule could be applied (not one of the five verdicts).
 NOT_JUDGED = "not judged"
-
-
-# --- collecting ------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Collection:
-    """The claims gathered, and the chapters that gave none with the reason (number -> reason)."""
-    claims: tuple[Claim, ...]
-    silent: dict[str, str]
-    sources: tuple[ChapterSource, ...]
-
-    def source(self, number: str) -> ChapterSource | None:
-        return next((s for s in self.sources if s.number == number), None)
-
-
-def _import(name: str) -> ModuleType | None:
-    """lowrank.experiments.<name>, or None if that module does not exist (any other error is raised)."""
-    full = f"{__package__}.{name}"
-    try:
-        return importlib.import_module(full)
-    except ModuleNotFoundError as e:
-        if e.name == full:
-            return None
-        raise
-
-
-def _untested() -> tuple[Claim, ...]:
-    from .inventory import UNTESTED
-
-    return UNTESTED
-
-
-def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
-                   load: Callable[[str], ModuleType | None] = _import,
-                   untested: Iterable[Claim] | None = None) -> Collection:
-    """Every Claim of the listed chapters' modules, in chapter order, then the claims no chapter tests
-    (``untested``, default: :data:`lowrank.experiments.inventory.UNTESTED`); chapters without any
-    claim are named.
-
-    ``load(module_name)`` returns the module or None when it does not exist (tests pass fakes).
-    A claim filed under another chapter than the module's, or a key used twice, is an error.
-    """
-    sources = tuple(sources)
-    claims: list[Claim] = []
-    silent: dict[str, str] = {}
-    for src in sources:
-        module = load(src.module)
-        if module is None:
-            silent[src.number] = f"module lowrank.experiments.{src.module} does not exist"
-            continue
-        found = getattr(module, "CLAIMS", None)
-        if found is None:
-            silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS"
-            continue
-        found = tuple(found)
-        if not found:
-            silent[src.number] = f"lowrank.experiments.{src.module} lists no claim"
-        for c in found:
-            if not isinstance(c, Claim):
-                raise TypeError(f"{src.module}.CLAIMS holds {type(c).__name__}, not a Claim")
-            if c.chapter != src.number:
-                raise ValueError(f"claim {c.key} of {src.module} names chapter {c.chapter}, not {src.number}")
-        claims += found
-    for c in (_untested() if untested is None else tuple(untested)):
-        if c.rule is not None:
-            raise ValueError(f"claim {c.key} of the untested inventory has a rule: move it to its chapter")
-        claims.append(c)
-    keys = Counter(c.key for c in claims)
-    twice = sorted(k for k, n in keys.items() if n > 1)
-    if twice:
-        raise ValueError(f"claim keys used more than once: {', '.join(twice)}")
-    return Collection(tuple(claims), silent, sources)
 
 
 # --- evidence and scale ----------------------------------------------------------------------
@@ -326,7 +242,7 @@ def card_rows(rows: Iterable[Row]) -> list[dict[str, str]]:
     links relative to the book's root, the reason in one line, evidence, rule and ledger record."""
     out = []
     for r in rows:
-        if not _is_claim(r):
+        if not is_claim(r):
             continue
         href = f"chapters/{r.stem}.html" + (f"#{section_anchor(r.section)}" if r.section else "")
         paper = r.paper + (f", {r.where}" if r.where else "")
@@ -414,7 +330,7 @@ def _clause(count: int, verdict: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _is_claim(r: Row) -> bool:
+def is_claim(r: Row) -> bool:
     return r.statement != "(no claim collected)"
 
 
@@ -435,7 +351,7 @@ def _group(rows: list[Row], noun: str, plural: str, gloss: str = "") -> str:
 def totals_sentence(rows: Iterable[Row]) -> str:
     """The verdicts counted by kind, never adding proof checks to empirical results, with the book's
     own findings apart; a sentence that parses for every count."""
-    rows = [r for r in rows if _is_claim(r)]
+    rows = [r for r in rows if is_claim(r)]
     if not rows:
         return "No claim was collected from the chapters, so none was judged."
     papers = [r for r in rows if not r.own]
@@ -466,7 +382,7 @@ def counts_by_kind(rows: Iterable[Row]):
     findings in a column of their own; verdicts no claim has are left out."""
     import pandas as pd
 
-    rows = [r for r in rows if _is_claim(r)]
+    rows = [r for r in rows if is_claim(r)]
     groups = [(k, [r for r in rows if not r.own and r.kind == k]) for k in KINDS]
     groups.append(("book's own findings", [r for r in rows if r.own]))
     groups = [(name, g) for name, g in groups if g]
@@ -478,7 +394,7 @@ def counts_by_kind(rows: Iterable[Row]):
 
 def found_sentence(rows: Iterable[Row], paper: str) -> str:
     """One paper's result in a sentence: its proof checks, its empirical claims and its untested claims."""
-    mine = [r for r in rows if _is_claim(r) and r.paper == paper]
+    mine = [r for r in rows if is_claim(r) and r.paper == paper]
     if not mine:
         return f"{paper}: no claim collected."
     proof = [r for r in mine if r.kind == PROOF_CHECK and r.verdict != NOT_TESTED]
@@ -509,7 +425,7 @@ def silent_sentence(collection: Collection) -> str:
 
 def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = None, *,
                   sources: Iterable[ChapterSource] = CLAIM_CHAPTERS,
-                  load: Callable[[str], ModuleType | None] = _import,
+                  load: Callable[[str], ModuleType | None] = load_module,
                   untested: Iterable[Claim] | None = None,
                   ledger: Callable[[str], str] | None = None) -> dict[str, Any]:
     """Collect, judge and tabulate: {'collection', 'rows', 'table' (links from a chapter page),
@@ -519,6 +435,17 @@ def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = 
     rows = judge_claims(collection, values, scales, ledger=ledger)
     return {"collection": collection, "rows": rows, "table": verdict_table(rows),
             "brief": verdict_table(rows, base="chapters/", brief=True), "meanings": meanings_table()}
+
+
+def run(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The chapter: the values chapters 01 to 07 glued in their executed notebooks under
+    ``p["chapters_dir"]``, with their scales and the rules ledger's notes, judged claim by claim."""
+    from ..glued import read_book_glue
+    from . import ledger
+
+    folder = Path(p["chapters_dir"])
+    return run_synthesis(read_book_glue(folder, exclude=(registry.CHAPTERS[-1],)), read_scales(folder),
+                         ledger=ledger.notes())
 
 
 HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
@@ -551,57 +478,6 @@ def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None)
         out[f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}"] = n
     assert tuple(out) == HEADLINE_KEYS
     return out
-
-
-def verdict_groups(rows: Iterable[Row]) -> dict[str, list[Row]]:
-    """The bars of the verdict chart: each paper's proof checks, then its empirical claims (with the
-    untested ones), then the book's own findings; empty groups left out."""
-    rows = [r for r in rows if _is_claim(r) and r.paper]
-    out: dict[str, list[Row]] = {}
-    for paper in dict.fromkeys(r.paper for r in rows if not r.own):
-        mine = [r for r in rows if r.paper == paper]
-        out[f"{paper}: proof checks"] = [r for r in mine if r.kind == PROOF_CHECK]
-        out[f"{paper}: empirical claims"] = [r for r in mine if r.kind != PROOF_CHECK]
-    out["this book's own findings"] = [r for r in rows if r.own]
-    return {k: v for k, v in out.items() if v}
-
-
-def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
-    """Horizontal stacked bars: for each paper's proof checks and empirical claims, and for the book's own
-    findings, how many got each verdict (proof checks are never added to empirical results)."""
-    import textwrap
-
-    import numpy as np
-
-    groups = verdict_groups(rows)
-    papers = list(groups)
-    if not papers:
-        ax.text(0.5, 0.5, "no claim collected yet", ha="center", va="center", transform=ax.transAxes)
-        ax.set(xticks=[], yticks=[])
-        return
-    # light to dark from contradicted to reproduced, with hatches so the bars stay apart in grey scale
-    shades = {REPRODUCED: "#5aae61", CORRECTED: "#1b7837", WEAKER: "#a6dba0", CONDITIONAL: "#fee08b",
-              INCONCLUSIVE: "#d9d9d9", CONTRADICTED: "#c2a5cf", NOT_TESTED: "#ffffff", NOT_JUDGED: "#ffffff"}
-    hatches = {REPRODUCED: "", CORRECTED: "", WEAKER: "//", CONDITIONAL: "..", INCONCLUSIVE: "", CONTRADICTED: "xx",
-               NOT_TESTED: "\\\\", NOT_JUDGED: "--"}
-    left = np.zeros(len(papers))
-    for v in (*VERDICTS, NOT_JUDGED):
-        counts = np.array([sum(r.verdict == v for r in groups[p]) for p in papers], float)
-        if not counts.any():
-            continue
-        ax.barh(range(len(papers)), counts, left=left, color=shades[v], hatch=hatches[v],
-                edgecolor="black", linewidth=0.6, label=v)
-        for i, (c, x) in enumerate(zip(counts, left)):
-            if c:
-                ax.text(x + c / 2, i, f"{int(c)}", ha="center", va="center", fontsize="small",
-                        bbox=dict(boxstyle="round,pad=0.2", facecolor="white", edgecolor="none"))
-        left += counts
-    ax.set_yticks(range(len(papers)), [textwrap.fill(p, 22) for p in papers])
-    ax.invert_yaxis()
-    ax.set_xlabel("number of claims")
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.grid(axis="y", visible=False)
-    ax.legend(title="verdict", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
 
 
 # --- cost estimate: work units the cost model (lowrank.experiments.costs) turns into time ----------

@@ -346,6 +346,8 @@ def test_headline_gives_every_row_the_shared_rules_evidence_on_both_splits():
     assert H["ch04_rule_long_dpsize_val_diff"] == pytest.approx(-H["ch04_long_dp_change_diff"])
     assert H["ch04_budget_runs"] == 0 and H["ch04_budget_planned"] == 54
     assert H["ch04_budget_lr_text"].startswith("not chosen yet: 0 of the 6 runs")
+    assert H["ch04_budget_status_text"].startswith("partial: 0 of the 82 planned runs")
+    assert H["ch04_budget_verdicts_text"].count(": inconclusive (") == 4
     for c in hs.CLAIMS[1:]:
         assert hs.LIVE_RULES[c.key](H).verdict in ("reproduced", "contradicted", "inconclusive")
         assert c.judge(H).verdict == "inconclusive"  # an empty budget store judges nothing
@@ -389,3 +391,41 @@ def test_a_complete_budget_store_is_judged_by_the_shared_rule(tmp_path, monkeypa
     # the fixed model at h = 32 beats h = 4 but by less with every doubling, reaching 0 within two more
     for key in ("bhojanapalli-more-heads-help-fixed", "bhojanapalli-parameter-matched"):
         assert verdicts[key].verdict == "inconclusive" and "moving toward 0" in verdicts[key].qualifier
+    assert H["ch04_budget_status_text"].startswith("complete: every one of the 82 planned runs")
+    assert "Fixed against standard heads at h = 32: reproduced." in H["ch04_budget_verdicts_text"]
+    assert "Parameter-matched: inconclusive (" in H["ch04_budget_verdicts_text"]
+    # standard minus fixed is above 0 on both splits at 4,000 steps in the fake: the fixed model is ahead
+    assert H["ch04_budget_gap_reading"].endswith("is ahead at this budget")
+
+
+@pytest.mark.parametrize("long_side, budget_sides, reading", [
+    ((-0.2, -0.1), ((-0.05, 0.05), (-0.04, 0.06)), "behind at 8 tokens a run, is not detectably better or worse "
+                                                   "at this budget; its early deficit was a matter of training budget"),
+    ((-0.2, -0.1), ((0.01, 0.05), (0.02, 0.06)), "behind at 8 tokens a run, is ahead at this budget"),
+    ((-0.1, 0.1), ((-0.05, -0.01), (-0.04, 0.06)), "is judged differently by the two splits at this budget"),
+    ((0.1, 0.2), ((-0.05, 0.05), (-0.04, 0.06)), "ahead at 8 tokens a run, is not detectably better or worse at "
+                                                 "this budget"),
+])
+def test_the_gap_reading_follows_the_intervals(long_side, budget_sides, reading):
+    from lowrank.experiments.head_size_training.headlines import _gap_reading
+
+    H = {"ch04_long_gap_lo": long_side[0], "ch04_long_gap_hi": long_side[1], "ch04_long_tokens_seen": 8}
+    for split, (lo, hi) in zip(("val", "test"), budget_sides):
+        H[f"ch04_rule_budget_gap_{split}_lo"], H[f"ch04_rule_budget_gap_{split}_hi"] = lo, hi
+    assert _gap_reading(H).endswith(reading)
+    assert reading.endswith("training budget") == ("deficit" in _gap_reading(H))
+
+
+def test_the_factorial_sentence_names_the_factor_its_size_and_direction():
+    import pandas as pd
+
+    from lowrank.experiments.head_size_training.headlines import _factorial_text
+
+    rows = [("tokenizer: characters minus BPE 512", s, 0.07, 0.03, 0.11, 3) for s in ("validation", "test")]
+    rows += [("initialisation: bert minus scaled", s, -0.05, -0.09, -0.01 if s == "test" else 0.02, 3)
+             for s in ("validation", "test")]
+    rows += [("interaction", s, 0.0, -0.1, 0.1, 3) for s in ("validation", "test")]
+    text = _factorial_text(pd.DataFrame(rows, columns=["effect", "split", "diff", "lo", "hi", "n"]))
+    assert "tokenizer: characters minus BPE 512 (validation +0.070 [+0.030, +0.110]" in text
+    assert "positive: the first level favours the fixed head size more" in text
+    assert "initialisation" not in text  # its validation interval contains 0

@@ -194,7 +194,7 @@ def test_grid_intervals_are_never_zero_width_and_use_plateau_runs_only():
     runs, grid = _synthetic_runs({16: 3, 32: 8}, capped={(16, 3, 0), (16, 2, 1), (16, 1, 2)})
     t = ch.plateau_table(runs, grid).set_index("n")
     assert (t.loc[16, "capped"], t.loc[16, "complete_seeds"], bool(t.loc[16, "judged"])) == (3, 2, False)
-    assert "d_h 3 seed 0" in t.loc[16, "capped_runs"]
+    assert t.loc[16, "capped_runs"] == "d_h 1 (seed 2), d_h 2 (seed 1), d_h 3 (seed 0)"
     assert ch.grid_intervals(runs, grid, "single").n.tolist() == [32]
     # a partial store: n = 32 missing d_h = 8 for every seed is not judged either
     part = runs[~((runs.n == 32) & (runs.head_dim == 8))]

@@ -210,7 +210,7 @@ ch.retrieval_status_table(tables)
 # ```{table-caption}
 # :name: tab-ch07-retrieval-status
 #
-# Only a length whose grid of plateau runs is complete for enough seeds is judged; the others wait for the store to fill. For each task and sequence length $n$: the runs in the grid, those stored, those at their plateau and those stopped by the cap, the seeds whose grid is complete, and whether the length is judged.
+# Only a length whose grid of plateau runs is complete for enough seeds is judged; at the others, runs are missing or were stopped by the cap before their plateau. For each task and sequence length $n$: the runs in the grid, those stored, those at their plateau and those stopped by the cap, the seeds whose grid is complete, and whether the length is judged.
 # ```
 
 # %% tags=["hide-input"]
@@ -238,7 +238,7 @@ plt.close(fig)
 #
 # A saturation point on a grid says only that the threshold lies between the grid value below it and that one. So each $d^*$ is reported as a **grid interval** $(d_{\text{below}}, d^*]$, widened by a bootstrap over seeds (the same resample for both quantities): from the grid value below the resamples' 2.5 % point to their 97.5 % point, open at the top when that point is the grid's largest $d_h$. No interval has zero width. A growth law is then **excluded only if no value of its two parameters puts $d^*(n)$ inside every interval**; each of $a + b \ln n$, $c\,n^\alpha$ and $c\,(\ln n)^\beta$ is linear in its parameters after a transform, so this is a linear feasibility problem.
 #
-# Lengths judged so far (a complete grid of plateau runs for at least three seeds): one-key task: {glue:text}`ch07_red_single_judged`; two-key task: {glue:text}`ch07_red_pair_judged`.
+# Lengths judged (a complete grid of plateau runs for at least three seeds): one-key task: {glue:text}`ch07_red_single_judged`; two-key task: {glue:text}`ch07_red_pair_judged`.
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=4.2, sharey=True)
@@ -258,6 +258,8 @@ plt.close(fig)
 # **Growth with $n$** (one-key task, whose grid has the most lengths): {glue:text}`ch07_red_laws`. **Out-of-range prediction**, as in {doc}`06_rank_saturation`: each law fitted to the intervals below the largest judged $n$ and asked where $d^*$ lies there: {glue:text}`ch07_red_pred`.
 #
 # **Verdict** (the rule was registered in the ledger before the first run; its sentence is below): **{glue:text}`ch07_verdict_reduction`**. The verdict rests on the one-key task for the growth law (its grid has the most lengths) and on both tasks for "accuracy saturates where rank does", because on the one-key task accuracy and hardmax rank / $n$ are nearly the same quantity.
+#
+# **What would decide it.** The runs stopped by the step cap are, by task and length: {glue:text}`ch07_ret_capped_where`. A length is judged only when at least three seeds have plateau runs at every $d_h$, so capped runs at the small head sizes, where $d^*$ lies, keep their length out of the verdict, and a growth law needs three judged lengths. Training those runs alone past the cap, with the rule unchanged, is what would decide it; the verdict does not guess what they would reach.
 
 # %% tags=["hide-input"]
 Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLAIMS[1:]))

@@ -87,7 +87,7 @@ STEP_COST_S = {"standard h = 4": 0.063, "standard h = 16": 0.104, "standard h = 
                "fixed h = 32": 0.198, "standard d = 112": 0.112}
 
 RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head_size_training.budget "
-                  "--store /work/stores/04_head_size_budget.jsonl > /work/stores/04_head_size_budget.log 2>&1 &")
+                  "--store runs/04_head_size_budget.jsonl > runs/04_head_size_budget.log 2>&1 &")
 
 
 def estimate_s() -> float:
@@ -216,6 +216,9 @@ def read(store: str | os.PathLike) -> dict:
     design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), budget_grid(lr) if lr is not None else [])
                    for _, c in g}
     keys = set(latest) & design_keys
+    # Runs the design holds, each counted once; before the rate is chosen, any swept rate gives the count.
+    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(),
+                                                   budget_grid(LR_CHECK_RATES[0] if lr is None else lr)) for _, c in g})
     return {"lr_check": check, "lr": lr, "lr_table": table, "budget": budget, "factorial": fact,
             "planned": planned, "path": str(store), "n_records": len(keys),
             "cpu_s": float(sum(latest[k]["wall_s"] for k in keys))}

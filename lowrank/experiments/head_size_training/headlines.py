@@ -11,7 +11,7 @@ from ...models import bert_parameter_count
 from ...stats import Estimate
 from . import budget
 from .paper import PARAMETER_TOLERANCE_M
-from .rules import HORIZON_DOUBLINGS, evidence_keys, row_evidence
+from .rules import CLAIMS, HORIZON_DOUBLINGS, evidence_keys, row_evidence
 from .summaries import curve_gap, diff_text, half_width, paired, summarise
 
 __all__ = ["HEADLINE_KEYS", "LONG_COMMAND", "headline"]
@@ -44,7 +44,8 @@ _BUDGET_KEYS = ("budget_runs", "budget_planned", "budget_lr_check_runs", "budget
                 "budget_lr_text", "budget_prov_text", "budget_largest_tokens", "budget_command", "budget_estimate_h",
                 "budget_steps_text", "budget_tokens_text", "budget_rates_text", "budget_lr_check_steps",
                 "budget_factorial_steps", "budget_factorial_lr", "budget_seeds", "budget_factorial_text",
-                "budget_horizon", "budget_cost_ratio")
+                "budget_horizon", "budget_cost_ratio", "budget_status_text", "budget_verdicts_text",
+                "budget_gap_reading")
 _LIVE_ROWS = ("gap", "match", "stdheads", "fixedheads", "dpsize")
 
 HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
@@ -357,7 +358,57 @@ def _budget_headline(b: Mapping) -> dict:
     out["budget_horizon"] = HORIZON_DOUBLINGS
     out["budget_cost_ratio"] = sum(budget.BUDGET_STEPS) / budget.BUDGET_STEPS[-1]
     out["budget_factorial_text"] = _factorial_text(b["effects"])
+    out["budget_status_text"] = _budget_status(out["budget_records"], planned["distinct"], out["budget_cpu_h"])
     return out
+
+
+def _budget_status(stored: int, planned: int, cpu_h: float) -> str:
+    """Whether the budget store holds every planned run (each counted once), and the training time
+    it took, as a phrase."""
+    hours = f"{cpu_h:.1f} hours of one core's training"
+    if stored >= planned:
+        return f"complete: every one of the {planned} planned runs is stored ({hours})"
+    return f"partial: {stored} of the {planned} planned runs are stored so far ({hours})"
+
+
+# The claims the budget store decides, in the order the page lists them, with a short name each.
+_BUDGET_CLAIMS = {"bhojanapalli-fixed-heads-training": "Fixed against standard heads at h = 32",
+                  "bhojanapalli-parameter-matched": "Parameter-matched",
+                  "bhojanapalli-more-heads-hurt-standard": "More standard heads hurt",
+                  "bhojanapalli-more-heads-help-fixed": "More fixed-size heads help"}
+
+
+def _side(lo: float, hi: float) -> int:
+    """+1 when a 95 % interval lies above 0, -1 below, 0 when it contains 0 (or is missing)."""
+    return 1 if lo > 0 else -1 if hi < 0 else 0
+
+
+def _gap_reading(H: Mapping) -> str:
+    """What the h = 32 gap did between the long sweep's budget and the budget store's largest, as a
+    phrase read off the intervals (validation and test must agree at the largest budget)."""
+    before = _side(H["ch04_long_gap_lo"], H["ch04_long_gap_hi"])
+    after = {_side(H[f"ch04_rule_budget_gap_{s}_lo"], H[f"ch04_rule_budget_gap_{s}_hi"]) for s in ("val", "test")}
+    then = {1: "ahead", -1: "behind", 0: "level with the standard model"}[before]
+    tokens = f"{H['ch04_long_tokens_seen']:,} tokens a run"
+    if len(after) > 1:
+        return f"the fixed head size, {then} at {tokens}, is judged differently by the two splits at this budget"
+    now = after.pop()
+    if now == 0:
+        return (f"the fixed head size, {then} at {tokens}, is not detectably better or worse at this budget"
+                + ("; its early deficit was a matter of training budget" if before == -1 else ""))
+    return f"the fixed head size, {then} at {tokens}, is {'ahead' if now == 1 else 'behind'} at this budget"
+
+
+def _budget_verdicts(H: Mapping) -> str:
+    """Each budget-store claim's verdict under its registered rule, with the rule's reason, as one
+    sentence per claim (the verdicts chapter 08 records)."""
+    out = []
+    for c in CLAIMS:
+        if c.key in _BUDGET_CLAIMS:
+            j = c.judge(H)
+            why = f" ({j.qualifier})" if j.qualifier else ""
+            out.append(f"{_BUDGET_CLAIMS[c.key]}: {j.verdict}{why}.")
+    return " ".join(out)
 
 
 def _budget_lr_text(b: Mapping) -> str:
@@ -375,7 +426,8 @@ def _budget_lr_text(b: Mapping) -> str:
 
 
 def _factorial_text(effects: pd.DataFrame) -> str:
-    """Which factor of the factorial moves the standard-minus-fixed gap, as a whole sentence."""
+    """Which factor of the factorial moves the standard-minus-fixed gap, with its size and
+    direction on both splits, as a whole sentence."""
     main = effects[effects.effect.str.startswith(("tokenizer", "initialisation", "interaction"))]
     if (main.n < 2).any():
         return (f"The factorial cannot say yet which factor turns the sign: the emptiest of its cells holds "
@@ -385,11 +437,13 @@ def _factorial_text(effects: pd.DataFrame) -> str:
         e = main[main.effect == name]
         sides = {int(r.lo > 0) - int(r.hi < 0) for r in e.itertuples()}
         if len(sides) == 1 and 0 not in sides:
-            moves.append(name.split(":")[0])
+            splits = ", ".join(f"{r.split} {r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]" for r in e.itertuples())
+            moves.append(f"{name} ({splits} nats; {'positive' if sides == {1} else 'negative'}: the first level "
+                         f"favours the fixed head size {'more' if sides == {1} else 'less'})")
     if not moves:
         return ("No factor's effect on the gap excludes 0 on both splits: at this power the factorial does not "
                 "say which factor turns the sign.")
-    return (f"The effects whose intervals exclude 0 on both splits: {', '.join(moves)}; the others are not "
+    return (f"The effects whose 95 % intervals exclude 0 on both splits: {'; '.join(moves)}. The others are not "
             f"detectable at this power.")
 
 
@@ -437,6 +491,8 @@ def headline(tables: Mapping) -> dict:
                                              float(long["tokens_seen"]), ("dpsize",))))
     out.update(_budget_headline(tables["budget"]))
     out = {f"ch04_{k}": v for k, v in out.items()}
+    out["ch04_budget_verdicts_text"] = _budget_verdicts(out)
+    out["ch04_budget_gap_reading"] = _gap_reading(out)
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
     return out

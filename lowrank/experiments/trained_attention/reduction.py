@@ -172,8 +172,17 @@ def plateau_table(runs: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:
         capped = sub[~sub.plateau.astype(bool)] if len(sub) else sub
         rows.append({"task": task, "n": int(n), "grid": len(g), "stored": len(sub), "plateau": len(ok),
                      "capped": len(capped), "complete_seeds": len(complete), "judged": len(complete) >= MIN_SEEDS,
-                     "capped_runs": ", ".join(f"d_h {int(r.head_dim)} seed {int(r.seed)}" for r in capped.itertuples())})
+                     "capped_runs": _capped_text(capped)})
     return pd.DataFrame(rows)
+
+
+def _capped_text(capped: pd.DataFrame) -> str:
+    """The runs stopped by the cap, by head size: 'd_h 2 (seeds 0, 1), d_h 3 (seed 1)'."""
+    parts = []
+    for d, g in capped.groupby("head_dim"):
+        seeds = sorted(int(x) for x in g.seed)
+        parts.append(f"d_h {int(d)} (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))})")
+    return ", ".join(parts)
 
 
 def _grid_below(dims: Sequence[int], v: float) -> float:

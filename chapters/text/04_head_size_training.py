@@ -17,7 +17,7 @@
 # # Head size in training
 #
 # **The paper's parameter counts, reproduced to the digit, and its head-size experiments re-run as causal language models on Shakespeare's 38 plays: standard heads ($d_h = d/h$) against a fixed head size $d_p$ as the number of heads grows, a parameter-matched comparison, and a head-size sweep.**
-# **Every comparison of trained models is a difference paired by seed, with its 95 % interval. The page runs a small grid live, in minutes; the paper's training claims are decided on stored CPU runs trained to {glue:text}`ch04_budget_largest_tokens:,` tokens a run ({ref}`sec-ch04-decided`), by one rule registered in the rules ledger before those runs started.**
+# **Every comparison of trained models is a difference paired by seed, with its 95 % interval. The page runs a small grid live, in minutes; the paper's training claims are decided on stored CPU runs trained to {glue:text}`ch04_budget_largest_tokens:,` tokens a run ({ref}`sec-ch04-decided`), by one rule registered in the rules ledger before those runs started. At that budget, {glue:text}`ch04_budget_gap_reading`.**
 #
 
 # %% tags=["parameters", "hide-input"]
@@ -497,8 +497,8 @@ for c in hs.CLAIMS:
 #
 # ## What to take away
 #
-# - **Decided at {glue:text}`ch04_budget_largest_tokens:,` tokens a run** (the budget store, {glue:text}`ch04_budget_seeds` seeds, differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text` At that budget, standard minus fixed head size at $h$ = 32 is {glue:text}`ch04_rule_budget_gap_val_diff:+.3f` nats on validation (95 % interval {glue:text}`ch04_rule_budget_gap_val_lo:+.3f` to {glue:text}`ch04_rule_budget_gap_val_hi:+.3f`) and {glue:text}`ch04_rule_budget_gap_test_diff:+.3f` on test ({glue:text}`ch04_rule_budget_gap_test_lo:+.3f` to {glue:text}`ch04_rule_budget_gap_test_hi:+.3f`): {glue:text}`ch04_budget_gap_reading`. At this scale, then, decoupling the head size from $d/h$ is not shown to matter either way; what these runs could detect is in the verdicts above.
-# - **Why set-ups disagree**: {glue:text}`ch04_budget_factorial_text`
+# - **Decided at {glue:text}`ch04_budget_largest_tokens:,` tokens a run** (the budget store, {glue:text}`ch04_budget_seeds` seeds, differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text` At that budget, standard minus fixed head size at $h$ = 32 is {glue:text}`ch04_rule_budget_gap_val_diff:+.3f` nats on validation (95 % interval {glue:text}`ch04_rule_budget_gap_val_lo:+.3f` to {glue:text}`ch04_rule_budget_gap_val_hi:+.3f`) and {glue:text}`ch04_rule_budget_gap_test_diff:+.3f` on test ({glue:text}`ch04_rule_budget_gap_test_lo:+.3f` to {glue:text}`ch04_rule_budget_gap_test_hi:+.3f`): {glue:text}`ch04_budget_gap_reading`.
+# - **Why set-ups disagree** (the factorial at {glue:text}`ch04_budget_factorial_steps:,` steps): {glue:text}`ch04_budget_factorial_text`
 # - The paper's parameter counts are BERT-style counts with $d_{ff} = 4096$ for $d \in \{512, 1024\}$ and $3072$ for $d = 768$: {glue:text}`ch04_table_within` of {glue:text}`ch04_table_rows` rows match within {glue:text}`ch04_table_max_diff:.2f` M, and the tables with more heads or larger heads are also tables with more parameters.
 # - **Long scale** ({glue:text}`ch04_long_tokens_seen:,` tokens per run, {glue:text}`ch04_long_n_seeds` seeds, differences paired by seed): at fixed width and {glue:text}`ch04_long_gap_h` heads, standard minus fixed-head validation loss is {glue:text}`ch04_long_gap_text`: {glue:text}`ch04_long_gap_verdict`. Against the best standard model ($h$ = {glue:text}`ch04_long_best_std_h`) it is {glue:text}`ch04_long_fixed_vs_best_text`.
 # - **Twice the budget** ({glue:text}`ch04_long_rec_budget_text`): the same pair's difference is {glue:text}`ch04_long_rec_gap_text`, and over that doubling the gap {glue:text}`ch04_long_rec_trend`. That left the claim open, so the budget store extends it.

@@ -395,7 +395,8 @@ def _gap_reading(H: Mapping) -> str:
     now = after.pop()
     if now == 0:
         return (f"the fixed head size, {then} at {tokens}, is not detectably better or worse at this budget"
-                + ("; its early deficit was a matter of training budget" if before == -1 else ""))
+                + ("; its early deficit was a matter of training budget" if before == -1 else "")
+                + ", so at this scale decoupling the head size from d/h is not shown to matter either way")
     return f"the fixed head size, {then} at {tokens}, is {'ahead' if now == 1 else 'behind'} at this budget"
 
 
@@ -406,7 +407,7 @@ def _budget_verdicts(H: Mapping) -> str:
     for c in CLAIMS:
         if c.key in _BUDGET_CLAIMS:
             j = c.judge(H)
-            why = f" ({j.qualifier})" if j.qualifier else ""
+            why = f", because {j.qualifier}" if j.qualifier else ""
             out.append(f"{_BUDGET_CLAIMS[c.key]}: {j.verdict}{why}.")
     return " ".join(out)
 
@@ -438,13 +439,19 @@ def _factorial_text(effects: pd.DataFrame) -> str:
         sides = {int(r.lo > 0) - int(r.hi < 0) for r in e.itertuples()}
         if len(sides) == 1 and 0 not in sides:
             splits = ", ".join(f"{r.split} {r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]" for r in e.itertuples())
-            moves.append(f"{name} ({splits} nats; {'positive' if sides == {1} else 'negative'}: the first level "
-                         f"favours the fixed head size {'more' if sides == {1} else 'less'})")
+            factor, _, levels = name.partition(": ")
+            first, _, second = levels.partition(" minus ")
+            if second:
+                better, worse = (first, second) if sides == {1} else (second, first)
+                reading = f"the fixed head size fares better against standard heads with {better} than with {worse}"
+            else:
+                reading = "the two factors do not add up"
+            moves.append(f"the {factor} ({levels + ': ' if levels else ''}{splits} nats): {reading}")
     if not moves:
         return ("No factor's effect on the gap excludes 0 on both splits: at this power the factorial does not "
                 "say which factor turns the sign.")
-    return (f"The effects whose 95 % intervals exclude 0 on both splits: {'; '.join(moves)}. The others are not "
-            f"detectable at this power.")
+    return (f"Effects whose 95 % intervals exclude 0 on both splits: {'; '.join(moves)}. The other effects are "
+            f"not detectable at this power.")
 
 
 def headline(tables: Mapping) -> dict:

@@ -67,7 +67,7 @@ class TransformerConfig:
 
     @property
     def head_size(self) -> int:
-        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+        return self.head_dim if self.head_dim is not None else standard_head_dim(self.d_model, self.n_heads)
 
     @property
     def ff_size(self) -> int:

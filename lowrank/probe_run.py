@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .attention import standard_head_dim
+
 __all__ = ["ProbeInputError", "ProbeSpec", "TESTED_FAMILIES", "DTYPES", "DEFAULT_LENGTHS", "CheckpointInfo",
            "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "synthetic_images",
            "folder_images", "run_probe"]
@@ -203,7 +205,8 @@ def load_lowrank_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "fl
         raise _fail("PATH", path, "its weights do not fit the model its config describes") from None
     info = CheckpointInfo(
         path=str(path.resolve()), model_type=f"lowrank-{cfg.task}", architecture=type(model).__name__,
-        layers=cfg.n_layers, heads=cfg.n_heads, head_dim=cfg.head_dim or cfg.d_model // cfg.n_heads,
+        layers=cfg.n_layers, heads=cfg.n_heads,
+        head_dim=cfg.head_dim or standard_head_dim(cfg.d_model, cfg.n_heads),
         kv_heads=cfg.n_heads, gqa_groups=1, max_positions=cfg.seq_len, vision=False,
         weights=_weights_sha256(path))
     return model.to(torch.device(device), DTYPES[dtype]).eval(), tokens.test, info

@@ -197,7 +197,7 @@ def run_paper_settings(*, d: int = PAPER_D, heads=PAPER_HEADS, ns=PAPER_NS, conc
         P = dirichlet_targets(n, concentration=concentration, seed=seed + n)[0]
         total = logit_tail(P, 0)
         for h in heads:
-            dh = d // h
+            dh = standard_head_dim(d, h)
             rows.append(dict(d=d, n_heads=h, n=n, head_dim=dh, bidirectional_threshold=n - 1, causal_threshold=n // 2,
                              bottleneck=dh < n - 1, causal_bottleneck=dh < n // 2, max_heads_exact=d // (n - 1),
                              fixed_cost_ratio=h * n / d, logit_share_missed=logit_tail(P, dh) / total,

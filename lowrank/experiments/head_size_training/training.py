@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...attention import standard_head_dim
+from ...files import BOOK_ROOT
 from ...sweep import ResultStore, parse_shard, run_key, sweep, write_manifest
 from . import budget
 from .grids import base_config, lr_sweep_grid, training_grids
@@ -233,7 +234,7 @@ def resolve_store(path: str | os.PathLike) -> Path:
     p = Path(path).expanduser()
     if p.is_absolute() or p.exists():
         return p
-    return Path(__file__).resolve().parents[3] / p
+    return BOOK_ROOT / p
 
 
 # The budget store, committed beside the long-scale sweep; the chapter reads it and never writes it.

@@ -14,7 +14,7 @@ import torch
 
 from ...attention import causal_mask, hardmax, row_softmax
 from ...progress import tqdm
-from ...rank import hardmax_rank, rank_report
+from ...rank import hardmax_rank, rank_report, rtol_or_default
 from ...theory.barrier import expected_distinct_columns
 from ...theory.sampling import sample_qk, temperature_scale
 
@@ -47,7 +47,7 @@ def cell_seed(*keys: int) -> int:
 
 def as_rtols(rtols: Sequence[float]) -> list[float | None]:
     """Parameter tolerances (0 = torch's default) as rank_report takes them (None = default)."""
-    return [None if r == 0 else r for r in rtols]
+    return [rtol_or_default(r) for r in rtols]
 
 
 def _chunks(n_trials: int, per_draw: int, max_elements: int):

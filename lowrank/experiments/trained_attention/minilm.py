@@ -21,7 +21,7 @@ import torch
 from ... import data as _data
 from ...pretrained import encode_windows, load_minilm
 from ...probe import MEASURES, LayerAttention, for_each_layer, text_ranks, valid_blocks
-from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, tolerance_label
+from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, rtol_or_default, tolerance_label
 from ...stats import t_interval
 from ...theory.barrier import expected_distinct_columns
 from ..shared.intervals import wilson_interval
@@ -33,7 +33,7 @@ __all__ = ["as_rtols", "pretrained_ranks", "argmax_patterns", "with_float32", "t
 
 def as_rtols(rtols: Sequence[float | str | None]) -> tuple[float | str | None, ...]:
     """Chapter convention to rank_report's: 0 (or None) is the default max(m, n) eps; FLOAT32 passes."""
-    out = tuple(r if r == FLOAT32 else None if (r is None or r == 0) else float(r) for r in rtols)
+    out = tuple(r if r is None or r == FLOAT32 else float(r) for r in map(rtol_or_default, rtols))
     if any(r is not None and r != FLOAT32 and not 0 < r < 1 for r in out):
         raise ValueError(f"rtols must be in [0, 1), got {list(rtols)!r}")
     return out

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ...files import BOOK_ROOT
 from ...retrieval import WARMUP_STEPS, RetrievalConfig, train_retrieval
 from ...stats import MIN_BOOTSTRAP, t_interval
 from ...sweep import ResultStore, sweep
@@ -87,7 +88,7 @@ def resolve_store(path: str | Path) -> Path:
     path = Path(path)
     if path.is_absolute() or path.exists():
         return path
-    return Path(__file__).resolve().parents[3] / path
+    return BOOK_ROOT / path
 
 
 def read_retrieval_store(path: str | Path, configs: Sequence[Mapping] | None = None) -> pd.DataFrame:

@@ -7,7 +7,7 @@ Layers, each importing only the ones before it:
                 stats, params, provenance, files, glued, progress
   theory/       closed forms, exact constructions, bounds and samplers
   experiments/  registry (the one list of chapters), one module or package per chapter, costs,
-                verdicts, ledger, inventory, synthesis
+                shared/ (tools several chapters use), verdicts, ledger, inventory, claims, synthesis
   book/         runner (parameter_files, chapters, planning, guards, run_folders, records,
                 execution, staging), cli, params, sets, costs, outputs, cells, figures, plotting,
                 plain_maths, verdict_view, text_sources, theory_figures, theory_tables, bands,

@@ -12,12 +12,21 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["PACKAGE_ROOT", "BOOK_ROOT", "atomic_write", "atomic_write_text", "atomic_write_json"]
+__all__ = ["PACKAGE_ROOT", "BOOK_ROOT", "in_book", "atomic_write", "atomic_write_text", "atomic_write_json"]
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # The folder holding the package: the book's checkout when lowrank is imported from one (its
 # data/, chapters/ and rules ledger sit there); an installed wheel's site-packages otherwise.
 BOOK_ROOT = PACKAGE_ROOT.parent
+
+
+def in_book(path: str | os.PathLike) -> Path:
+    """``path`` as given when it is absolute or exists from the working folder, else relative to
+    the book's root, so a committed ``data/results/...`` store is found wherever a notebook runs."""
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists():
+        return p
+    return BOOK_ROOT / p
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> Path:

@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_glue", "read_book_glue"]
+__all__ = ["RECORD_PREFIX", "read_glue", "read_book_glue"]
 
-_PREFIX = "application/papermill.record/"
+RECORD_PREFIX = "application/papermill.record/"
 
 
 # A float that is not finite is glued as its repr, which is not a Python literal.
@@ -39,7 +39,7 @@ def read_glue(notebook: str | Path) -> dict[str, Any]:
     for cell in nb.get("cells", []):
         for out in cell.get("outputs", []):
             meta = out.get("metadata", {}).get("scrapbook")
-            text = out.get("data", {}).get(_PREFIX + "text/plain")
+            text = out.get("data", {}).get(RECORD_PREFIX + "text/plain")
             if meta and text is not None:
                 found[meta["name"]] = _value(text if isinstance(text, str) else "".join(text))
     return found

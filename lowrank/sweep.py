@@ -50,7 +50,7 @@ from .provenance import provenance
 from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
-           "record_problem", "foreign_store", "manifest_conflict", "write_manifest", "OPERATIONAL",
+           "record_problem", "foreign_store", "manifest_conflict", "manifest_path", "write_manifest", "OPERATIONAL",
            "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV", "KEEP_CHECKPOINTS_ENV"]
 
 DEVICES_ENV = "LOWRANK_DEVICES"             # "0,1,2,3": one sweep worker per listed GPU
@@ -214,6 +214,12 @@ def manifest_conflict(path: str | os.PathLike, params: dict) -> str | None:
         return (f"the store's manifest {path} was written with other parameters ({len(differ)} differ, first "
                 f"{k!r}: {str(old.get(k))[:40]} there, {str(new.get(k))[:40]} now); use a new store for a new grid")
     return None
+
+
+def manifest_path(store: str | os.PathLike) -> Path:
+    """The parameter manifest beside a store: ``<store without .jsonl>.params.json``."""
+    p = Path(store)
+    return p.with_name(p.stem + ".params.json")
 
 
 def write_manifest(path: str | os.PathLike, params: dict) -> None:

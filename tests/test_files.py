@@ -1,6 +1,7 @@
 """Files written whole or not at all, and the book's root folder."""
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +40,11 @@ def test_a_failed_write_keeps_the_old_file_and_removes_the_temporary_one(tmp_pat
     with pytest.raises(TypeError):  # not JSON: nothing written either
         files.atomic_write_json(path, {"x": object()})
     assert path.read_bytes() == b"last good" and os.listdir(tmp_path) == ["checkpoint.pt"]
+
+
+def test_in_book_keeps_absolute_and_existing_paths_and_resolves_the_rest_against_the_book(tmp_path, monkeypatch):
+    assert files.in_book(tmp_path / "x.jsonl") == tmp_path / "x.jsonl"
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here.jsonl").write_text("")
+    assert files.in_book("here.jsonl") == Path("here.jsonl")
+    assert files.in_book("data/results/none.jsonl") == files.BOOK_ROOT / "data/results/none.jsonl"

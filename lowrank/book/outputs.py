@@ -19,11 +19,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..glued import read_glue
+from ..glued import RECORD_PREFIX, read_glue
 
 __all__ = ["FORMATS_ENV", "kernel_env", "write_outputs", "html_tables"]
 
-_PREFIX = "application/papermill.record/"
 FORMATS_ENV = "LOWRANK_FIGURE_FORMATS"  # read by lowrank.book.plotting.use_style
 
 
@@ -68,15 +67,15 @@ def write_outputs(notebook: Path, files: Path) -> dict[str, Any]:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             meta = out.get("metadata", {}).get("scrapbook")
-            if meta and _PREFIX + "image/png" in data:
+            if meta and RECORD_PREFIX + "image/png" in data:
                 key = meta["name"]
                 saved = {}
                 png = files / f"{key}.png"
-                png.write_bytes(base64.b64decode(_text(data[_PREFIX + "image/png"])))
+                png.write_bytes(base64.b64decode(_text(data[RECORD_PREFIX + "image/png"])))
                 saved["png"] = f"files/{png.name}"
-                if _PREFIX + "image/svg+xml" in data:
+                if RECORD_PREFIX + "image/svg+xml" in data:
                     svg = files / f"{key}.svg"
-                    svg.write_text(_text(data[_PREFIX + "image/svg+xml"]), encoding="utf8")
+                    svg.write_text(_text(data[RECORD_PREFIX + "image/svg+xml"]), encoding="utf8")
                     saved["svg"] = f"files/{svg.name}"
                 results[key] = saved
             elif not meta and "text/html" in data:

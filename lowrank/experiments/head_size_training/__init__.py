@@ -32,7 +32,7 @@ from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text
                         summarise)
 from .tables import (COMPARISONS, claims_table, comparison_display, comparison_table, configuration_display,
                      lr_display, parameter_display)
-from .training import (BUDGET_STORE, choose_lr, default_runs_dir, manifest_path, resolve_store, run_budget,
+from .training import (BUDGET_STORE, choose_lr, default_runs_dir, manifest_path, run_budget,
                        run_corpus, run_grids, run_long, run_training, store_provenance)
 
 __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "estimate", "memory", "lm_units", "run_keys",
@@ -41,7 +41,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "estimate", "memory", 
            "heads_at_fixed_width", "parameter_matched", "head_size_at_fixed_heads", "base_config", "recovery_grid",
            "lr_sweep_grid", "training_grids",
            "run_corpus", "run_grids", "default_runs_dir", "choose_lr", "manifest_path", "store_provenance",
-           "run_training", "resolve_store", "BUDGET_STORE", "run_budget", "run_long", "LONG_COMMAND",
+           "run_training", "BUDGET_STORE", "run_budget", "run_long", "LONG_COMMAND",
            "summarise", "curves", "mean_curves", "curve_gap", "configuration_table", "LEVEL", "paired", "diff_text",
            "half_width",
            "MATCH_TOLERANCE", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched",

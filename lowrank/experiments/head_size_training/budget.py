@@ -33,7 +33,7 @@ import pandas as pd
 from ...attention import standard_head_dim
 from ...data import SPECIAL_TOKENS
 from ...stats import Estimate, t_interval
-from ...sweep import ResultStore, parse_shard, sweep
+from ...sweep import ResultStore, manifest_path, parse_shard, sweep
 from ...train import TrainConfig, run_key
 
 __all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", "LR_CHECK_STEPS",
@@ -172,11 +172,6 @@ def choose_rate(check: pd.DataFrame) -> tuple[float | None, pd.DataFrame | None]
     if len(check) < len(lr_check_grid()):
         return None, None
     return choose_lr(check)
-
-
-def manifest_path(store: str | os.PathLike) -> Path:
-    p = Path(store)
-    return p.with_name(p.stem + ".params.json")
 
 
 def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = False) -> None:

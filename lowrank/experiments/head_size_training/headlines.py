@@ -436,7 +436,7 @@ def _factorial_text(effects: pd.DataFrame) -> str:
     moves = []
     for name in dict.fromkeys(main.effect):
         e = main[main.effect == name]
-        sides = {int(r.lo > 0) - int(r.hi < 0) for r in e.itertuples()}
+        sides = {_side(r.lo, r.hi) for r in e.itertuples()}
         if len(sides) == 1 and 0 not in sides:
             splits = ", ".join(f"{r.split} {r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]" for r in e.itertuples())
             factor, _, levels = name.partition(": ")

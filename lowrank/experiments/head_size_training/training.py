@@ -14,14 +14,14 @@ from pathlib import Path
 import pandas as pd
 
 from ...attention import standard_head_dim
-from ...files import BOOK_ROOT
-from ...sweep import ResultStore, parse_shard, run_key, sweep, write_manifest
+from ...files import in_book
+from ...sweep import ResultStore, manifest_path, parse_shard, run_key, sweep, write_manifest
 from . import budget
 from .grids import base_config, lr_sweep_grid, training_grids
 from .summaries import configuration_table
 
 __all__ = ["run_corpus", "run_grids", "default_runs_dir", "choose_lr", "manifest_path", "store_provenance",
-           "run_training", "resolve_store", "BUDGET_STORE", "run_budget", "run_long"]
+           "run_training", "BUDGET_STORE", "run_budget", "run_long"]
 
 
 def run_corpus(corpus: str, *, vocab_size: int) -> dict:
@@ -95,12 +95,6 @@ def choose_lr(sweep_runs: pd.DataFrame) -> tuple[float, pd.DataFrame]:
     lr = float(worst.index[worst.values == worst.min()].min())
     t["chosen"] = t["lr"] == lr
     return lr, t.sort_values(["family", "h", "lr"]).reset_index(drop=True)
-
-
-def manifest_path(store: str | os.PathLike) -> Path:
-    """The parameter manifest beside a store: ``<store without .jsonl>.params.json``."""
-    p = Path(store)
-    return p.with_name(p.stem + ".params.json")
 
 
 def _json_params(P: Mapping) -> dict:
@@ -227,16 +221,6 @@ def run_training(P: Mapping, *, progress: bool = False, read_only: bool = False,
     return frames
 
 
-def resolve_store(path: str | os.PathLike) -> Path:
-    """A store path as given when it is absolute or exists from the working folder, else
-    relative to the book's root (the folder holding ``lowrank/`` and ``data/``), so the default
-    ``data/results/...`` is found wherever the notebook runs."""
-    p = Path(path).expanduser()
-    if p.is_absolute() or p.exists():
-        return p
-    return BOOK_ROOT / p
-
-
 # The budget store, committed beside the long-scale sweep; the chapter reads it and never writes it.
 BUDGET_STORE = "data/results/04_head_size_budget.jsonl"
 
@@ -245,7 +229,7 @@ def run_budget(store: str | os.PathLike = BUDGET_STORE) -> dict:
     """``{"budget": ...}``: what the budget store holds so far (:func:`budget.read`), with the
     paired ``comparisons`` of its budget runs, the factorial's ``effects`` and the records'
     ``provenance`` (None for a store with no record)."""
-    path = resolve_store(store)
+    path = in_book(store)
     got = budget.read(path)
     got["comparisons"] = budget.comparisons(got["budget"])
     got["effects"] = budget.factorial_effects(got["factorial"])
@@ -263,7 +247,7 @@ def run_long(P: Mapping, live: Mapping | None = None) -> dict:
         return {"long": {**{k: live[k] for k in ("heads", "matched", "sizes", "recovery", "lr_sweep", "lr_table",
                                                  "configs")},
                          "setup": dict(live["setup"], source="this run")}, **run_budget()}
-    store = resolve_store(P["long_store"])
+    store = in_book(P["long_store"])
     man = manifest_path(store)
     if not man.is_file():
         raise FileNotFoundError(f"{man} (the parameters of the long-scale store) does not exist; it is "

@@ -20,7 +20,7 @@ from ...rank import DEFAULT_TOL, FLOAT32_TOL
 from .minilm import (argmax_patterns, as_rtols, barrier_fraction, coarse_tolerance, per_head_fractions,
                      pretrained_headline, pretrained_ranks, run_pretrained, tolerance_names, with_float32)
 from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, equivalent_from, grid_configs, grid_intervals,
-                        law_bands, law_table, plateau_table, read_retrieval_store, resolve_store, retrieval_configs,
+                        law_bands, law_table, plateau_table, read_retrieval_store, retrieval_configs,
                         retrieval_headline, retrieval_run, retrieval_table, run_retrieval)
 from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS, COSINE_LEVEL, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
                     MIN_PAIR_NS, MIN_SEEDS, NEIGHBOUR_MARGIN, NEIGHBOURS, PLATEAU_TOL, REDUCTION_MARGIN,
@@ -40,7 +40,7 @@ from .schema import CONSTRAINTS, SCHEMA, PATHS
 __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
            "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
            "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
-           "plateau_table", "read_retrieval_store", "resolve_store", "retrieval_configs", "retrieval_run",
+           "plateau_table", "read_retrieval_store", "retrieval_configs", "retrieval_run",
            "retrieval_table", "run_retrieval", "BARRIER_MARGIN", "CEILING_SHARE", "CLAIMS", "COSINE_LEVEL", "LAWS",
            "LEVEL", "LOG_FACTOR", "MIN_LAW_NS", "MIN_PAIR_NS", "MIN_SEEDS", "NEIGHBOUR_MARGIN", "NEIGHBOURS",
            "PLATEAU_TOL", "REDUCTION_MARGIN", "SIMILARITY_LEVEL", "barrier_class", "format_points", "law_fit",

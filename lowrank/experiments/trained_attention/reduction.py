@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...files import BOOK_ROOT
+from ...files import in_book
 from ...retrieval import WARMUP_STEPS, RetrievalConfig, train_retrieval
 from ...stats import MIN_BOOTSTRAP, t_interval
 from ...sweep import ResultStore, sweep
@@ -32,7 +32,7 @@ from ..shared.intervals import t_quantile, wilson_interval
 from .rules import LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, format_points, law_fit
 
 __all__ = ["RETRIEVAL_EXPERIMENT", "LONG_STORE", "TASK_NAMES", "retrieval_configs", "grid_configs", "retrieval_run",
-           "retrieval_table", "resolve_store", "read_retrieval_store", "run_retrieval", "equivalent_from",
+           "retrieval_table", "read_retrieval_store", "run_retrieval", "equivalent_from",
            "grid_intervals", "plateau_table", "law_table", "law_bands", "retrieval_headline"]
 
 RETRIEVAL_EXPERIMENT = "ch07_retrieval"
@@ -82,19 +82,10 @@ def retrieval_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def resolve_store(path: str | Path) -> Path:
-    """``path`` as given when it exists (or is absolute), else relative to the book's folder (the
-    committed store's path works from any working directory, e.g. a notebook's ``chapters/``)."""
-    path = Path(path)
-    if path.is_absolute() or path.exists():
-        return path
-    return BOOK_ROOT / path
-
-
 def read_retrieval_store(path: str | Path, configs: Sequence[Mapping] | None = None) -> pd.DataFrame:
     """The runs of a retrieval store (read only), restricted to ``configs`` when given; a partial
     store gives the runs it holds. A missing store, or one with none of the grid's runs, raises."""
-    path = resolve_store(path)
+    path = in_book(path)
     if not path.is_file():
         raise FileNotFoundError(f"no retrieval store at {path}: run `lowrank run 07 --scale long` "
                                 f"(it writes to retrieval_store) or check out the committed {LONG_STORE}")

@@ -22,12 +22,12 @@ import pandas as pd
 import torch
 
 from ... import data as _data
+from ...files import in_book
 from ...pretrained import document_windows, load_minilm, sentence_embeddings, truncate_logit_rank
 from ...sweep import ResultStore, sweep
 from ...train import run_key
 from ..shared.intervals import t_lower_bound
 from ..shared.probe import probe_accuracy
-from .reduction import resolve_store
 from .rules import COSINE_LEVEL, LEVEL, LOG_FACTOR, NEIGHBOUR_MARGIN, NEIGHBOURS, REDUCTION_MARGIN, SIMILARITY_LEVEL
 
 __all__ = ["TRUNCATION_EXPERIMENT", "probe_documents", "neighbour_overlap",
@@ -167,7 +167,7 @@ def run_truncation(*, ns: Sequence[int], ranks: Sequence[int], per_class: int, f
                                  layer_n=layer_n, layer_ranks=layer_ranks)
     want = {run_key(c) for c in configs}
     if not run:
-        path = resolve_store(read_store)
+        path = in_book(read_store)
         recs = {r["key"]: r for r in ResultStore(path).records() if r["key"] in want} if path.is_file() else {}
         if not recs:
             raise FileNotFoundError(f"no truncation run of the requested grid in {path}")

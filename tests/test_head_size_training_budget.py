@@ -50,24 +50,33 @@ def test_grids_have_the_stated_sizes_and_share_the_seed0_h32_runs():
     assert {c["init"] for _, c in B.factorial_grid() if "init" in c} == {"scaled"}  # 'bert' is the default, left out
 
 
+# The grids the power rule added: six models x 6 more seeds; the trio at 8,000 steps, three Table 2(B)
+# models and four Fig. 4 models, each for POWER_SEEDS seeds.
+ADDED = [6 * (B.POWER_SEEDS - 3), 3 * B.POWER_SEEDS, 3 * B.POWER_SEEDS, 4 * B.POWER_SEEDS]
+
+
 def test_run_trains_in_order_resumes_and_reads_back(tmp_path, fake_sweep):
     store = tmp_path / "budget.jsonl"
     B.run(store)
-    assert [len(c) for c in fake_sweep] == [6, 54, 24]
-    assert json.loads(B.manifest_path(store).read_text())["budget_steps"] == [1000, 2000, 4000]
+    # the fake's seed offsets are small: no row's spread asks for more than POWER_SEEDS, so the re-estimate is empty
+    assert [len(c) for c in fake_sweep] == [6, 54, 24, *ADDED, 0]
+    man = json.loads(B.manifest_path(store).read_text())
+    assert man["budget_steps"] == [1000, 2000, 4000] and man["extended_steps"] == 8000
     n = len(ResultStore(store).records())
-    assert n == 6 + 54 - 2 + 24
+    assert n == 6 + 54 - 2 + 24 + sum(ADDED)
     B.run(store)  # resumes: nothing new
     assert len(ResultStore(store).records()) == n
     got = B.read(store)
-    assert got["lr"] == 0.01 and len(got["budget"]) == 54 and len(got["factorial"]) == 24
+    assert got["lr"] == 0.01 and len(got["budget"]) == 54 + sum(ADDED) and len(got["factorial"]) == 24
     assert got["n_records"] == n
     comps = B.comparisons(got["budget"])
     gap = comps[(comps.row == "gap") & (comps.split == "validation")].set_index("steps")
     assert gap.loc[1000, "diff"] == pytest.approx(-0.2 - 0.001, abs=1e-9)
-    assert gap.loc[4000, "diff"] == pytest.approx(-0.05 - 0.001, abs=1e-9)
+    assert gap.loc[4000, "diff"] == pytest.approx(-0.05 - 0.001 * (B.POWER_SEEDS - 1) / 2, abs=1e-9)
     assert gap.loc[4000, "change_diff"] == pytest.approx(0.05, abs=1e-9) and gap.loc[4000, "change_n"] == 3
-    assert math.isnan(gap.loc[1000, "change_diff"]) and gap.loc[4000, "runs"] == 6
+    assert math.isnan(gap.loc[1000, "change_diff"]) and gap.loc[4000, "runs"] == gap.loc[4000, "planned"] == 18
+    assert gap.loc[8000, "n"] == B.POWER_SEEDS and gap.loc[8000, "change_n"] == B.POWER_SEEDS
+    assert set(comps[comps.row == "pastn"].steps) == {4000}
     eff = B.factorial_effects(got["factorial"]).set_index(["effect", "split"])
     assert eff.loc[("interaction", "validation"), "diff"] == pytest.approx(0.0, abs=1e-9)
     assert eff.loc[("characters, bert init", "test"), "n"] == 3
@@ -103,17 +112,72 @@ def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
     full = B.read(store)
     for got in (empty, full):
         comps, eff = B.comparisons(got["budget"]), B.factorial_effects(got["factorial"])
-        fig, axes = plt.subplots(1, 4)
+        fig, axes = plt.subplots(1, len(B.ROWS))
         F.plot_budget_gaps(axes, comps)
         fig2, (a, b) = plt.subplots(1, 2)
         F.plot_lr_check(a, got["lr_check"], got["lr"])
         F.plot_factorial(b, eff)
         plt.close("all")
         t = F.budget_display(comps)
-        assert len(t) == 12 and list(t["steps"][:3]) == ["1,000", "2,000", "4,000"]
+        assert len(t) == sum(len(v) for v in B.ROW_STEPS.values())
+        assert list(t["steps"][:4]) == ["1,000", "2,000", "4,000", "8,000"]
         assert len(F.factorial_display(eff)) == 7
     assert F.budget_display(B.comparisons(empty["budget"]))["validation (nats, 95 % interval)"].eq("not stored yet").all()
-    assert F.budget_display(B.comparisons(full["budget"]))["runs stored"].eq("6 of 6").all()
+    shown = F.budget_display(B.comparisons(full["budget"]))["runs stored"]
+    assert shown.isin(["6 of 6", f"{2 * B.POWER_SEEDS} of {2 * B.POWER_SEEDS}"]).all()
     lr = F.lr_check_display(full["lr_check"], full["lr_table"])
     assert lr["chosen"].eq("yes").sum() == 2 and lr["regret (nats)"].min() == 0
     assert F.lr_check_display(empty["lr_check"], None).shape == (1, 1)
+
+
+def test_power_seeds_follow_from_the_spread_the_committed_store_measured_first():
+    """POWER_SEEDS is required_seeds of the largest paired standard deviation of the four original
+    rows at 4,000 steps over the seeds the store held before the power rule (0, 1, 2)."""
+    from lowrank.experiments.head_size_training.rules import required_seeds
+    from lowrank.files import BOOK_ROOT
+
+    runs = B.read(BOOK_ROOT / "data/results/04_head_size_budget.jsonl")["budget"]
+    sd = max(B.planning_sd(runs, row, seeds=B.SEEDS, steps=B.BUDGET_STEPS[-1])
+             for row in ("gap", "match", "stdheads", "fixedheads"))
+    assert sd == pytest.approx(0.0385, abs=5e-5)
+    assert required_seeds(sd) == B.POWER_SEEDS == 9
+
+
+def test_required_seeds_reach_the_margin_and_stop_at_the_cap():
+    from lowrank.experiments.head_size_training.rules import MARGIN, MAX_SEEDS, POWER_SEEDS, required_seeds
+    from lowrank.experiments.shared.intervals import t_quantile
+
+    assert required_seeds(float("nan")) == required_seeds(0.0) == POWER_SEEDS
+    for sd in (0.01, 0.04, 0.045, 0.05):
+        n = required_seeds(sd)
+        assert t_quantile(0.975, n - 1) * sd / math.sqrt(n) <= MARGIN
+        if n > POWER_SEEDS:
+            assert t_quantile(0.975, n - 2) * sd / math.sqrt(n - 1) > MARGIN  # the smallest such n
+    assert required_seeds(0.04) == 10 and required_seeds(1.0) == MAX_SEEDS
+    assert [required_seeds(x) for x in (0.03, 0.04, 0.05, 0.06)] == sorted(required_seeds(x) for x in (0.03, 0.04, 0.05, 0.06))
+
+
+def test_a_row_whose_own_spread_is_larger_asks_for_more_seeds_from_the_spread_alone(tmp_path, monkeypatch):
+    """A fake whose Table 2(B) d_p = 128 model scatters by 0.1 nats from seed to seed: after the first
+    POWER_SEEDS seeds, the pastn row asks for more, the other rows do not; shifting every loss of
+    that model (the mean) changes nothing."""
+    def scattered(shift):
+        def run(cfg, *, run_dir):
+            out = _fake_run(cfg, run_dir=run_dir)
+            if cfg["head_dim"] == 128:
+                for k in ("val_loss", "test_loss"):
+                    out[k] += shift + (0.1 if cfg["seed"] % 2 else -0.1)
+            return out
+        return run
+
+    grids = {}
+    for shift in (0.0, 0.5):
+        monkeypatch.setattr(B, "sweep", lambda configs, _s=shift, **kw: sweep(list(configs), run_fn=scattered(_s), **kw))
+        store = tmp_path / f"budget{shift}.jsonl"
+        B.run(store)
+        runs = B.read(store)["budget"]
+        grids[shift] = {(lab["model"], c["seed"]) for lab, c in B.reestimate_grid(0.01, runs)}
+        assert B.row_seeds(runs, "pastn") > B.POWER_SEEDS and B.row_seeds(runs, "gap") == B.POWER_SEEDS
+        got = B.read(store)
+        assert len(got["budget"]) == got["planned"]["budget"]  # the re-estimated seeds were trained
+    assert grids[0.0] == grids[0.5] and {m for m, _ in grids[0.0]} == {"fixed h = 4, d_p = 64", "fixed h = 4, d_p = 128"}

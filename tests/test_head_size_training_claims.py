@@ -4,7 +4,7 @@ threshold, reaching every verdict it can return."""
 import pytest
 
 from lowrank.experiments import head_size_training as hs
-from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, MissingEvidence
+from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, REPRODUCED, MissingEvidence
 
 NAN = float("nan")
 
@@ -15,8 +15,11 @@ def _counts(within=15, worst=0.49):
 
 
 
+SEEDS = hs.rules.POWER_SEEDS
+
+
 def _row(src, row, val, test=None, *, steps=(1000, 2000, 4000), change=(0.0, -0.01, 0.01), test_change=None,
-         planned=6, stored=6, n=3, param_gap=NAN):
+         planned=2 * SEEDS, stored=2 * SEEDS, n=SEEDS, param_gap=NAN, plan_sd=0.02):
     """Synthetic evidence of one row: ``val`` / ``test`` are (diff, lo, hi) at the largest budget,
     ``change`` / ``test_change`` the gap's change over the last doubling (ignored with one budget)."""
     test = val if test is None else test
@@ -24,7 +27,7 @@ def _row(src, row, val, test=None, *, steps=(1000, 2000, 4000), change=(0.0, -0.
     p = f"ch04_rule_{src}_{row}_"
     out = {p + "what": f"{row} (a minus b)", p + "steps": steps[-1], p + "tokens": steps[-1] * 2048.0,
            p + "planned": planned, p + "stored": stored, p + "prev_steps": float(steps[-2]) if len(steps) > 1 else NAN,
-           p + "param_gap": param_gap}
+           p + "param_gap": param_gap, p + "plan_sd": plan_sd}
     for s, (d, lo, hi), c in (("val", val, change), ("test", test, test_change)):
         out.update({f"{p}{s}_diff": d, f"{p}{s}_lo": lo, f"{p}{s}_hi": hi, f"{p}{s}_n": n})
         one = len(steps) == 1
@@ -35,23 +38,30 @@ def _row(src, row, val, test=None, *, steps=(1000, 2000, 4000), change=(0.0, -0.
 
 _LONG = {"ch04_long_scale": "long"}
 
-# (rule, source, row, extra keys): the five training rows share one rule.
+# (rule, source, row, extra keys): the training rows share one rule.
 TRAINING_ROWS = [
-    (hs.rule_fixed_heads, "budget", "gap", {}),
-    (hs.rule_parameter_matched, "budget", "match", {"param_gap": 0.06}),
+    (hs.rule_fixed_heads, "budget", "gap", {"steps": (1000, 2000, 4000, 8000)}),
+    (hs.rule_parameter_matched, "budget", "match", {"param_gap": 0.06, "steps": (1000, 2000, 4000, 8000)}),
     (hs.rule_more_heads_standard, "budget", "stdheads", {}),
     (hs.rule_more_heads_fixed, "budget", "fixedheads", {}),
+]
+# The rows measured at one budget (the moving clause does not apply to them).
+ONE_BUDGET_ROWS = [
+    (hs.rule_head_size, "budget", "capacity", {"steps": (4000,)}),
+    (hs.rule_head_size_past_n, "budget", "pastn", {"steps": (4000,)}),
+    (hs.rules.rule_too_few_heads, "budget", "fewheads1", {"steps": (4000,)}),
 ]
 
 
 def test_claims_are_declared_with_sections_and_rule_sentences():
     keys = [c.key for c in hs.CLAIMS]
-    assert len(set(keys)) == 6 and all(c.chapter == "04" and c.section.startswith("sec-ch04-") for c in hs.CLAIMS)
+    assert len(set(keys)) == 8 and all(c.chapter == "04" and c.section.startswith("sec-ch04-") for c in hs.CLAIMS)
     assert all(c.rule_sentence.startswith("Reproduced when") for c in hs.CLAIMS)
     training = [c for c in hs.CLAIMS if c.key != "bhojanapalli-parameter-counts"]
     assert all(c.scale_key == "ch04_long_scale" and "long-scale" in c.rule_sentence for c in training)
     assert all("validation and the test split" in c.rule_sentence for c in training)
-    assert set(hs.LIVE_RULES) == {c.key for c in training}
+    # the page's own runs have no Fig. 4 or Table 2(B) past-n models: those two rows exist in the store only
+    assert set(hs.LIVE_RULES) == {c.key for c in training} - {"head-size-past-n", "too-few-heads-hurt"}
     assert "ch04_long_scale" in hs.HEADLINE_KEYS
 
 
@@ -65,7 +75,7 @@ def test_parameter_counts_rule_both_sides_of_the_tolerance():
 
 
 
-@pytest.mark.parametrize("rule,src,row,extra", TRAINING_ROWS)
+@pytest.mark.parametrize("rule,src,row,extra", TRAINING_ROWS + ONE_BUDGET_ROWS)
 def test_the_shared_rule_reaches_every_verdict_on_every_row(rule, src, row, extra):
     ev = lambda *a, **k: {**_row(src, row, *a, **{**extra, **k}), **_LONG}  # noqa: E731
     assert rule(ev((0.05, 0.01, 0.09))).verdict == REPRODUCED
@@ -81,11 +91,30 @@ def test_the_shared_rule_reaches_every_verdict_on_every_row(rule, src, row, extr
     assert rule(ev((0.05, 0.01, 0.09), (-0.05, -0.09, -0.01))).verdict == INCONCLUSIVE
     # missing runs at the largest budget: inconclusive, and the counts are said
     j = rule(ev((0.05, 0.01, 0.09), stored=5))
-    assert j.verdict == INCONCLUSIVE and "5 of the 6 runs" in j.evidence
+    assert j.verdict == INCONCLUSIVE and f"5 of the {2 * SEEDS} runs" in j.evidence
     one = rule(ev((0.3, NAN, NAN), n=1))
     assert one.verdict == INCONCLUSIVE and "one seed" in one.qualifier
     j = rule(ev((0.05, 0.01, 0.09)))
-    assert "4,000 steps" in j.evidence and "8.2 M training tokens" in j.evidence and "validation +0.050" in j.evidence
+    budget = extra.get("steps", (4000,))[-1]
+    assert f"{budget:,} steps" in j.evidence and f"{budget * 2048 / 1e6:.1f} M training tokens" in j.evidence
+    assert "validation +0.050" in j.evidence and f"{SEEDS} seeds, the power rule asks for {SEEDS}" in j.evidence
+    # no effect larger than the margin: both intervals strictly inside it, either sign of the mean
+    m = hs.rules.MARGIN
+    j = rule(ev((0.005, -0.02, m - 1e-6), (-0.004, -m + 1e-6, 0.02)))
+    assert j.verdict == NEGLIGIBLE and f"+-{m}" in j.qualifier
+    assert rule(ev((0.005, -0.02, m), (0.0, -0.02, 0.02))).verdict == INCONCLUSIVE   # touching the margin
+    j = rule(ev((0.005, -0.02, 0.04)))
+    assert j.verdict == INCONCLUSIVE and "beyond the margin" in j.qualifier
+    # an interval above 0 but inside the margin is a small effect, not no effect
+    assert rule(ev((0.01, 0.002, 0.02))).verdict == REPRODUCED
+    # the power rule: too few seeds, or a spread that asks for more than POWER_SEEDS
+    j = rule(ev((0.05, 0.01, 0.09), n=SEEDS - 1, planned=2 * SEEDS - 2, stored=2 * SEEDS - 2))
+    assert j.verdict == INCONCLUSIVE and f"judged on {SEEDS - 1} seeds where the power rule asks for {SEEDS}" in j.qualifier
+    need = hs.rules.required_seeds(0.06)
+    assert need > SEEDS
+    j = rule(ev((0.05, 0.01, 0.09), plan_sd=0.06))
+    assert j.verdict == INCONCLUSIVE and f"asks for {need}" in j.qualifier
+    assert rule(ev((0.05, 0.01, 0.09), plan_sd=0.06, n=need)).verdict == REPRODUCED
 
 
 @pytest.mark.parametrize("rule,src,row,extra", TRAINING_ROWS)
@@ -115,15 +144,44 @@ def test_a_gap_still_moving_toward_zero_is_not_judged_in_either_direction(rule, 
     # a change without an interval cannot settle the question
     j = rule(ev((0.06, 0.03, 0.09), change=(-0.01, NAN, NAN)))
     assert j.verdict == INCONCLUSIVE and "no interval" in j.qualifier
+    # inside the margin and moving detectably: it stays only if it would not leave within the horizon
+    m = hs.rules.MARGIN
+    inside = (0.0, -0.02, 0.02)
+    j = rule(ev(inside, change=(m / h, 0.001, 0.03)))
+    assert j.verdict == INCONCLUSIVE and "leave the margin" in j.qualifier
+    assert rule(ev(inside, change=(-m / h, -0.03, -0.001))).verdict == INCONCLUSIVE
+    assert rule(ev(inside, change=(0.9 * m / h, 0.001, 0.03))).verdict == NEGLIGIBLE
+    assert rule(ev(inside, change=(0.05, -0.001, 0.1))).verdict == NEGLIGIBLE  # movement not detectable
 
 
-def test_head_size_rule_judges_its_one_budget_and_says_so():
+@pytest.mark.parametrize("rule,src,row,extra", ONE_BUDGET_ROWS)
+def test_one_budget_rows_are_judged_without_a_trend_and_say_so(rule, src, row, extra):
+    ev = lambda *a, **k: {**_row(src, row, *a, **{**extra, **k}), **_LONG}  # noqa: E731
+    j = rule(ev((0.05, 0.02, 0.08)))
+    assert j.verdict == REPRODUCED and "one budget" in j.evidence and "4,000 steps" in j.evidence
+
+
+def test_too_few_heads_names_every_halving_that_hurts():
+    ev = {**_row("budget", "fewheads1", (0.2, 0.15, 0.25), steps=(4000,)),
+          **_row("budget", "fewheads2", (0.1, 0.05, 0.15), steps=(4000,)),
+          **_row("budget", "fewheads4", (0.01, -0.02, 0.04), steps=(4000,)), **_LONG}
+    j = hs.rules.rule_too_few_heads(ev)
+    assert j.verdict == REPRODUCED and "from 2 to 1, from 4 to 2" in j.evidence and "8 to 4" not in j.evidence
+    ev.update(_row("budget", "fewheads1", (-0.05, -0.08, -0.02), steps=(4000,)))
+    j = hs.rules.rule_too_few_heads(ev)
+    assert j.verdict == CONTRADICTED and "from 4 to 2" in j.evidence
+
+
+def test_the_long_sweep_head_size_row_is_judged_at_its_one_budget():
     ev = lambda *a, **k: {**_row("long", "dpsize", *a, steps=(1000,), **k), **_LONG}  # noqa: E731
-    j = hs.rule_head_size(ev((0.05, 0.02, 0.08)))
+    rule = hs.LIVE_RULES["bhojanapalli-head-size-capacity"]
+    j = judge = hs.rules.judge_row(ev((0.05, 0.02, 0.08)), "long", "dpsize")
     assert j.verdict == REPRODUCED and "one budget" in j.evidence and "1,000 steps" in j.evidence
-    assert hs.rule_head_size(ev((-0.05, -0.08, -0.02))).verdict == CONTRADICTED
-    assert hs.rule_head_size(ev((0.05, 0.02, 0.08), (0.01, -0.02, 0.04))).verdict == INCONCLUSIVE
-    assert hs.rule_head_size(ev((0.05, -0.02, 0.08))).verdict == INCONCLUSIVE
+    assert judge.verdict == REPRODUCED and callable(rule)
+    judge = lambda *a: hs.rules.judge_row(ev(*a), "long", "dpsize")  # noqa: E731
+    assert judge((-0.05, -0.08, -0.02)).verdict == CONTRADICTED
+    assert judge((0.05, 0.02, 0.08), (0.01, -0.02, 0.05)).verdict == INCONCLUSIVE
+    assert judge((0.05, -0.02, 0.08)).verdict == INCONCLUSIVE
 
 
 def test_parameter_matched_needs_a_matched_baseline():
@@ -135,7 +193,7 @@ def test_parameter_matched_needs_a_matched_baseline():
     assert rule(ev(NAN)).verdict == INCONCLUSIVE
     # runs missing: said first, not as a parameter mismatch
     j = rule({**_row("budget", "match", (0.05, 0.01, 0.09), param_gap=NAN, stored=2), **_LONG})
-    assert j.verdict == INCONCLUSIVE and "2 of the 6 runs" in j.evidence and "nan" not in j.evidence
+    assert j.verdict == INCONCLUSIVE and f"2 of the {2 * SEEDS} runs" in j.evidence and "nan" not in j.evidence
 
 
 def test_live_rules_read_the_live_keys():

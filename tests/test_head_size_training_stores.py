@@ -115,6 +115,29 @@ def test_every_budget_record_was_trained_from_a_clean_checkout_after_its_rules_w
         assert ok, f"record {r['key']} was trained at {rev[:8]}, which does not contain the rules commit {rules_commit}"
 
 
+def test_every_powered_record_was_trained_after_the_power_rule_was_registered():
+    """The grids the power rule added (seeds 3 and up, 8,000 steps, Table 2(B), Fig. 4) were trained
+    from clean checkouts holding the registration of the rows they judge."""
+    import subprocess
+
+    from lowrank.experiments.head_size_training import budget
+    from lowrank.experiments.ledger import event_commit, read_ledger
+
+    reg = [e for e in read_ledger() if e.claim == "head-size-past-n" and e.event == "register"]
+    assert reg, "the power rule's rows are not registered"
+    rules_commit = event_commit(reg[0])
+    if not rules_commit:
+        pytest.skip("git history not available")
+    added = {run_key(c) for g in budget.added_grids(0.01) for _, c in g}
+    for r in _budget_records():
+        if r["key"] not in added and r["config"]["seed"] < len(budget.SEEDS):
+            continue
+        rev = r["provenance"]["git_revision"]
+        assert not rev.endswith("+dirty"), f"record {r['key']} was trained from a checkout with local changes"
+        ok = subprocess.run(["git", "merge-base", "--is-ancestor", rules_commit, rev], cwd=ROOT).returncode == 0
+        assert ok, f"record {r['key']} was trained at {rev[:8]}, before the power rule ({rules_commit[:8]})"
+
+
 @pytest.mark.slow
 def test_the_cheapest_budget_run_is_reproduced_by_todays_code(tmp_path):
     from lowrank.experiments.head_size_training import budget

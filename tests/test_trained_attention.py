@@ -196,6 +196,12 @@ def test_grid_intervals_are_never_zero_width_and_use_plateau_runs_only():
     assert (t.loc[16, "capped"], t.loc[16, "complete_seeds"], bool(t.loc[16, "judged"])) == (3, 2, False)
     assert t.loc[16, "capped_runs"] == "d_h 1 (seed 2), d_h 2 (seed 1), d_h 3 (seed 0)"
     assert ch.grid_intervals(runs, grid, "single").n.tolist() == [32]
+    # one capped run leaves four complete seeds, more than MIN_SEEDS: still not judged, since leaving out
+    # the seed that did not converge would choose seeds by their result
+    runs, grid = _synthetic_runs({16: 3, 32: 8}, capped={(16, 2, 4)})
+    t = ch.plateau_table(runs, grid).set_index("n")
+    assert (t.loc[16, "complete_seeds"], bool(t.loc[16, "judged"])) == (4, False)
+    assert ch.grid_intervals(runs, grid, "single").n.tolist() == [32]
     # a partial store: n = 32 missing d_h = 8 for every seed is not judged either
     part = runs[~((runs.n == 32) & (runs.head_dim == 8))]
     assert ch.grid_intervals(part, grid, "single").empty
@@ -355,7 +361,7 @@ def test_figures_and_tables_draw_from_the_tables():
     from lowrank.book.plotting import grey_safe_lines, subplots
     from lowrank.experiments import trained_attention as ch
 
-    runs, grid = _synthetic_runs({16: 2, 32: 3, 64: 4}, ns=(16, 32, 64), capped=[(32, 1, 0)])
+    runs, grid = _synthetic_runs({16: 2, 32: 3, 64: 4, 128: 4}, ns=(16, 32, 64, 128), capped=[(128, 1, 0)])
     recs = _truncation_records()
     tables = {**_tiny_pretrained_tables(), "retrieval": runs.assign(task="single"), "retrieval_grid": grid,
               "truncation": ch.truncation_table(recs), "truncation_layers": ch.layer_table(recs)}
@@ -383,7 +389,7 @@ def test_figures_and_tables_draw_from_the_tables():
             plt.close(fig)
     assert list(ch.windows_table(tables).data.columns) == ["sequence length n (tokens)", "x windows"]
     status = ch.retrieval_status_table(tables).data
-    assert status["stopped by the cap"].tolist() == [0, 1, 0] and status["task"].tolist() == ["one-key"] * 3
+    assert status["stopped by the cap"].tolist() == [0, 0, 0, 1] and status["task"].tolist() == ["one-key"] * 4
     assert "(a) top-10 overlap" in ch.truncation_display(tables).data.columns
 
 

@@ -117,8 +117,17 @@ PAIR = [(16, 3, 4, 3, 5, 0.0), (32, 4, 5, 4, 6, 0.0)]
 def reduction(single=LOG_LIKE, pair=PAIR, **kw):
     h = dict(ch07_red_single=pts(single), ch07_red_pair=pts(pair), ch07_red_single_runs=325,
              ch07_red_single_grid=325, ch07_red_single_plateau=320, ch07_red_pair_runs=104, ch07_red_pair_grid=156,
-             ch07_red_pair_plateau=100, ch07_ret_corr=0.997, ch07_ret_pair_corr=0.8)
+             ch07_red_pair_plateau=100, ch07_ret_corr=0.997, ch07_ret_pair_corr=0.8, ch07_ret_cap=8000,
+             ch07_ret_ext_cap=ch.EXTENDED_CAP, ch07_ret_extended=41)
     return {**h, **kw}
+
+
+def test_reduction_needs_the_capped_runs_trained_again_to_the_registered_cap():
+    j = ch.rule_model_reduction(reduction())
+    assert j.verdict == REPRODUCED and "trained again to 32,000 (41 stored)" in j.evidence
+    for ext in (0, 16000):
+        j = ch.rule_model_reduction(reduction(ch07_ret_ext_cap=ext))
+        assert j.verdict == INCONCLUSIVE and "registered cap of 32,000 steps" in j.qualifier
 
 
 def test_reduction_reproduced_when_ln_n_fits_and_a_power_law_does_not():

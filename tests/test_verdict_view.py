@@ -77,7 +77,7 @@ def test_colours_match_the_verdict_figure_and_the_corrected_badge_is_white_on_da
     assert "dashed" in VERDICT_STYLE["not tested"][3] and VERDICT_STYLE["not tested"][0] == "#ffffff"
     hatched = [v for v in VERDICT_STYLE if "gradient" in verdict_badge(v)]
     assert set(hatched) == {"reproduced, corrected", "reproduced in a weaker form",
-                            "holds only under stated conditions", "contradicted"}
+                            "holds only under stated conditions", "no effect larger than the margin", "contradicted"}
 
 
 def test_brief_table_has_no_detail_rows_and_needs_only_the_visible_fields():

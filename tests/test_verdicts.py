@@ -1,6 +1,6 @@
 import pytest
 
-from lowrank.experiments.verdicts import (CONDITIONAL, CORRECTED, INCONCLUSIVE, KINDS, NOT_TESTED, REPRODUCED,
+from lowrank.experiments.verdicts import (CONDITIONAL, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE, NOT_TESTED, REPRODUCED,
                                           VERDICT_MEANING, VERDICTS, WEAKER, Claim, Judgement, MissingEvidence,
                                           need)
 
@@ -13,14 +13,16 @@ def _rule(h):
         Judgement(INCONCLUSIVE, "x = 0", "an effect of 1")
 
 
-def test_seven_verdicts_in_order_each_with_one_meaning():
-    assert VERDICTS[0] == REPRODUCED and VERDICTS[-1] == NOT_TESTED and len(VERDICTS) == 7
-    assert set(VERDICT_MEANING) == set(VERDICTS) and len(set(VERDICT_MEANING.values())) == 7
+def test_eight_verdicts_in_order_each_with_one_meaning():
+    assert VERDICTS[0] == REPRODUCED and VERDICTS[-1] == NOT_TESTED and len(VERDICTS) == 8
+    assert set(VERDICT_MEANING) == set(VERDICTS) and len(set(VERDICT_MEANING.values())) == 8
+    # "no effect larger than the margin" is a statement about a powered experiment, not a lack of power
+    assert NEGLIGIBLE != INCONCLUSIVE and "power" in VERDICT_MEANING[NEGLIGIBLE]
     # a correction that sharpens a claim is its own verdict, never a weakening
     assert CORRECTED != WEAKER and "not a weakening" in VERDICT_MEANING[CORRECTED]
 
 
-@pytest.mark.parametrize("verdict", [CORRECTED, WEAKER, CONDITIONAL, INCONCLUSIVE, NOT_TESTED])
+@pytest.mark.parametrize("verdict", [CORRECTED, WEAKER, CONDITIONAL, NEGLIGIBLE, INCONCLUSIVE, NOT_TESTED])
 def test_qualified_verdicts_need_their_qualifier(verdict):
     with pytest.raises(ValueError, match="needs a qualifier"):
         Judgement(verdict, "some evidence")

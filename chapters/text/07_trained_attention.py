@@ -36,6 +36,7 @@ retrieval_head_dims = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16]  # query/key s
 retrieval_seeds = 5                          # seeds per (n, d_h), one-key task
 retrieval_pair_seeds = 3                     # seeds per (n, d_h), two-key task
 retrieval_max_steps = 8000                   # step cap (a run stops earlier at its loss plateau)
+retrieval_extended_cap = 32000               # runs capped without a plateau trained again to this cap (None: not)
 retrieval_min_steps = 1000                   # steps before the first plateau check
 retrieval_d_model = 64                       # width of the retrieval model
 retrieval_values = 16                        # distinct values (classes)

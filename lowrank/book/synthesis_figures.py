@@ -8,8 +8,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..experiments.synthesis import NOT_JUDGED, PROOF_CHECK, Row, is_claim
-from ..experiments.verdicts import (CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NOT_TESTED, REPRODUCED,
-                                    VERDICTS, WEAKER)
+from ..experiments.verdicts import (CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NEGLIGIBLE, NOT_TESTED,
+                                    REPRODUCED, VERDICTS, WEAKER)
 
 
 def verdict_groups(rows: Iterable[Row]) -> dict[str, list[Row]]:
@@ -36,8 +36,8 @@ def plot_verdicts_by_paper(rows: Iterable[Row], ax) -> None:
         return
     # light to dark from contradicted to reproduced, with hatches so the bars stay apart in grey scale
     shades = {REPRODUCED: "#5aae61", CORRECTED: "#1b7837", WEAKER: "#a6dba0", CONDITIONAL: "#fee08b",
-              INCONCLUSIVE: "#d9d9d9", CONTRADICTED: "#c2a5cf", NOT_TESTED: "#ffffff", NOT_JUDGED: "#ffffff"}
-    hatches = {REPRODUCED: "", CORRECTED: "", WEAKER: "//", CONDITIONAL: "..", INCONCLUSIVE: "", CONTRADICTED: "xx",
+              NEGLIGIBLE: "#92c5de", INCONCLUSIVE: "#d9d9d9", CONTRADICTED: "#c2a5cf", NOT_TESTED: "#ffffff", NOT_JUDGED: "#ffffff"}
+    hatches = {REPRODUCED: "", CORRECTED: "", WEAKER: "//", CONDITIONAL: "..", NEGLIGIBLE: "||", INCONCLUSIVE: "", CONTRADICTED: "xx",
                NOT_TESTED: "\\\\", NOT_JUDGED: "--"}
     left = np.zeros(len(papers))
     for v in (*VERDICTS, NOT_JUDGED):

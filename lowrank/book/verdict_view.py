@@ -27,6 +27,7 @@ _HATCH = {
     "": "none",
     "//": "repeating-linear-gradient(45deg, rgba(0,0,0,.22) 0 1px, transparent 1px 6px)",
     "\\\\": "repeating-linear-gradient(-45deg, rgba(255,255,255,.35) 0 1px, transparent 1px 6px)",
+    "||": "repeating-linear-gradient(90deg, rgba(0,0,0,.2) 0 1px, transparent 1px 6px)",
     "..": "radial-gradient(rgba(0,0,0,.3) 0.8px, transparent 1px) 0 0 / 5px 5px",
     "xx": ("repeating-linear-gradient(45deg, rgba(0,0,0,.2) 0 1px, transparent 1px 6px), "
            "repeating-linear-gradient(-45deg, rgba(0,0,0,.2) 0 1px, transparent 1px 6px)"),
@@ -36,6 +37,7 @@ VERDICT_STYLE: dict[str, tuple[str, str, str, str]] = {
     "reproduced, corrected": ("#1b7837", "#ffffff", "\\\\", "1px solid #0f4a21"),
     "reproduced in a weaker form": ("#a6dba0", "#000000", "//", "1px solid #6aa864"),
     "holds only under stated conditions": ("#fee08b", "#000000", "..", "1px solid #c9a93f"),
+    "no effect larger than the margin": ("#92c5de", "#000000", "||", "1px solid #4f8fb0"),
     "inconclusive": ("#d9d9d9", "#000000", "", "1px solid #9a9a9a"),
     "contradicted": ("#c2a5cf", "#000000", "xx", "1px solid #8a6a99"),
     "not tested": ("#ffffff", "#000000", "", "1px dashed #555555"),

@@ -30,17 +30,6 @@ UNTESTED: tuple[Claim, ...] = (
           where="Table 3 (Appendix D)",
           untested="four BERT pre-trainings at d = 768 (2-3 days each on 16 TPUv3 chips); chapter 04's Fig. 3a "
                    "fixed half asks the same question at small scale"),
-    Claim("head-size-past-n", BHOJANAPALLI, "04", "",
-          "Head size keeps helping past the sequence length: d_p = 256 beats d_p = 128 at n = 128", None,
-          kind=TRAINING, where="Table 2(B)",
-          untested="chapter 04's engine with head sizes above its context length (for example d_p = 64 and 128 "
-                   "at n = 32, h = 4, 3 seeds, paired, at chapter 04's long budget): about 2 CPU-hours"),
-    Claim("too-few-heads-hurt", BHOJANAPALLI, "04", "",
-          "At a fixed head size of 32, reducing the number of heads below a threshold hurts (LM1B)", None,
-          kind=TRAINING, where="Fig. 4 (Appendix D)",
-          untested="standard models with d/h = 32 at h = 1, 2, 4, 8 (d = 32h) on chapter 04's corpus, 3 seeds "
-                   "each at its long budget: about 3 CPU-hours; the paper's LM1B scale needs 4 TPUv2 chips for "
-                   "a couple of hours per model and the LM1B corpus, which is not packaged for offline use"),
     Claim("lm1b-scaling", BHOJANAPALLI, "04", "",
           "On LM1B, fixed head size models at width 256 beat baselines at width 512 and scale better with "
           "parameters", None, kind=TRAINING, where="Fig. 1; Sec. 4.2",

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS,
+from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE,
                        KIND_MEANING, MIN_LI, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
                        WEAKER, Claim, Judgement, MissingEvidence)
 from ..params import Str
@@ -305,7 +305,7 @@ def count_phrase(count: int, noun: str = "claim", plural: str | None = None) -> 
 
 
 def verdict_counts(rows: Iterable[Row]) -> dict[str, int]:
-    """{verdict: number of claims} for the five verdicts and NOT_JUDGED (claim rows only)."""
+    """{verdict: number of claims} for every verdict and NOT_JUDGED (claim rows only)."""
     counts = Counter(r.verdict for r in rows if r.statement != "(no claim collected)")
     return {v: counts.get(v, 0) for v in (*VERDICTS, NOT_JUDGED)}
 
@@ -316,6 +316,7 @@ _PREDICATE = {
     CORRECTED: ("is reproduced with a correction", "are reproduced with a correction"),
     WEAKER: ("is reproduced in a weaker form", "are reproduced in a weaker form"),
     CONDITIONAL: ("holds only under stated conditions", "hold only under stated conditions"),
+    NEGLIGIBLE: ("shows no effect larger than its margin", "show no effect larger than their margins"),
     INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
     CONTRADICTED: ("is contradicted", "are contradicted"),
     NOT_TESTED: ("is not tested", "are not tested"),

@@ -1,4 +1,4 @@
-"""The verdict framework: five verdicts, claims with rules fixed before the data, judgements.
+"""The verdict framework: the verdicts, claims with rules fixed before the data, judgements.
 
 A claim's rule is a plain function of its chapter's ``headline()`` dict. Its thresholds are
 named constants in the chapter's module, each with a one-line reason, and its docstring's first
@@ -16,7 +16,7 @@ from typing import Any
 
 from ..params import SCALES
 
-__all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
+__all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "NEGLIGIBLE", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
            "VERDICTS", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
            "EMPIRICAL_KINDS", "KIND_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Judgement", "Claim",
            "MissingEvidence", "need", "is_missing"]
@@ -25,10 +25,11 @@ REPRODUCED = "reproduced"
 CORRECTED = "reproduced, corrected"
 WEAKER = "reproduced in a weaker form"
 CONDITIONAL = "holds only under stated conditions"
+NEGLIGIBLE = "no effect larger than the margin"
 INCONCLUSIVE = "inconclusive"
 CONTRADICTED = "contradicted"
 NOT_TESTED = "not tested"
-VERDICTS = (REPRODUCED, CORRECTED, WEAKER, CONDITIONAL, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
+VERDICTS = (REPRODUCED, CORRECTED, WEAKER, CONDITIONAL, NEGLIGIBLE, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
 
 VERDICT_MEANING = {
     REPRODUCED: "the claim holds as stated, and the uncertainty excludes the alternative",
@@ -36,13 +37,15 @@ VERDICT_MEANING = {
     WEAKER: "only a weaker statement holds; the row names it",
     CONDITIONAL: ("true inside conditions the claim did not state (the row names them); a theorem's own "
                   "hypothesis is not such a condition"),
+    NEGLIGIBLE: ("the experiment had the power its registered margin asks, and every interval lies inside that "
+                 "margin: no effect larger than the margin at this scale (the row names the margin and the scale)"),
     INCONCLUSIVE: "the experiment cannot tell at its power; the row states the smallest effect it could detect",
     CONTRADICTED: "the evidence excludes the claim as the book states it",
     NOT_TESTED: "the book does not test the claim; the row says what testing it would take",
 }
 # What a qualified verdict must say next to it.
 _QUALIFIER = {CORRECTED: "the correction", WEAKER: "the weaker statement that holds",
-              CONDITIONAL: "the conditions", INCONCLUSIVE: "the smallest effect the experiment could detect",
+              CONDITIONAL: "the conditions", NEGLIGIBLE: "the margin and the scale", INCONCLUSIVE: "the smallest effect the experiment could detect",
               NOT_TESTED: "what testing it would take"}
 
 # What kind of evidence a claim rests on. Totals never add proof checks to empirical results.

@@ -25,8 +25,9 @@ from .grids import (base_config, head_size_at_fixed_heads, heads_at_fixed_width,
                     recovery_grid, training_grids)
 from .headlines import HEADLINE_KEYS, LONG_COMMAND, headline
 from .paper import PAPER_TABLES, PARAMETER_TOLERANCE_M, paper_parameter_table, run_parameter_table
-from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_more_heads_fixed,
-                    rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched)
+from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_head_size_past_n,
+                    rule_more_heads_fixed, rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched,
+                    rule_too_few_heads)
 from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA
 from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, mean_curves, paired,
                         summarise)
@@ -45,7 +46,8 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "estimate", "memory", 
            "summarise", "curves", "mean_curves", "curve_gap", "configuration_table", "LEVEL", "paired", "diff_text",
            "half_width",
            "MATCH_TOLERANCE", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched",
-           "rule_head_size", "rule_more_heads_standard", "rule_more_heads_fixed",
+           "rule_head_size", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size_past_n",
+           "rule_too_few_heads",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
            "lr_display", "claims_table", "budget", "figures", "rules"]
 

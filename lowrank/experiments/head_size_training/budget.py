@@ -1,6 +1,7 @@
-"""Chapter 04's long-scale budget store: a learning-rate check, the budget extension and a factorial.
+"""Chapter 04's long-scale budget store: a learning-rate check, the budget extension, a factorial,
+and the powered seeds, the doubled budget, Fig. 4 and Table 2(B) added to it.
 
-Three grids of causal-LM runs on the recipe of the chapter's long-scale sweep (d = 64, n = 64,
+Grids of causal-LM runs on the recipe of the chapter's long-scale sweep (d = 64, n = 64,
 two pre-LN layers, BPE vocabulary 512, batch 32, cosine decay after 100 warm-up steps, scaled
 initialisation, one torch thread), written to one resumable store through :func:`lowrank.sweep.sweep`
 and run in this order by :func:`run` (``python -m lowrank.experiments.head_size_training.budget``):
@@ -14,6 +15,12 @@ and run in this order by :func:`run` (``python -m lowrank.experiments.head_size_
 3. :func:`factorial_grid`: tokenizer (characters or BPE 512) x initialisation (BERT-style or
    scaled) x (standard or fixed head size at h = 32), every seed, :data:`FACTORIAL_STEPS` steps
    at the fixed rate :data:`FACTORIAL_LR`.
+4. :func:`power_grid`: the six models at the largest budget for the seeds the power rule asks
+   (:data:`rules.POWER_SEEDS`); :func:`extension_grid`: the h = 32 and parameter-matched trio at
+   :data:`EXTENDED_STEPS`; :func:`table2b_grid` and :func:`fig4_grid`: the head sizes around n at
+   h = 4, and head size 32 at h = 1, 2, 4, 8 (width 32 h), at the largest budget. Then
+   :func:`reestimate_grid`: more seeds for a row whose own spread over its first seeds asks for them
+   (:func:`rules.required_seeds`, read from the spread alone).
 
 :func:`read` returns what the store holds so far (a partial store is normal: the runs take hours
 and resume by run key); :func:`comparisons` turns the budget runs into the paired gaps the
@@ -35,11 +42,15 @@ from ...data import SPECIAL_TOKENS
 from ...stats import Estimate, t_interval
 from ...sweep import ResultStore, manifest_path, parse_shard, sweep
 from ...train import TrainConfig, run_key
+from .rules import MAX_SEEDS, POWER_SEEDS, required_seeds
 
 __all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", "LR_CHECK_STEPS",
            "FACTORIAL_STEPS", "FACTORIAL_LR", "TOKENIZERS", "INITS", "EXPERIMENT", "RESUME_COMMAND",
            "design", "lr_check_grid", "budget_grid", "factorial_grid", "choose_rate", "run", "read",
-           "comparisons", "factorial_effects", "manifest_path", "main", "STEP_COST_S", "estimate_s"]
+           "comparisons", "factorial_effects", "manifest_path", "main", "STEP_COST_S", "estimate_s", "EXTENDED_STEPS",
+           "EXTENDED_MODELS", "TABLE2B_MODELS", "FIG4_MODELS", "ALL_MODELS", "ROW_STEPS", "power_grid", "extension_grid",
+           "table2b_grid", "fig4_grid", "reestimate_grid", "row_seeds", "planned_seeds", "planning_sd",
+           "added_grids"]
 
 EXPERIMENT = "04_head_size_budget"
 
@@ -61,13 +72,37 @@ MODELS = (
     ("fixed h = 32", "fixed", 32, 16, 64),
     ("standard d = 112", "standard", 4, None, 112),
 )
+# Twice the largest budget (16.4 M tokens a run) for the two rows that decide whether to decouple
+# the head size: the h = 32 pair and the parameter-matched baseline.
+EXTENDED_STEPS = 8000
+EXTENDED_MODELS = ("standard h = 32", "fixed h = 32", "standard d = 112")
+# Table 2(B) at n = 64: head sizes n / 4 (the standard d / h, "standard h = 4"), n / 2, n and 2 n at h = 4,
+# the ratios of the paper's 32, 64, 128 and 256 at n = 128.
+TABLE2B_MODELS = (
+    ("fixed h = 4, d_p = 32", "fixed", 4, 32, 64),
+    ("fixed h = 4, d_p = 64", "fixed", 4, 64, 64),
+    ("fixed h = 4, d_p = 128", "fixed", 4, 128, 64),
+)
+# Fig. 4: the paper's baselines with head size 32, width and heads varied together (d = 32 h).
+FIG4_MODELS = tuple((f"head size 32, h = {h}", "standard", h, None, 32 * h) for h in (1, 2, 4, 8))
+ALL_MODELS = MODELS + TABLE2B_MODELS + FIG4_MODELS
 # (row, model a, model b): a minus b is positive when the claim holds.
 ROWS = (
     ("gap", "standard h = 32", "fixed h = 32"),
     ("match", "standard d = 112", "fixed h = 32"),
     ("stdheads", "standard h = 32", "standard h = 4"),
     ("fixedheads", "standard h = 4", "fixed h = 32"),
+    ("capacity", "standard h = 4", "fixed h = 4, d_p = 64"),
+    ("pastn", "fixed h = 4, d_p = 64", "fixed h = 4, d_p = 128"),
+    ("fewheads1", "head size 32, h = 1", "head size 32, h = 2"),
+    ("fewheads2", "head size 32, h = 2", "head size 32, h = 4"),
+    ("fewheads4", "head size 32, h = 4", "head size 32, h = 8"),
 )
+# The budgets each row is compared at; it is judged at the last.
+ROW_STEPS = {"gap": (*BUDGET_STEPS, EXTENDED_STEPS), "match": (*BUDGET_STEPS, EXTENDED_STEPS),
+             "stdheads": BUDGET_STEPS, "fixedheads": BUDGET_STEPS, "capacity": BUDGET_STEPS[-1:],
+             "pastn": BUDGET_STEPS[-1:], "fewheads1": BUDGET_STEPS[-1:], "fewheads2": BUDGET_STEPS[-1:],
+             "fewheads4": BUDGET_STEPS[-1:]}
 
 LR_CHECK_RATES = (0.003, 0.01, 0.02)
 LR_CHECK_STEPS = 1000
@@ -84,7 +119,11 @@ INITS = ("bert", "scaled")
 # one torch thread), measured for the long-scale sweep (its parameter set); the character-level runs
 # are charged the BPE cost (a 40-step pilot put them at or below it). Used for the estimate only.
 STEP_COST_S = {"standard h = 4": 0.063, "standard h = 16": 0.104, "standard h = 32": 0.138, "fixed h = 16": 0.118,
-               "fixed h = 32": 0.198, "standard d = 112": 0.112}
+               "fixed h = 32": 0.198, "standard d = 112": 0.112,
+               # measured for the added grids on the same kind of machine (15 steps after one warm-up)
+               "fixed h = 4, d_p = 32": 0.035, "fixed h = 4, d_p = 64": 0.052, "fixed h = 4, d_p = 128": 0.088,
+               "head size 32, h = 1": 0.022, "head size 32, h = 2": 0.035, "head size 32, h = 4": 0.070,
+               "head size 32, h = 8": 0.200}
 
 RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head_size_training.budget "
                   "--store runs/04_head_size_budget.jsonl > runs/04_head_size_budget.log 2>&1 &")
@@ -93,7 +132,7 @@ RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head
 def estimate_s() -> float:
     """CPU seconds of the three grids at :data:`STEP_COST_S` (shared runs counted once)."""
     seen, total = set(), 0.0
-    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid()):
+    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid(), *added_grids(BASE["lr"])):
         for lab, cfg in labelled:
             k = run_key(cfg)
             if k not in seen:
@@ -103,10 +142,10 @@ def estimate_s() -> float:
 
 
 def _model(name: str) -> tuple:
-    for m in MODELS:
+    for m in ALL_MODELS:
         if m[0] == name:
             return m
-    raise ValueError(f"unknown model {name!r}; expected one of {[m[0] for m in MODELS]}")
+    raise ValueError(f"unknown model {name!r}; expected one of {[m[0] for m in ALL_MODELS]}")
 
 
 def _config(name: str, *, steps: int, seed: int, **over) -> dict:
@@ -127,7 +166,10 @@ def design() -> dict:
             "models": [list(m) for m in MODELS], "rows": [list(r) for r in ROWS],
             "lr_check_rates": list(LR_CHECK_RATES), "lr_check_steps": LR_CHECK_STEPS,
             "lr_check_models": list(LR_CHECK_MODELS), "factorial_steps": FACTORIAL_STEPS,
-            "factorial_lr": FACTORIAL_LR, "tokenizers": [list(t) for t in TOKENIZERS], "inits": list(INITS)}
+            "factorial_lr": FACTORIAL_LR, "tokenizers": [list(t) for t in TOKENIZERS], "inits": list(INITS),
+            "power_seeds": POWER_SEEDS, "max_seeds": MAX_SEEDS, "extended_steps": EXTENDED_STEPS,
+            "extended_models": list(EXTENDED_MODELS), "table2b_models": [list(m) for m in TABLE2B_MODELS],
+            "fig4_models": [list(m) for m in FIG4_MODELS], "row_steps": {k: list(v) for k, v in ROW_STEPS.items()}}
 
 
 def lr_check_grid() -> list[tuple[dict, dict]]:
@@ -147,6 +189,85 @@ def factorial_grid() -> list[tuple[dict, dict]]:
     return [(_labels(m, tokenizer=tok, init=init), _config(m, steps=FACTORIAL_STEPS, seed=seed, lr=FACTORIAL_LR,
                                                             vocab_size=vocab, init=init))
             for tok, vocab in TOKENIZERS for init in INITS for seed in SEEDS for m in LR_CHECK_MODELS]
+
+
+def _grid(models, steps: int, seeds, lr: float) -> list[tuple[dict, dict]]:
+    return [(_labels(m[0] if isinstance(m, tuple) else m, steps=steps),
+             _config(m[0] if isinstance(m, tuple) else m, steps=steps, seed=seed, lr=float(lr)))
+            for seed in seeds for m in models]
+
+
+def power_grid(lr: float) -> list[tuple[dict, dict]]:
+    """The six models at the largest budget for the seeds the power rule adds (3 to POWER_SEEDS - 1)."""
+    return _grid(MODELS, BUDGET_STEPS[-1], range(len(SEEDS), POWER_SEEDS), lr)
+
+
+def extension_grid(lr: float) -> list[tuple[dict, dict]]:
+    """The h = 32 pair and the parameter-matched baseline at EXTENDED_STEPS, POWER_SEEDS seeds."""
+    return _grid(EXTENDED_MODELS, EXTENDED_STEPS, range(POWER_SEEDS), lr)
+
+
+def table2b_grid(lr: float) -> list[tuple[dict, dict]]:
+    """Head sizes n / 2, n and 2 n at h = 4 (n / 4 is the budget grid's standard h = 4), POWER_SEEDS seeds."""
+    return _grid(TABLE2B_MODELS, BUDGET_STEPS[-1], range(POWER_SEEDS), lr)
+
+
+def fig4_grid(lr: float) -> list[tuple[dict, dict]]:
+    """Head size 32 at h = 1, 2, 4, 8 (width 32 h), POWER_SEEDS seeds."""
+    return _grid(FIG4_MODELS, BUDGET_STEPS[-1], range(POWER_SEEDS), lr)
+
+
+def added_grids(lr: float) -> tuple[list[tuple[dict, dict]], ...]:
+    """The grids the power rule added, in the order they run."""
+    return power_grid(lr), extension_grid(lr), table2b_grid(lr), fig4_grid(lr)
+
+
+def _rows_of(row: str) -> tuple[str, str]:
+    for r, a, b in ROWS:
+        if r == row:
+            return a, b
+    raise ValueError(f"unknown row {row!r}; expected one of {[r for r, _, _ in ROWS]}")
+
+
+def planning_sd(runs: pd.DataFrame, row: str, seeds=None, steps: int | None = None) -> float:
+    """The larger (over the two splits) standard deviation of ``row``'s paired difference at its
+    last budget (or ``steps``) over ``seeds`` (default: the first POWER_SEEDS); NaN unless every one
+    of those seeds has both runs. The spread alone: the power rule never reads a mean."""
+    a, b = _rows_of(row)
+    seeds = list(range(POWER_SEEDS)) if seeds is None else list(seeds)
+    at = runs[(runs.steps == (ROW_STEPS[row][-1] if steps is None else steps)) & runs.seed.isin(seeds)] \
+        if len(runs) else runs
+    sds = []
+    for value in ("val_loss", "test_loss"):
+        d = _pair(at, {"model": a}, {"model": b}, value) if len(at) else pd.DataFrame(columns=["seed", "diff"])
+        if len(d) < len(seeds):
+            return float("nan")
+        sds.append(float(d["diff"].std(ddof=1)))
+    return max(sds)
+
+
+def planned_seeds(runs: pd.DataFrame, row: str, steps: int) -> int:
+    """Seeds the design trains for both models of ``row`` at ``steps``: the power rule's at the row's
+    last budget, POWER_SEEDS at the largest first budget, the first three seeds below it."""
+    if steps == ROW_STEPS[row][-1]:
+        return row_seeds(runs, row)
+    return POWER_SEEDS if steps == BUDGET_STEPS[-1] else len(SEEDS)
+
+
+def row_seeds(runs: pd.DataFrame, row: str) -> int:
+    """Seeds ``row`` needs at its last budget: :func:`rules.required_seeds` of its planning spread."""
+    return required_seeds(planning_sd(runs, row))
+
+
+def reestimate_grid(lr: float, runs: pd.DataFrame) -> list[tuple[dict, dict]]:
+    """Seeds POWER_SEEDS and up for the two models of every row whose own spread over its first
+    POWER_SEEDS seeds asks for more (:func:`row_seeds`); empty until those seeds are stored."""
+    out = []
+    for row, a, b in ROWS:
+        need = row_seeds(runs, row)
+        if need > POWER_SEEDS:
+            out += _grid((a, b), ROW_STEPS[row][-1], range(POWER_SEEDS, need), lr)
+    return out
 
 
 def _frame(labelled: list[tuple[dict, dict]], latest: Mapping[str, dict]) -> pd.DataFrame:
@@ -174,7 +295,7 @@ def choose_rate(check: pd.DataFrame) -> tuple[float | None, pd.DataFrame | None]
     return choose_lr(check)
 
 
-def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = False) -> None:
+def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = False, workers: int = 1) -> None:
     """Train every missing run of the three grids into ``store`` (resumable, in the stated order)."""
     store = Path(store)
     store.parent.mkdir(parents=True, exist_ok=True)
@@ -184,7 +305,7 @@ def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = 
 
     def go(grid):
         sweep([c for _, c in grid], experiment=EXPERIMENT, store=store, runs_dir=runs_dir, progress=progress,
-              shard=part)
+              shard=part, workers=workers)
 
     go(lr_check_grid())
     lr, _ = choose_rate(read(store)["lr_check"])
@@ -193,27 +314,44 @@ def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = 
                            f"extension waits for it")
     go(budget_grid(lr))
     go(factorial_grid())
+    for grid in added_grids(lr):
+        go(grid)
+    go(reestimate_grid(lr, read(store)["budget"]))
+
+
+def _budget_grids(lr: float, latest: Mapping[str, dict]) -> list[tuple[dict, dict]]:
+    """Every (labels, config) of the budget runs at rate ``lr``: the budget grid, the added grids and
+    the re-estimate the stored runs ask for (each config once)."""
+    base = [x for g in (budget_grid(lr), *added_grids(lr)) for x in g]
+    more = reestimate_grid(lr, _frame(base, latest))
+    seen, out = set(), []
+    for labels, cfg in base + more:
+        k = run_key(cfg)
+        if k not in seen:
+            seen.add(k)
+            out.append((labels, cfg))
+    return out
 
 
 def read(store: str | os.PathLike) -> dict:
     """What ``store`` holds (a missing store holds nothing): ``lr_check``, ``lr`` (the chosen rate
-    or None), ``lr_table``, ``budget``, ``factorial`` (one row per stored run), the planned run
-    counts ``planned`` and the store's ``path``."""
+    or None), ``lr_table``, ``budget`` (every budget run: the budget extension, the powered seeds,
+    the doubled budget, Table 2(B), Fig. 4 and any re-estimated seeds), ``factorial`` (one row per
+    stored run), the planned run counts ``planned`` and the store's ``path``."""
     store = Path(store)
     latest = {r["key"]: r for r in ResultStore(store).records()} if store.is_file() else {}
     check = _frame(lr_check_grid(), latest)
     lr, table = choose_rate(check)
-    budget = _frame(budget_grid(lr), latest) if lr is not None else pd.DataFrame()
+    grids = _budget_grids(lr if lr is not None else BASE["lr"], latest)
+    budget = _frame(grids, latest) if lr is not None else pd.DataFrame()
     fact = _frame(factorial_grid(), latest)
-    planned = {"lr_check": len(lr_check_grid()), "budget": len(MODELS) * len(SEEDS) * len(BUDGET_STEPS),
-               "factorial": len(factorial_grid())}
+    planned = {"lr_check": len(lr_check_grid()), "budget": len(grids), "factorial": len(factorial_grid())}
     # The seed-0 h = 32 runs at the chosen rate and 1,000 steps belong to both the check and the extension.
-    design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), budget_grid(lr) if lr is not None else [])
+    design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), grids if lr is not None else [])
                    for _, c in g}
     keys = set(latest) & design_keys
-    # Runs the design holds, each counted once; before the rate is chosen, any swept rate gives the count.
-    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(),
-                                                   budget_grid(LR_CHECK_RATES[0] if lr is None else lr)) for _, c in g})
+    # Runs the design holds, each counted once; before the rate is chosen, the default rate gives the count.
+    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(), grids) for _, c in g})
     return {"lr_check": check, "lr": lr, "lr_table": table, "budget": budget, "factorial": fact,
             "planned": planned, "path": str(store), "n_records": len(keys),
             "cpu_s": float(sum(latest[k]["wall_s"] for k in keys))}
@@ -237,14 +375,14 @@ def _est(x: pd.Series) -> Estimate:
 
 
 def comparisons(budget: pd.DataFrame) -> pd.DataFrame:
-    """One row per (row of :data:`ROWS`, budget, split): the claim's model a minus model b,
+    """One row per (row of :data:`ROWS`, budget of :data:`ROW_STEPS`, split): the claim's model a minus model b,
     paired by seed (``diff``, 95 % t interval ``lo`` .. ``hi``, ``n`` seeds, ``runs`` of the two
     models stored at that budget), and ``change``: the same paired per seed from the previous
     budget to this one (``change_diff``, ``change_lo``, ``change_hi``, ``change_n``)."""
     rows = []
     for row, a, b in ROWS:
         prev = {}
-        for s in BUDGET_STEPS:
+        for s in ROW_STEPS[row]:
             at = budget[budget.steps == s] if len(budget) else budget
             runs = int(at["model"].isin([a, b]).sum()) if len(at) else 0
             for split, value in (("validation", "val_loss"), ("test", "test_loss")):
@@ -256,6 +394,7 @@ def comparisons(budget: pd.DataFrame) -> pd.DataFrame:
                     c = _est(j["diff"] - j["diff_prev"])
                 rows.append({"row": row, "a": a, "b": b, "steps": s, "tokens": s * BASE["batch_size"] * BASE["seq_len"],
                              "split": split, "diff": e.mean, "lo": e.lo, "hi": e.hi, "n": e.n, "runs": runs,
+                             "planned": 2 * planned_seeds(budget, row, s),
                              "change_diff": c.mean, "change_lo": c.lo, "change_hi": c.hi, "change_n": c.n})
                 prev[split] = d
     return pd.DataFrame(rows)
@@ -298,6 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
     ap.add_argument("--shard", default=None, help="i/N: train only this share of every grid")
     ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--workers", type=int, default=1, help="runs in parallel, one process and one core each")
     a = ap.parse_args(argv)
     store = Path(a.store).expanduser()
     if store.suffix != ".jsonl" or store.is_dir():
@@ -308,7 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: --shard: {e}", file=sys.stderr)
         return 2
-    run(store, shard=a.shard, progress=a.progress)
+    if a.workers < 1:
+        print(f"error: --workers must be a positive int, got {a.workers}", file=sys.stderr)
+        return 2
+    run(store, shard=a.shard, progress=a.progress, workers=a.workers)
     return 0
 
 

@@ -127,7 +127,12 @@ def plot_recovery(ax, long: pd.DataFrame, recovery: pd.DataFrame, *, h_max: int,
 ROW_TITLES = {"gap": "h = 32: standard $-$ fixed",
               "match": "standard $d$ = 112 $-$ fixed $h$ = 32",
               "stdheads": "standard: $h$ = 32 $-$ $h$ = 4",
-              "fixedheads": "fixed $d_p$ = 16: $h$ = 4 $-$ $h$ = 32"}
+              "fixedheads": "fixed $d_p$ = 16: $h$ = 4 $-$ $h$ = 32",
+              "capacity": "$h$ = 4: $d_p$ = 16 $-$ $d_p$ = 64",
+              "pastn": "$h$ = 4: $d_p$ = 64 $-$ $d_p$ = 128",
+              "fewheads1": "head size 32: $h$ = 1 $-$ $h$ = 2",
+              "fewheads2": "head size 32: $h$ = 2 $-$ $h$ = 4",
+              "fewheads4": "head size 32: $h$ = 4 $-$ $h$ = 8"}
 _SPLIT_STYLE = {"validation": dict(marker="o", color="black", offset=0.94),
                 "test": dict(marker="s", color="grey", offset=1.06)}
 
@@ -153,7 +158,8 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
                         markersize=4, label=split)
         ax.axhline(0, color="grey", linewidth=1, linestyle="--")
         ax.set_xscale("log")
-        tokens = [t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in budget.BUDGET_STEPS]
+        steps = sorted({x for v in budget.ROW_STEPS.values() for x in v})
+        tokens = [t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in steps]
         ax.set_xticks(tokens, [f"{t / 1e6:.1f}M" for t in tokens])
         ax.set_xlim(tokens[0] / 1.4, tokens[-1] * 1.4)  # the whole design, stored or not
         ax.minorticks_off()
@@ -208,9 +214,9 @@ def budget_display(comps: pd.DataFrame) -> pd.DataFrame:
                      "validation (nats, 95 % interval)": _interval(r.diff, r.lo, r.hi, r.n),
                      "test (nats, 95 % interval)": _interval(t["diff"], t.lo, t.hi, int(t.n)),
                      "change from the previous budget (validation)":
-                         "first budget" if r.steps == budget.BUDGET_STEPS[0] else
+                         "first budget" if r.steps == budget.ROW_STEPS[r.row][0] else
                          _interval(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
-                     "runs stored": f"{r.runs} of {2 * len(budget.SEEDS)}"})
+                     "runs stored": f"{r.runs} of {r.planned}"})
     return pd.DataFrame(rows)
 
 

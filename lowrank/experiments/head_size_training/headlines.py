@@ -319,7 +319,12 @@ def _single_budget_evidence(src: str, heads: pd.DataFrame, matched: pd.DataFrame
 _BUDGET_WHAT = {"gap": "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss",
                 "match": "standard d = 112, h = 4 minus fixed h = 32 at d = 64 (d_p = 16) loss",
                 "stdheads": "standard heads at d = 64, h = 32 minus h = 4 loss",
-                "fixedheads": "fixed head size d_p = 16 at d = 64, h = 4 minus h = 32 loss"}
+                "fixedheads": "fixed head size d_p = 16 at d = 64, h = 4 minus h = 32 loss",
+                "capacity": "at n = 64, h = 4, head size n / 4 (d_p = 16) minus head size n (d_p = 64) loss",
+                "pastn": "at n = 64, h = 4, head size n (d_p = 64) minus head size 2n (d_p = 128) loss",
+                "fewheads1": "head size 32, h = 1 (d = 32) minus h = 2 (d = 64) loss",
+                "fewheads2": "head size 32, h = 2 (d = 64) minus h = 4 (d = 128) loss",
+                "fewheads4": "head size 32, h = 4 (d = 128) minus h = 8 (d = 256) loss"}
 
 
 def _budget_headline(b: Mapping) -> dict:
@@ -333,8 +338,9 @@ def _budget_headline(b: Mapping) -> dict:
             pa, pb = (runs[runs.model == m].n_params for m in (a, bb))
             if len(pa) and len(pb):
                 gap = abs(float(pa.iloc[0]) - float(pb.iloc[0])) / float(pb.iloc[0])
-        ev = row_evidence("budget", row, _BUDGET_WHAT[row], comps[comps.row == row], planned=2 * len(budget.SEEDS),
-                          param_gap=gap)
+        ev = row_evidence("budget", row, _BUDGET_WHAT[row], comps[comps.row == row],
+                          planned=2 * budget.row_seeds(runs, row), param_gap=gap,
+                          plan_sd=budget.planning_sd(runs, row))
         out.update({k[len("ch04_"):]: v for k, v in ev.items()})
     planned = b["planned"]
     out["budget_runs"], out["budget_planned"] = len(runs), planned["budget"]
@@ -375,7 +381,10 @@ def _budget_status(stored: int, planned: int, cpu_h: float) -> str:
 _BUDGET_CLAIMS = {"bhojanapalli-fixed-heads-training": "Fixed against standard heads at h = 32",
                   "bhojanapalli-parameter-matched": "Parameter-matched",
                   "bhojanapalli-more-heads-hurt-standard": "More standard heads hurt",
-                  "bhojanapalli-more-heads-help-fixed": "More fixed-size heads help"}
+                  "bhojanapalli-more-heads-help-fixed": "More fixed-size heads help",
+                  "bhojanapalli-head-size-capacity": "Larger heads help (Table 2(B))",
+                  "head-size-past-n": "Head size past n helps (Table 2(B))",
+                  "too-few-heads-hurt": "Too few heads hurt (Fig. 4)"}
 
 
 def _side(lo: float, hi: float) -> int:

@@ -4,21 +4,28 @@ Every training row compares two models, a minus b, paired by seed, where a posit
 of loss is what the claim says (the claim's worse model minus its better one). The evidence of a
 row, from a source ``src`` ("budget": the budget store; "long": the long-scale sweep; "live":
 this page's own runs), sits in headline keys ``ch04_rule_<src>_<row>_<field>`` built by
-:func:`row_evidence`; :func:`judge_row` decides on them. Written and registered before the
-budget store's runs.
+:func:`row_evidence`; :func:`judge_row` decides on them.
+
+The budget store's rows are powered: before their runs, the seeds each comparison needs were fixed
+from the spread the store had already measured (:func:`required_seeds`, :data:`POWER_SEEDS`), with
+an equivalence margin (:data:`MARGIN`): a row whose intervals lie wholly inside it on both splits
+shows no effect larger than the margin at this scale.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import pandas as pd
 
-from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, PROOF_CHECK, REPRODUCED, TRAINING, Claim, Judgement,
-                        is_missing, need)
+from ..shared.intervals import t_quantile
+from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, PROOF_CHECK, REPRODUCED, TRAINING,
+                        Claim, Judgement, is_missing, need)
 
-__all__ = ["HORIZON_DOUBLINGS", "MATCH_TOLERANCE", "RULE_LEVEL", "EVIDENCE_FIELDS", "row_evidence", "judge_row",
-           "evidence_keys", "CLAIMS", "LIVE_RULES", "rule_parameter_counts", "rule_fixed_heads",
-           "rule_parameter_matched", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size"]
+__all__ = ["HORIZON_DOUBLINGS", "MATCH_TOLERANCE", "RULE_LEVEL", "MARGIN", "POWER_SEEDS", "MAX_SEEDS",
+           "EVIDENCE_FIELDS", "required_seeds", "row_evidence", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
+           "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_more_heads_standard",
+           "rule_more_heads_fixed", "rule_head_size", "rule_head_size_past_n", "rule_too_few_heads"]
 
 # Every interval the rule reads is a two-sided 95 % Student-t interval over seeds.
 RULE_LEVEL = 0.95
@@ -29,11 +36,34 @@ HORIZON_DOUBLINGS = 2
 # Fig. 1 compares models on a common parameter axis: a baseline whose parameter count differs
 # from the fixed-head model's by more than 10 % is not a parameter-matched comparison.
 MATCH_TOLERANCE = 0.10
+# The smallest difference a practitioner choosing a head size would act on: 0.03 nats of loss per
+# token, a 3 % change of perplexity. Intervals wholly inside (-MARGIN, MARGIN) on both splits show
+# no effect larger than it; the power rule sizes every row so that its half-width reaches it.
+MARGIN = 0.03
+# The seeds every powered row needs: required_seeds of the largest standard deviation of a paired
+# difference (four rows, two splits) at the budget store's 4,000-step budget over its first three
+# seeds, 0.0385 nats (tests/test_head_size_training_budget.py recomputes it from the store).
+POWER_SEEDS = 9
+# The most seeds a row may ask for when its own spread over the first POWER_SEEDS seeds is larger
+# than planned (a re-estimate from the spread alone, never from the mean): a limit on CPU time.
+MAX_SEEDS = 16
 
 _SPLITS = (("val", "validation"), ("test", "test"))
-EVIDENCE_FIELDS = ("what", "steps", "tokens", "planned", "stored", "prev_steps", "param_gap",
+EVIDENCE_FIELDS = ("what", "steps", "tokens", "planned", "stored", "prev_steps", "param_gap", "plan_sd",
                    *(f"{s}_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")),
                    *(f"{s}_change_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")))
+
+
+def required_seeds(sd: float) -> int:
+    """Seeds a paired comparison needs for a 95 % t half-width of at most :data:`MARGIN` at standard
+    deviation ``sd``: the smallest n >= POWER_SEEDS with t(0.975, n - 1) sd / sqrt(n) <= MARGIN, at most
+    MAX_SEEDS; POWER_SEEDS when ``sd`` is missing (the row's first seeds are not all stored)."""
+    if is_missing(sd):
+        return POWER_SEEDS
+    for n in range(POWER_SEEDS, MAX_SEEDS + 1):
+        if t_quantile(0.5 + RULE_LEVEL / 2, n - 1) * sd / math.sqrt(n) <= MARGIN:
+            return n
+    return MAX_SEEDS
 
 
 def evidence_keys(src: str, rows) -> tuple[str, ...]:
@@ -42,18 +72,21 @@ def evidence_keys(src: str, rows) -> tuple[str, ...]:
 
 
 def row_evidence(src: str, row: str, what: str, comps: pd.DataFrame, *, planned: int,
-                 param_gap: float = float("nan")) -> dict:
+                 param_gap: float = float("nan"), plan_sd: float = float("nan")) -> dict:
     """Headline keys of one row from its comparison table ``comps`` (one row per budget and split:
     ``steps``, ``tokens``, ``split`` 'validation' / 'test', ``diff``, ``lo``, ``hi``, ``n``, ``runs``
     stored of the two models, ``change_diff`` .. ``change_n`` from the previous budget), judged at
-    the largest budget in it; ``planned`` is how many runs of the two models that budget needs."""
+    the largest budget in it; ``planned`` is how many runs of the two models that budget needs;
+    ``plan_sd``: the larger standard deviation (over the two splits) of the paired difference over the
+    first :data:`POWER_SEEDS` seeds, NaN until they are stored (powered rows only)."""
     p = f"ch04_rule_{src}_{row}_"
     nan = float("nan")
     steps = sorted(int(s) for s in comps["steps"].unique())
     last = comps[comps.steps == steps[-1]]
     out = {p + "what": what, p + "steps": steps[-1], p + "tokens": float(last["tokens"].iloc[0]),
            p + "planned": int(planned), p + "stored": int(last["runs"].iloc[0]),
-           p + "prev_steps": float(steps[-2]) if len(steps) > 1 else nan, p + "param_gap": float(param_gap)}
+           p + "prev_steps": float(steps[-2]) if len(steps) > 1 else nan, p + "param_gap": float(param_gap),
+           p + "plan_sd": float(plan_sd)}
     for s, split in _SPLITS:
         r = last[last.split == split].iloc[0]
         for x in ("diff", "lo", "hi"):
@@ -72,11 +105,13 @@ def _interval(diff: float, lo: float, hi: float, n: int) -> str:
     return f"{diff:+.3f} nats ({RULE_LEVEL:.0%} interval {lo:+.3f} to {hi:+.3f}, {n} seeds)"
 
 
-def judge_row(H: Mapping, src: str, row: str) -> Judgement:
+def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judgement:
     """The rule every training row of chapter 04 shares: the claim's worse model minus its better
-    one, paired by seed, at the largest budget; both splits must agree; a gap detectably moving
-    toward 0 fast enough to reach it within HORIZON_DOUBLINGS doublings is not judged, whichever
-    its sign."""
+    one, paired by seed, at the largest budget; both splits must agree. Intervals above (below) 0
+    reproduce (contradict) the claim, intervals wholly inside (-MARGIN, MARGIN) show no effect larger
+    than the margin; a gap detectably moving toward 0 fast enough to reach it within
+    HORIZON_DOUBLINGS doublings is not judged, whichever its sign, nor is one inside the margin
+    moving fast enough to leave it. ``powered``: the row needs the seeds :func:`required_seeds` asks."""
     p = f"ch04_rule_{src}_{row}_"
     what, steps, tokens = need(H, p + "what"), need(H, p + "steps"), need(H, p + "tokens")
     planned, stored, prev = need(H, p + "planned"), need(H, p + "stored"), need(H, p + "prev_steps")
@@ -86,7 +121,7 @@ def judge_row(H: Mapping, src: str, row: str) -> Judgement:
                                        f"{budget}, are stored",
                          "the rule needs every seed of both models at the largest budget; the runs resume by "
                          "run key")
-    sides, parts, half = {}, [], 0.0
+    sides, parts, half, inside = {}, [], 0.0, True
     for s, split in _SPLITS:
         d, lo, hi, n = (need(H, f"{p}{s}_{x}") for x in ("diff", "lo", "hi", "n"))
         parts.append(f"{split} {_interval(d, lo, hi, n)}")
@@ -95,6 +130,7 @@ def judge_row(H: Mapping, src: str, row: str) -> Judgement:
             continue
         sides[s] = 1 if lo > 0 else -1 if hi < 0 else 0
         half = max(half, (hi - lo) / 2)
+        inside = inside and -MARGIN < lo and hi < MARGIN
     one_budget = is_missing(prev)
     if not one_budget:
         for s, split in _SPLITS:
@@ -105,25 +141,42 @@ def judge_row(H: Mapping, src: str, row: str) -> Judgement:
         ev += "; measured at this one budget, so whether the gap still moves was not measured"
     if None in sides.values():
         return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
-    if sides["val"] != sides["test"]:
+    if powered:
+        seeds = min(int(need(H, f"{p}{s}_n")) for s, _ in _SPLITS)
+        needed = required_seeds(need(H, p + "plan_sd"))
+        ev += f"; {seeds} seeds, the power rule asks for {needed} (margin {MARGIN} nats)"
+        if seeds < needed:
+            return Judgement(INCONCLUSIVE, ev, f"judged on {seeds} seeds where the power rule asks for {needed}: "
+                                               f"the smallest effect this run could detect is {half:.3f} nats")
+    side = sides["val"] if sides["val"] == sides["test"] else None
+    if side is None and not inside:
         return Judgement(INCONCLUSIVE, ev, "the validation and test splits do not agree, and the rule needs both")
-    side = sides["val"]
-    if side == 0:
-        return Judgement(INCONCLUSIVE, ev, f"both intervals contain 0; the smallest effect this run could detect is "
-                                           f"{half:.3f} nats (the larger half-width)")
+    if side == 0 and not inside:
+        return Judgement(INCONCLUSIVE, ev, f"both intervals contain 0 and reach beyond the margin of {MARGIN} nats; "
+                                           f"the smallest effect this run could detect is {half:.3f} nats (the "
+                                           f"larger half-width)")
     if not one_budget:
         for s, split in _SPLITS:
             d = need(H, f"{p}{s}_diff")
             cd, clo, chi, cn = (need(H, f"{p}{s}_change_{x}") for x in ("diff", "lo", "hi", "n"))
             if cn < 2 or is_missing(clo) or is_missing(chi):
                 return Judgement(INCONCLUSIVE, ev, "the change of the gap over the last doubling has no interval, "
-                                                   "so whether it still moves toward 0 cannot be said")
-            toward = chi < 0 if side > 0 else clo > 0
-            if toward and side * (d + HORIZON_DOUBLINGS * cd) <= 0:
+                                                   "so whether it still moves cannot be said")
+            if side:
+                toward = chi < 0 if side > 0 else clo > 0
+                if toward and side * (d + HORIZON_DOUBLINGS * cd) <= 0:
+                    return Judgement(INCONCLUSIVE, ev, (
+                        f"on the {split} split the gap is still moving toward 0 ({cd:+.3f} nats per doubling, "
+                        f"interval excludes 0) and would reach it within {HORIZON_DOUBLINGS} more doublings of the "
+                        f"budget"))
+            elif (clo > 0 or chi < 0) and abs(d + HORIZON_DOUBLINGS * cd) >= MARGIN:
                 return Judgement(INCONCLUSIVE, ev, (
-                    f"on the {split} split the gap is still moving toward 0 ({cd:+.3f} nats per doubling, interval "
-                    f"excludes 0) and would reach it within {HORIZON_DOUBLINGS} more doublings of the budget"))
-    return Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev)
+                    f"on the {split} split the gap lies inside the margin but is still moving ({cd:+.3f} nats per "
+                    f"doubling, interval excludes 0) and would leave the margin of {MARGIN} nats within "
+                    f"{HORIZON_DOUBLINGS} more doublings of the budget"))
+    if side:
+        return Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev)
+    return Judgement(NEGLIGIBLE, ev, f"both 95 % intervals lie inside +-{MARGIN} nats, at {budget}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,63 +200,95 @@ def rule_parameter_counts(H: Mapping) -> Judgement:
     return Judgement(CONTRADICTED, ev)
 
 
-def _matched(H: Mapping, src: str) -> Judgement:
+def _matched(H: Mapping, src: str, *, powered: bool = False) -> Judgement:
     """The shared rule for the parameter-matched row, after its precondition: the two models'
     parameter counts within MATCH_TOLERANCE of each other. Missing runs are said first, as on every
     row (their parameter counts are not known until they are stored)."""
     p = f"ch04_rule_{src}_match_"
     if need(H, p + "stored") < need(H, p + "planned"):
-        return judge_row(H, src, "match")
+        return judge_row(H, src, "match", powered=powered)
     gap = need(H, p + "param_gap")
     if is_missing(gap) or gap > MATCH_TOLERANCE:
         return Judgement(INCONCLUSIVE, f"{need(H, f'ch04_rule_{src}_match_what')}; parameter counts differ by {gap:.0%}",
                          f"not parameter-matched: the baseline is not within {MATCH_TOLERANCE:.0%} of the fixed-head "
                          f"model's parameters, so no effect can be attributed to the head size")
-    return judge_row(H, src, "match")
+    return judge_row(H, src, "match", powered=powered)
 
 
 def rule_fixed_heads(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the standard model's loss at h = 32 (d_h = 2) minus the fixed-head model's (d_p = 16), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+    """Reproduced when, in the long-scale budget store at its largest budget (8,000 steps, 16.4 M tokens a run), the standard model's loss at h = 32 (d_h = 2) minus the fixed-head model's (d_p = 16), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
 
     The one rule of every training row of the chapter (:func:`judge_row`).
     """
-    return judge_row(H, "budget", "gap")
+    return judge_row(H, "budget", "gap", powered=True)
 
 
 def rule_parameter_matched(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the standard model at d = 112 (within 10 % of the parameters) minus the fixed-head model at d = 64, h = 32, in loss paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when the parameter counts differ by more than 10 %, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+    """Reproduced when, in the long-scale budget store at its largest budget (8,000 steps, 16.4 M tokens a run), the standard model at d = 112 (within 10 % of the parameters) minus the fixed-head model at d = 64, h = 32, in loss paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; also inconclusive when the parameter counts differ by more than 10 %.
 
     The one rule of every training row of the chapter (:func:`judge_row`).
     """
-    return _matched(H, "budget")
+    return _matched(H, "budget", powered=True)
 
 
 def rule_more_heads_standard(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the standard model's loss at h = 32 minus at h = 4 (d_h = d / h, width 64), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+    """Reproduced when, in the long-scale budget store at its largest budget for these models (4,000 steps, 8.2 M tokens a run), the standard model's loss at h = 32 minus at h = 4 (d_h = d / h, width 64), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
 
     The one rule of every training row of the chapter (:func:`judge_row`). h = 4 at d = 64 has
     d_h = 16, the head size at which the paper's d = 256 models stop improving (h = 16).
     """
-    return judge_row(H, "budget", "stdheads")
+    return judge_row(H, "budget", "stdheads", powered=True)
 
 
 def rule_more_heads_fixed(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget (4,000 steps, every seed stored), the fixed-head model's loss (d_p = 16, width 64) at h = 4 minus at h = 32, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when runs are missing, when an interval contains 0 or the splits disagree, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 on the side of 0 and the gap plus two such changes would reach 0 (the same in both directions).
+    """Reproduced when, in the long-scale budget store at its largest budget for these models (4,000 steps, 8.2 M tokens a run), the fixed-head model's loss (d_p = 16, width 64) at h = 4 minus at h = 32, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
 
     The one rule of every training row of the chapter (:func:`judge_row`). At h = 4, d_p = 16 is
     the standard model.
     """
-    return judge_row(H, "budget", "fixedheads")
+    return judge_row(H, "budget", "fixedheads", powered=True)
 
 
 def rule_head_size(H: Mapping) -> Judgement:
-    """Reproduced when, on the long-scale sweep at h = 4 and its one budget (1,000 steps), the smallest head size's loss minus the largest's, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; inconclusive when an interval contains 0, the splits disagree, or with one seed.
+    """Reproduced when, in the long-scale budget store at 4,000 steps (8.2 M tokens a run, n = 64, h = 4, width 64), the loss at head size n / 4 (d_p = 16, the standard d / h) minus at head size n (d_p = 64), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
 
-    The one rule of every training row of the chapter (:func:`judge_row`), at a single budget, so
-    the evidence says that the gap's movement was not measured. The larger head also has more
-    parameters, as in the paper's Table 2(B).
+    The one rule of every training row of the chapter (:func:`judge_row`), on Table 2(B)'s ratios
+    (head sizes 32 and 128 at n = 128 there). The larger head also has more parameters, as in the
+    paper.
     """
-    return judge_row(H, "long", "dpsize")
+    return judge_row(H, "budget", "capacity", powered=True)
+
+
+def rule_head_size_past_n(H: Mapping) -> Judgement:
+    """Reproduced when, in the long-scale budget store at 4,000 steps (8.2 M tokens a run, n = 64, h = 4, width 64), the loss at head size n (d_p = 64) minus at head size 2n (d_p = 128), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
+
+    The one rule of every training row of the chapter (:func:`judge_row`), on Table 2(B)'s ratio
+    (head sizes 128 and 256 at n = 128 there). A head of size n already represents any attention
+    pattern (chapter 02), so a gain past n is a gain of capacity, not of attention rank.
+    """
+    return judge_row(H, "budget", "pastn", powered=True)
+
+
+_FEW_HEADS = (("fewheads1", 1), ("fewheads2", 2), ("fewheads4", 4))
+
+
+def rule_too_few_heads(H: Mapping) -> Judgement:
+    """Reproduced when, in the long-scale budget store at 4,000 steps (8.2 M tokens a run), among standard models of head size 32 (width 32 h) at h = 1, 2, 4, 8, the loss at h = 1 minus at h = 2, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; the evidence names every halving of h that hurts detectably, the largest of them being the threshold.
+
+    The one rule of every training row of the chapter (:func:`judge_row`) on the smallest halving.
+    As in the paper's baselines, the width shrinks with h, so fewer heads also means fewer
+    parameters.
+    """
+    j = judge_row(H, "budget", "fewheads1", powered=True)
+    hurts = []
+    for row, h in _FEW_HEADS:
+        p = f"ch04_rule_budget_{row}_"
+        los = [H.get(f"{p}{s}_lo", float("nan")) for s, _ in _SPLITS]
+        if all(not is_missing(v) and v > 0 for v in los):
+            hurts.append(f"{2 * h} to {h}")
+    found = (f"halving h hurts detectably on both splits from {', from '.join(hurts)}" if hurts
+             else "no halving of h hurts detectably on both splits")
+    return Judgement(j.verdict, f"{j.evidence}; {found}", j.qualifier)
 
 
 # The same rule on this execution's own (live) runs, for the chapter's table; chapter 08 judges
@@ -239,4 +324,10 @@ CLAIMS: tuple[Claim, ...] = (
           "Training: at a fixed number of heads, a larger head size gives lower perplexity "
           "(head size controls capacity)",
           rule_head_size, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)"),
+    Claim("head-size-past-n", BHOJANAPALLI, "04", "sec-ch04-sizes",
+          "Head size keeps helping past the sequence length: d_p = 256 beats d_p = 128 at n = 128",
+          rule_head_size_past_n, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)"),
+    Claim("too-few-heads-hurt", BHOJANAPALLI, "04", "sec-ch04-heads",
+          "At a fixed head size of 32, reducing the number of heads below a threshold hurts (LM1B)",
+          rule_too_few_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Fig. 4 (Appendix D)"),
 )

@@ -19,10 +19,11 @@ from typing import Any
 from ...rank import DEFAULT_TOL, FLOAT32_TOL
 from .minilm import (argmax_patterns, as_rtols, barrier_fraction, coarse_tolerance, per_head_fractions,
                      pretrained_headline, pretrained_ranks, run_pretrained, tolerance_names, with_float32)
-from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, equivalent_from, grid_configs, grid_intervals,
+from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, capped_configs, equivalent_from, extended,
+                        grid_configs, grid_intervals,
                         law_bands, law_table, plateau_table, read_retrieval_store, retrieval_configs,
                         retrieval_headline, retrieval_run, retrieval_table, run_retrieval)
-from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS, COSINE_LEVEL, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
+from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS, COSINE_LEVEL, EXTENDED_CAP, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
                     MIN_PAIR_NS, MIN_SEEDS, NEIGHBOUR_MARGIN, NEIGHBOURS, PLATEAU_TOL, REDUCTION_MARGIN,
                     SIMILARITY_LEVEL, barrier_class, format_points, law_fit, parse_points, rule_mechanism,
                     rule_model_reduction, rule_trained_barrier, rule_truncation)
@@ -39,11 +40,11 @@ from .schema import CONSTRAINTS, SCHEMA, PATHS
 
 __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
            "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
-           "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
+           "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "capped_configs", "extended", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
            "plateau_table", "read_retrieval_store", "retrieval_configs", "retrieval_run",
            "retrieval_table", "run_retrieval", "BARRIER_MARGIN", "CEILING_SHARE", "CLAIMS", "COSINE_LEVEL", "LAWS",
            "LEVEL", "LOG_FACTOR", "MIN_LAW_NS", "MIN_PAIR_NS", "MIN_SEEDS", "NEIGHBOUR_MARGIN", "NEIGHBOURS",
-           "PLATEAU_TOL", "REDUCTION_MARGIN", "SIMILARITY_LEVEL", "barrier_class", "format_points", "law_fit",
+           "PLATEAU_TOL", "EXTENDED_CAP", "REDUCTION_MARGIN", "SIMILARITY_LEVEL", "barrier_class", "format_points", "law_fit",
            "parse_points", "rule_mechanism", "rule_model_reduction", "rule_trained_barrier", "rule_truncation",
            "TRUNCATION_EXPERIMENT", "agreement", "layer_table", "neighbour_overlap", "probe_documents",
            "redundant_ranks", "run_truncation", "similarity_correlation", "truncation_configs", "truncation_run",
@@ -70,6 +71,7 @@ _PRETRAINED_KEYS = (
 )
 _RETRIEVAL_KEYS = (
     "ch07_ret_ns", "ch07_ret_dh", "ch07_ret_pair_ns", "ch07_ret_seeds", "ch07_ret_pair_seeds", "ch07_ret_cap",
+    "ch07_ret_ext_cap", "ch07_ret_extended",
     "ch07_ret_min_steps", "ch07_ret_check", "ch07_ret_warmup", "ch07_ret_lr", "ch07_ret_cooldown", "ch07_ret_test_seq", "ch07_ret_runs", "ch07_ret_grid_runs", "ch07_ret_plateau",
     "ch07_ret_capped", "ch07_ret_plateau_tol", "ch07_ret_margin", "ch07_ret_acc_se_max", "ch07_ret_acc_min",
     "ch07_ret_acc_max", "ch07_ret_corr", "ch07_ret_pair_corr", "ch07_ret_bounded", "ch07_ret_cases",

@@ -32,6 +32,7 @@ from ..shared.intervals import t_quantile, wilson_interval
 from .rules import LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, format_points, law_fit
 
 __all__ = ["RETRIEVAL_EXPERIMENT", "LONG_STORE", "TASK_NAMES", "retrieval_configs", "grid_configs", "retrieval_run",
+           "extended", "capped_configs",
            "retrieval_table", "read_retrieval_store", "run_retrieval", "equivalent_from",
            "grid_intervals", "plateau_table", "law_table", "law_bands", "retrieval_headline"]
 
@@ -82,18 +83,52 @@ def retrieval_table(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def read_retrieval_store(path: str | Path, configs: Sequence[Mapping] | None = None) -> pd.DataFrame:
+def extended(config: Mapping, cap: int) -> dict:
+    """The same run with its step cap raised to ``cap``: the same seed draws the same batches, so it
+    repeats the capped run step for step and trains on past the old cap until its plateau."""
+    return {**dict(config), "max_steps": int(cap)}
+
+
+def _records(path: Path) -> dict[str, dict]:
+    recs = [r for r in ResultStore(path).records() if r.get("experiment") == RETRIEVAL_EXPERIMENT]
+    return {r["key"]: r for r in recs}
+
+
+def capped_configs(configs: Sequence[Mapping], path: str | Path, cap: int) -> list[dict]:
+    """The extended configs (:func:`extended`) of every run of ``configs`` that the store at ``path``
+    holds at its step cap without a plateau (none when the store does not exist)."""
+    path = in_book(path)
+    latest = _records(path) if path.is_file() else {}
+    out = []
+    for c in configs:
+        r = latest.get(run_key(dict(c)))
+        if r is not None and not r["metrics"]["plateau"] and int(c["max_steps"]) < int(cap):
+            out.append(extended(c, cap))
+    return out
+
+
+def read_retrieval_store(path: str | Path, configs: Sequence[Mapping] | None = None,
+                         extended_cap: int | None = None) -> pd.DataFrame:
     """The runs of a retrieval store (read only), restricted to ``configs`` when given; a partial
-    store gives the runs it holds. A missing store, or one with none of the grid's runs, raises."""
+    store gives the runs it holds. With ``extended_cap``, a run of the grid that stopped at its cap
+    is replaced by its extended run (:func:`extended`) when the store holds one. A missing store, or
+    one with none of the grid's runs, raises."""
     path = in_book(path)
     if not path.is_file():
         raise FileNotFoundError(f"no retrieval store at {path}: run `lowrank run 07 --scale long` "
                                 f"(it writes to retrieval_store) or check out the committed {LONG_STORE}")
-    recs = [r for r in ResultStore(path).records() if r.get("experiment") == RETRIEVAL_EXPERIMENT]
+    latest = _records(path)
     if configs is not None:
-        want = {run_key(dict(c)) for c in configs}
-        recs = [r for r in recs if r["key"] in want]
-    latest = {r["key"]: r for r in recs}
+        picked = {}
+        for c in configs:
+            k = run_key(dict(c))
+            if k not in latest:
+                continue
+            r = latest[k]
+            if extended_cap is not None and not r["metrics"]["plateau"]:
+                r = latest.get(run_key(extended(c, extended_cap)), r)
+            picked[k] = r
+        latest = picked
     if not latest:
         raise ValueError(f"the store {path} holds no {RETRIEVAL_EXPERIMENT} run of the requested grid")
     return retrieval_table(list(latest.values()))
@@ -103,9 +138,11 @@ def run_retrieval(*, ns: Sequence[int], pair_ns: Sequence[int], head_dims: Seque
                   pair_seeds: int, seed: int = 0, max_steps: int, min_steps: int, d_model: int, n_values: int,
                   lr: float, tokens_per_step: int, test_sequences: int, rank_sequences: int, rank_rtol: float,
                   run: bool, store: str | Path | None = None, read_store: str | Path | None = None,
-                  threads: int = 0, show_progress: bool = False) -> dict[str, Any]:
+                  threads: int = 0, show_progress: bool = False, extended_cap: int | None = None) -> dict[str, Any]:
     """Both tasks' grids: trained here (``run=True``, appending to ``store``, a temporary file when
     None) or read from ``read_store`` (``run=False``; the committed long store, never written).
+    ``extended_cap``: every run that stopped at ``max_steps`` without a plateau is trained again
+    with this cap (the same seed, so the same steps and then more) and takes its capped run's place.
 
     Returns ``{"retrieval": table of the stored runs, "retrieval_grid": the configs of the grid,
     "retrieval_source": "run"/"store"}``; with a partial store the table holds fewer runs than the grid.
@@ -115,18 +152,24 @@ def run_retrieval(*, ns: Sequence[int], pair_ns: Sequence[int], head_dims: Seque
                            lr=lr, tokens_per_step=tokens_per_step, test_sequences=test_sequences,
                            rank_sequences=rank_sequences, rank_rtol=rank_rtol)
     grid = pd.DataFrame(configs)
+    if extended_cap is not None and int(extended_cap) <= int(max_steps):
+        raise ValueError(f"extended_cap = {extended_cap} must exceed max_steps = {max_steps}")
     if not run:
         if read_store is None:
             raise ValueError("run=False needs read_store, the store to read")
-        return {"retrieval": read_retrieval_store(read_store, configs), "retrieval_grid": grid,
-                "retrieval_source": "store"}
+        return {"retrieval": read_retrieval_store(read_store, configs, extended_cap), "retrieval_grid": grid,
+                "retrieval_source": "store", "retrieval_extended_cap": extended_cap}
     if threads:
         torch.set_num_threads(int(threads))
     with tempfile.TemporaryDirectory(prefix="lowrank-ch07-") as tmp:
         where = Path(store) if store is not None else Path(tmp) / f"{RETRIEVAL_EXPERIMENT}.jsonl"
-        sweep(configs, experiment=RETRIEVAL_EXPERIMENT, store=where, runs_dir=Path(tmp) / "runs",
-              run_fn=retrieval_run, progress=show_progress)
-        return {"retrieval": read_retrieval_store(where, configs), "retrieval_grid": grid, "retrieval_source": "run"}
+        go = lambda cs: sweep(cs, experiment=RETRIEVAL_EXPERIMENT, store=where, runs_dir=Path(tmp) / "runs",  # noqa: E731
+                              run_fn=retrieval_run, progress=show_progress)
+        go(configs)
+        if extended_cap is not None:
+            go(capped_configs(configs, where, extended_cap))
+        return {"retrieval": read_retrieval_store(where, configs, extended_cap), "retrieval_grid": grid,
+                "retrieval_source": "run", "retrieval_extended_cap": extended_cap}
 
 
 def equivalent_from(d: np.ndarray, V: np.ndarray, margin: float, level: float = 0.95) -> tuple[float, int]:
@@ -152,8 +195,8 @@ def equivalent_from(d: np.ndarray, V: np.ndarray, margin: float, level: float = 
 
 def plateau_table(runs: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:
     """Per (task, n): runs in the grid, stored, at their plateau, seeds complete (plateau at every
-    d_h), whether the n is judged (at least MIN_SEEDS complete seeds) and the (d_h, seed) of runs
-    that hit their cap."""
+    d_h), whether the n is judged (every seed of the grid complete, at least MIN_SEEDS of them: no
+    seed is left out for not converging) and the (d_h, seed) of runs that hit their cap."""
     rows = []
     for (task, n), g in grid.groupby(["task", "n"], sort=True):
         sub = runs[(runs.task == task) & (runs.n == n)] if len(runs) else runs
@@ -162,8 +205,10 @@ def plateau_table(runs: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:
         complete = [s for s in sorted(g.seed.unique())
                     if len(ok) and set(ok[ok.seed == s].head_dim) >= set(dims)]
         capped = sub[~sub.plateau.astype(bool)] if len(sub) else sub
+        seeds = g.seed.nunique()
         rows.append({"task": task, "n": int(n), "grid": len(g), "stored": len(sub), "plateau": len(ok),
-                     "capped": len(capped), "complete_seeds": len(complete), "judged": len(complete) >= MIN_SEEDS,
+                     "capped": len(capped), "complete_seeds": len(complete),
+                     "judged": len(complete) == seeds and seeds >= MIN_SEEDS,
                      "capped_runs": _capped_text(capped)})
     return pd.DataFrame(rows)
 
@@ -276,6 +321,9 @@ def retrieval_headline(t: Mapping[str, Any], join) -> dict[str, Any]:
     out["ch07_ret_seeds"] = int(single.seed.nunique())
     out["ch07_ret_pair_seeds"] = int(pair.seed.nunique()) if len(pair) else 0
     out["ch07_ret_cap"] = int(grid.max_steps.max())
+    ext = t.get("retrieval_extended_cap")
+    out["ch07_ret_ext_cap"] = int(ext) if ext is not None else 0
+    out["ch07_ret_extended"] = int((runs.max_steps > out["ch07_ret_cap"]).sum())
     out["ch07_ret_min_steps"] = int(grid.min_steps.min())
     out["ch07_ret_check"] = int(grid.check_every.max())
     out["ch07_ret_warmup"] = WARMUP_STEPS

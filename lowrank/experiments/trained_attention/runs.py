@@ -43,7 +43,8 @@ def run(P: Mapping[str, Any]) -> dict[str, Any]:
     tables = run_pretrained(corpora=P["minilm_corpora"], seq_lens=P["minilm_seq_lens"], counts=P["minilm_counts"],
                             batch_size=P["minilm_batch"], seed=P["seed"], rtols=P["rtols"], energy=P["energy"])
     tables.update(run_retrieval(**retrieval_arguments(P), run=P["retrieval_run"], store=P["retrieval_store"],
-                                read_store=P["retrieval_long_store"], threads=P["threads"]))
+                                read_store=P["retrieval_long_store"], threads=P["threads"],
+                                extended_cap=P["retrieval_extended_cap"]))
     tables.update(run_truncation(**truncation_arguments(P), run=P["truncation_run"], store=P["retrieval_store"],
                                  read_store=P["retrieval_long_store"]))
     return tables

@@ -20,6 +20,9 @@ SCHEMA = dict(
     retrieval_pair_seeds=Int(0, 1000, doc="seeds per (n, d_h) of the two-key retrieval task (0: not run)"),
     retrieval_max_steps=Int(1, 10_000_000, doc="step cap of a retrieval run (it stops earlier at its loss plateau)"),
     retrieval_min_steps=Int(1, 10_000_000, doc="steps before a retrieval run's first plateau check"),
+    retrieval_extended_cap=Int(2, 10_000_000, allow_none=True,
+                               doc="step cap of a second training of every run that reached retrieval_max_steps "
+                                   "without a plateau (same seed, so the same steps and then more); None: no second run"),
     retrieval_d_model=Int(1, 65536, doc="width of the retrieval model"),
     retrieval_values=Int(2, 65536, doc="number of distinct values (classes) in the retrieval task"),
     retrieval_lr=Float(1e-6, 1.0, doc="learning rate of the retrieval runs (Adam: warm-up, constant to the plateau, linear decay)"),
@@ -45,6 +48,10 @@ CONSTRAINTS = (
     Constraint(("truncation_ranks",), ascending("truncation_ranks")),
     Constraint(("retrieval_head_dims",), ascending("retrieval_head_dims")),
     Constraint(("retrieval_ns",), ascending("retrieval_ns")),
+    Constraint(("retrieval_max_steps", "retrieval_extended_cap"), lambda p: None if p["retrieval_extended_cap"] is None
+               or p["retrieval_extended_cap"] > p["retrieval_max_steps"] else
+               f"retrieval_extended_cap = {p['retrieval_extended_cap']} must exceed retrieval_max_steps = "
+               f"{p['retrieval_max_steps']} (or be None)"),
     Constraint(("retrieval_min_steps", "retrieval_max_steps"), lambda p: None if p["retrieval_min_steps"] <= p[
         "retrieval_max_steps"] else f"retrieval_min_steps = {p['retrieval_min_steps']} exceeds retrieval_max_steps = "
                                     f"{p['retrieval_max_steps']}"),

@@ -407,40 +407,56 @@ def test_a_complete_budget_store_is_judged_by_the_shared_rule(tmp_path, monkeypa
     assert "Fixed against standard heads at h = 32: reproduced." in H["ch04_budget_verdicts_text"]
     assert "Parameter-matched: contradicted." in H["ch04_budget_verdicts_text"]
     # standard minus fixed is above 0 on both splits at the largest budget in the fake: the fixed model is ahead
-    assert H["ch04_budget_gap_reading"].endswith("is ahead at this budget")
+    assert H["ch04_budget_gap_reading"].endswith("is ahead at 16.4 M tokens a run (the budget store's largest budget)")
+    assert H["ch04_budget_answer"].endswith("the fixed head size has the lower loss, as the paper finds.")
 
 
 @pytest.mark.parametrize("long_side, budget_sides, reading", [
-    ((-0.2, -0.1), ((-0.05, 0.05), (-0.04, 0.06)), "behind at 8 tokens a run, is not detectably better or worse "
-                                                   "at this budget; its early deficit was a matter of training budget, "
-                                                   "so at this scale decoupling the head size from d/h is not shown "
-                                                   "to matter either way"),
-    ((-0.2, -0.1), ((0.01, 0.05), (0.02, 0.06)), "behind at 8 tokens a run, is ahead at this budget"),
-    ((-0.1, 0.1), ((-0.05, -0.01), (-0.04, 0.06)), "is judged differently by the two splits at this budget"),
-    ((0.1, 0.2), ((-0.05, 0.05), (-0.04, 0.06)), "ahead at 8 tokens a run, is not detectably better or worse at "
-                                                 "this budget, so at this scale decoupling the head size from d/h is "
-                                                 "not shown to matter either way"),
+    ((-0.2, -0.1), ((-0.05, 0.05), (-0.04, 0.06)), "behind at 2.0 M tokens a run (the long sweep), is not detectably "
+                                                   "better or worse at 16.4 M tokens a run (the budget store's largest "
+                                                   "budget); its early deficit was a matter of training budget"),
+    ((-0.2, -0.1), ((0.01, 0.05), (0.02, 0.06)), "behind at 2.0 M tokens a run (the long sweep), is ahead at 16.4 M "
+                                                 "tokens a run (the budget store's largest budget)"),
+    ((-0.1, 0.1), ((-0.05, -0.01), (-0.04, 0.06)), "is judged differently by the two splits at 16.4 M tokens a run "
+                                                   "(the budget store's largest budget)"),
+    ((0.1, 0.2), ((-0.05, 0.05), (-0.04, 0.06)), "ahead at 2.0 M tokens a run (the long sweep), is not detectably "
+                                                 "better or worse at 16.4 M tokens a run (the budget store's largest "
+                                                 "budget)"),
 ])
 def test_the_gap_reading_follows_the_intervals(long_side, budget_sides, reading):
     from lowrank.experiments.head_size_training.headlines import _gap_reading
 
-    H = {"ch04_long_gap_lo": long_side[0], "ch04_long_gap_hi": long_side[1], "ch04_long_tokens_seen": 8}
+    H = {"ch04_long_gap_lo": long_side[0], "ch04_long_gap_hi": long_side[1], "ch04_long_tokens_seen": 2048000,
+         "ch04_rule_budget_gap_tokens": 16384000.0, "ch04_rule_budget_gap_stored": 18,
+         "ch04_rule_budget_gap_planned": 18}
     for split, (lo, hi) in zip(("val", "test"), budget_sides):
         H[f"ch04_rule_budget_gap_{split}_lo"], H[f"ch04_rule_budget_gap_{split}_hi"] = lo, hi
     assert _gap_reading(H).endswith(reading)
-    assert ("training budget" in reading) == ("deficit" in _gap_reading(H))
+    H["ch04_rule_budget_gap_stored"] = 4
+    assert _gap_reading(H).endswith("is not measured yet at 16.4 M tokens a run (the budget store's largest budget): "
+                                    "4 of its 18 runs are stored")
 
 
-def test_the_factorial_sentence_names_the_factor_its_size_and_direction():
-    import pandas as pd
+def test_the_answer_names_its_budget_seeds_and_verdict_or_says_the_runs_are_training():
+    from lowrank.experiments.head_size_training.headlines import _answer
 
-    from lowrank.experiments.head_size_training.headlines import _factorial_text
-
-    rows = [("tokenizer: characters minus BPE 512", s, 0.07, 0.03, 0.11, 3) for s in ("validation", "test")]
-    rows += [("initialisation: bert minus scaled", s, -0.05, -0.09, -0.01 if s == "test" else 0.02, 3)
-             for s in ("validation", "test")]
-    rows += [("interaction", s, 0.0, -0.1, 0.1, 3) for s in ("validation", "test")]
-    text = _factorial_text(pd.DataFrame(rows, columns=["effect", "split", "diff", "lo", "hi", "n"]))
-    assert "the tokenizer (characters minus BPE 512: validation +0.070 [+0.030, +0.110]" in text
-    assert "the fixed head size fares better against standard heads with characters than with BPE 512" in text
-    assert "initialisation" not in text  # its validation interval contains 0
+    seeds = hs.rules.POWER_SEEDS
+    p = "ch04_rule_budget_gap_"
+    H = {p + "what": "gap", p + "steps": 8000, p + "tokens": 16384000.0, p + "planned": 2 * seeds,
+         p + "stored": 2 * seeds, p + "prev_steps": 4000.0, p + "param_gap": float("nan"), p + "plan_sd": 0.02}
+    for s_, (d, lo, hi) in (("val", (0.07, 0.05, 0.09)), ("test", (0.06, 0.04, 0.08))):
+        H.update({f"{p}{s_}_diff": d, f"{p}{s_}_lo": lo, f"{p}{s_}_hi": hi, f"{p}{s_}_n": seeds,
+                  f"{p}{s_}_change_diff": 0.01, f"{p}{s_}_change_lo": -0.01, f"{p}{s_}_change_hi": 0.03,
+                  f"{p}{s_}_change_n": seeds})
+    text = _answer(H)
+    assert text.startswith(f"At 16.4 M tokens a run and {seeds} seeds") and "+0.070 nats" in text
+    assert text.endswith("the fixed head size has the lower loss, as the paper finds.")
+    for s_ in ("val", "test"):
+        H[f"{p}{s_}_diff"], H[f"{p}{s_}_lo"], H[f"{p}{s_}_hi"] = 0.001, -0.01, 0.012
+    assert _answer(H).endswith("neither is better by more than the margin.")
+    for s_ in ("val", "test"):
+        H[f"{p}{s_}_lo"], H[f"{p}{s_}_hi"] = -0.05, 0.052
+    assert "the rule cannot decide: both intervals contain 0" in _answer(H)
+    H[p + "stored"] = 5
+    assert _answer(H) == (f"Open at this scale: the decisive runs, standard against fixed head size at h = 32 with "
+                          f"16.4 M tokens a run and {seeds} seeds, are still training (5 of {2 * seeds} stored).")

@@ -39,6 +39,10 @@ key_sets = 20  # sampled key sets per head size
 query_sets = 100  # query sets per key set
 heads = [1, 2, 4, 8, 16]  # numbers of heads h, each with head size heads_d_model // h
 heads_d_model = 64  # model width shared by the heads
+near_ns = [32, 64, 128, 256, 512, 1024]     # n for near-orthonormal tokens, X X^T = I + E
+near_cs = [0.1, 1.0, 10.0]                  # |E_ij| = c n^-3/2 (c = 0, orthonormal, is the reference)
+near_head_dims = [8, 64]                    # head sizes for the near-orthonormal tokens
+near_trials = 20                            # draws of E, W_q, W_k per n
 
 # %% tags=["hide-input"]
 from matplotlib import pyplot as plt
@@ -242,6 +246,34 @@ ch.inputs_table(tables).style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
 # In {numref}`fig-ch05-inputs`, at the largest $d_h$ the orthonormal, Gaussian and spherical settings give {glue:text}`ch05_in_orthonormal:.3f` $n$, {glue:text}`ch05_in_gaussian:.3f` $n$ and {glue:text}`ch05_in_sphere:.3f` $n$: nearly orthogonal inputs behave like orthonormal ones, as the paper argues. Anisotropic tokens end at {glue:text}`ch05_in_anisotropic:.3f` $n$: a shared direction does not shift the argmax over keys (it adds the same amount to every logit in a row), but it makes the queries alike, so they tend to pick the same keys. Real MiniLM word embeddings end at {glue:text}`ch05_in_minilm:.3f` $n$.
+
+# %% [markdown]
+# (sec-ch05-near)=
+# ### Near-orthonormal tokens: the 2026 version's hypothesis
+#
+# The 2026 version of the paper states the barrier for tokens that are only nearly orthonormal: $XX^\top = I + E$ with $|E_{ij}| = o(n^{-3/2})$. We take $E$ symmetric with zero diagonal and every off-diagonal entry exactly $c\,n^{-3/2}$ in size, with random signs, for $c$ = {glue:text}`ch05_near_cs` at $n$ = {glue:text}`ch05_near_ns`, head sizes $d_h$ = {glue:text}`ch05_near_dhs` and {glue:text}`ch05_near_trials` draws of $E$, $W_q$ and $W_k$ per $n$. Each draw is also run with $E = 0$ (orthonormal tokens, the same $W_q$ and $W_k$), so the effect of the perturbation is measured within the draw.
+
+# %% tags=["hide-input"]
+fig = figs.near(tables)
+glue("ch05_fig_near", fig, display=False)
+plt.close(fig)
+ch.near_table(tables).style.hide(axis="index")
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch05-near
+#
+# Perturbations of the size the hypothesis allows leave the hardmax rank where orthonormal tokens put it. Hardmax rank of $A$ over $n$ at the largest head size, its change from orthonormal tokens paired by draw, and its excess over the bound in standard errors, per $n$ and $c$.
+# ```
+#
+# ```{glue:figure} ch05_fig_near
+# :name: fig-ch05-near
+#
+# The perturbation moves the rank by a few hundredths of $n$ at most, and never above the bound. Left: hardmax rank of $A$ over $n$ at the largest head size against $n$, for orthonormal tokens and each $c$, with the bound (dotted). Right: the change from orthonormal tokens over $n$, paired by draw, with 95 % intervals.
+# ```
+
+# %% [markdown]
+# Over the {glue:text}`ch05_near_cells` cells $(n, c, d_h)$ with $c > 0$, the largest excess of a mean over the bound is {glue:text}`ch05_near_max_z:.2f` standard errors ({glue:text}`ch05_near_worst`), and the largest change of the mean rank from orthonormal tokens is {glue:text}`ch05_near_shift_max:+.4f` $n$ ({glue:text}`ch05_near_shift_worst`). Verdict: **{glue:text}`ch05_verdict_near`**.
 
 # %% [markdown]
 # ### The causal mask

@@ -13,7 +13,7 @@ from ..theory.barrier import expected_distinct_columns, expected_distinct_column
 from .bands import band_lines, bound_line, log2_x
 from .plotting import grey_safe_lines, subplots
 
-__all__ = ["coupon", "keysets", "montecarlo", "temperature", "tolerance", "inputs", "causal", "heads"]
+__all__ = ["coupon", "keysets", "montecarlo", "temperature", "tolerance", "inputs", "causal", "heads", "near"]
 
 HEAD_SIZE = "head size $d_h$"
 LEGEND_BESIDE = dict(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
@@ -128,4 +128,32 @@ def heads(t: Mapping[str, Any]):
     bound_line(ax, expected_distinct_columns(n_s) / n_s)
     log2_x(ax, f"heads $h$ ($d_h$ = {P['heads_d_model']} / $h$)", "rank / $n$")
     ax.legend(**LEGEND_BESIDE)
+    return fig
+
+
+def near(t: Mapping[str, Any]):
+    """Near-orthonormal tokens (X X^T = I + E, |E_ij| = c n^-3/2): left, hardmax rank / n at the
+    largest d_h against n for every c with the bound; right, the change from orthonormal tokens,
+    paired by draw, with its 95 % band."""
+    cells = t["near_cells"]
+    top = cells[cells.head_dim == cells.head_dim.max()]
+    fig, axes = subplots(1, 2, height=3.4, width=7.5)
+    cs = sorted(top.c.unique())
+    for st, c in zip(grey_safe_lines(len(cs)), cs):
+        sub = top[top.c == c].sort_values("n")
+        name = "orthonormal ($c$ = 0)" if c == 0 else f"$c$ = {c:g}"
+        axes[0, 0].plot(sub.n, sub.frac, label=name, **st)
+        if c > 0:
+            half = 1.96 * sub.shift_se.fillna(0)
+            axes[0, 1].errorbar(sub.n, sub["shift"], yerr=half, color=st["color"], marker=st["marker"],
+                                linestyle=st.get("linestyle", "-"), capsize=3, label=name)
+    ns = np.array(sorted(top.n.unique()))
+    axes[0, 0].plot(ns, expected_distinct_columns(ns) / ns, color="0.3", linestyle=":", label="bound")
+    axes[0, 1].axhline(0, color="0.5", linewidth=0.8)
+    for ax in axes[0]:
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("sequence length $n$")
+    axes[0, 0].set_ylabel(f"hardmax rank of $A$ / $n$, $d_h$ = {int(top.head_dim.max())}")
+    axes[0, 1].set_ylabel("change from orthonormal tokens / $n$")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize="small")
     return fig

@@ -36,12 +36,6 @@ UNTESTED: tuple[Claim, ...] = (
           untested="6-layer LM1B models, batch 4096, 250k steps, h from 4 to 70 (4 TPUv2 chips, a couple of hours "
                    "each) and the LM1B corpus; chapter 04 tests the parameter-matched comparison on a small "
                    "corpus instead"),
-    Claim("minli-near-orthonormal", MIN_LI, "05", "",
-          "The barrier also holds for near-orthonormal inputs, XX^T = I + E with |E_ij| = o(n^-3/2)", None,
-          kind=SIMULATION, where="ICLR 2026 version (R26 Reviewer 4)",
-          untested="chapter 05's Monte Carlo on inputs with a controlled off-diagonal size max|E_ij| = c n^-3/2 "
-                   "(c from 0.1 to 10) at n up to 1024: minutes of CPU. Chapter 05's Gaussian-input rows drop "
-                   "the hypothesis altogether (|E_ij| about d^-1/2), which is a different question"),
     Claim("minli-lemma1", MIN_LI, "05", "",
           "Lemma 1: the gap between hardmax and softmax attention is bounded", None, kind=SIMULATION,
           where="Lemma 1 (R26 Reviewer 4)",

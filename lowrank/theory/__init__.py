@@ -6,6 +6,7 @@ embeddings      real token embeddings (MiniLM word pieces) as inputs for the sam
 representation  Theorem 1: exact weights for a target P, the n - 1 threshold, the d < n counterexample
 multihead       F subset of G, Theorem 2 witnesses, parameter and FLOP costs
 targets         dense (Dirichlet), k-sparse and near-permutation target attention matrices
+perturbed       near-orthonormal tokens (X X^T = I + E, |E_ij| = c n^-3/2) for the barrier's 2026 hypothesis
 """
 from .sampling import INPUTS, sample_inputs, sample_qk, sample_attention, temperature_scale
 from .barrier import (BARRIER_FRACTION, argmax_column_distribution, counterexample_qk,
@@ -32,3 +33,6 @@ __all__ += ["ROW_SUM_TOL", "Counterexample", "centred_log", "construction_check"
 from .targets import dirichlet_targets, permutation_targets, sparse_targets
 
 __all__ += ["dirichlet_targets", "permutation_targets", "sparse_targets"]
+from .perturbed import near_orthonormal_gram, near_orthonormal_qk
+
+__all__ += ["near_orthonormal_gram", "near_orthonormal_qk"]

@@ -13,10 +13,11 @@ import pandas as pd
 
 from ...attention import standard_head_dim
 from . import budget
+from .rules import MARGIN
 from .summaries import curve_gap, mean_curves, summarise
 
 __all__ = ["plot_learning_curves", "plot_heads", "plot_matched", "plot_sizes", "plot_comparisons",
-           "plot_recovery", "ROW_TITLES", "plot_budget_gaps", "plot_lr_check", "plot_factorial", "budget_display",
+           "plot_recovery", "ROW_TITLES", "plot_budget_gaps", "plot_one_budget", "plot_lr_check", "plot_factorial", "budget_display",
            "factorial_display", "lr_check_display"]
 
 # The symmetric-log axis of the recovery figure: linear within 0.05 nats of 0, where the gaps close.
@@ -157,6 +158,7 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
             ax.errorbar(x, s["diff"], yerr=err, fmt=st["marker"] + "-", color=st["color"], capsize=3,
                         markersize=4, label=split)
         ax.axhline(0, color="grey", linewidth=1, linestyle="--")
+        ax.axhspan(-MARGIN, MARGIN, color="0.9", zorder=0)
         ax.set_xscale("log")
         steps = sorted({x for v in budget.ROW_STEPS.values() for x in v})
         tokens = [t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in steps]
@@ -167,7 +169,33 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
         if not len(c[c.n > 0]):
             ax.text(0.5, 0.5, "no run stored yet", transform=ax.transAxes, ha="center", va="center",
                     fontsize="small", color="grey")
-        ax.set_xlabel("training tokens a run")
+        spec = ax.get_subplotspec()
+        if spec is None or spec.is_last_row():
+            ax.set_xlabel("training tokens a run")
+
+
+def plot_one_budget(ax, comps: pd.DataFrame, rows, *, margin: float) -> None:
+    """The rows judged at one budget as a forest plot: each row's paired gap (a minus b, nats) with
+    its 95 % interval, validation and test, the shaded band of +-``margin`` and 0 dashed."""
+    ax.axvspan(-margin, margin, color="0.9", zorder=0, label=f"margin $\\pm${margin:g} nats")
+    ax.axvline(0, color="grey", linewidth=1, linestyle="--")
+    labels = []
+    for i, row in enumerate(rows):
+        c = comps[(comps.row == row) & (comps.steps == budget.ROW_STEPS[row][-1])]
+        for split, st in _SPLIT_STYLE.items():
+            r = c[c.split == split]
+            y = i + (-0.15 if split == "validation" else 0.15)
+            if len(r) and r["n"].iloc[0] > 1:
+                d, lo, hi = (float(r[k].iloc[0]) for k in ("diff", "lo", "hi"))
+                ax.errorbar([d], [y], xerr=[[d - lo], [hi - d]], fmt=st["marker"], color=st["color"], capsize=3,
+                            markersize=4, label=split if i == 0 else None)
+        labels.append(ROW_TITLES[row] + ("" if len(c) and c["n"].max() > 1 else " (not stored yet)"))
+    # Row labels sit above their intervals, so the plotting area keeps the figure's whole width.
+    for i, text in enumerate(labels):
+        ax.text(0.01, i - 0.32, text, transform=ax.get_yaxis_transform(), fontsize="small", va="bottom")
+    ax.set_yticks([])
+    ax.set_ylim(len(rows) - 0.45, -0.75)
+    ax.set_xlabel("loss of a $-$ b (nats), paired by seed")
 
 
 def plot_lr_check(ax, check: pd.DataFrame, lr: float | None = None) -> None:

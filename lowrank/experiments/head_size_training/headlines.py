@@ -11,7 +11,8 @@ from ...models import bert_parameter_count
 from ...stats import Estimate
 from . import budget
 from .paper import PARAMETER_TOLERANCE_M
-from .rules import CLAIMS, HORIZON_DOUBLINGS, evidence_keys, row_evidence
+from ...train import run_key
+from .rules import CLAIMS, HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
 from .summaries import curve_gap, diff_text, half_width, paired, summarise
 
 __all__ = ["HEADLINE_KEYS", "LONG_COMMAND", "headline"]
@@ -45,7 +46,8 @@ _BUDGET_KEYS = ("budget_runs", "budget_planned", "budget_lr_check_runs", "budget
                 "budget_steps_text", "budget_tokens_text", "budget_rates_text", "budget_lr_check_steps",
                 "budget_factorial_steps", "budget_factorial_lr", "budget_seeds", "budget_factorial_text",
                 "budget_horizon", "budget_cost_ratio", "budget_status_text", "budget_verdicts_text",
-                "budget_gap_reading")
+                "budget_gap_reading", "budget_trend_text", "budget_power_text", "budget_answer", "budget_margin",
+                "budget_power_seeds", "budget_extended_tokens", "budget_added_text")
 _LIVE_ROWS = ("gap", "match", "stdheads", "fixedheads", "dpsize")
 
 HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
@@ -365,7 +367,42 @@ def _budget_headline(b: Mapping) -> dict:
     out["budget_cost_ratio"] = sum(budget.BUDGET_STEPS) / budget.BUDGET_STEPS[-1]
     out["budget_factorial_text"] = _factorial_text(b["effects"])
     out["budget_status_text"] = _budget_status(out["budget_records"], planned["distinct"], out["budget_cpu_h"])
+    out["budget_trend_text"] = _trend_text(comps, "gap")
+    out["budget_margin"] = MARGIN
+    out["budget_power_seeds"] = POWER_SEEDS
+    out["budget_extended_tokens"] = budget.EXTENDED_STEPS * budget.BASE["batch_size"] * budget.BASE["seq_len"]
+    sd = max(budget.planning_sd(runs, row, seeds=budget.SEEDS, steps=budget.BUDGET_STEPS[-1])
+             for row in ("gap", "match", "stdheads", "fixedheads")) if len(runs) else float("nan")
+    out["budget_power_text"] = (
+        f"{POWER_SEEDS} seeds: the fewest whose 95 % half-width reaches {MARGIN} nats at the largest standard "
+        f"deviation of a paired difference that the first {len(budget.SEEDS)} seeds showed at "
+        f"{budget.BUDGET_STEPS[-1]:,} steps ({sd:.4f} nats); a row whose own spread over its first "
+        f"{POWER_SEEDS} seeds is larger gets more seeds, up to {MAX_SEEDS}, read from the spread alone")
+    added = [x for g in budget.added_grids(out_lr(b)) for x in g]
+    stored = set(runs["key"]) if len(runs) else set()
+    got = sum(run_key(c) in stored for _, c in added)
+    out["budget_added_text"] = f"{got} of the {len(added)} runs the power rule added are stored"
     return out
+
+
+def out_lr(b: Mapping) -> float:
+    """The budget store's chosen rate (its default before the check is complete)."""
+    return b["lr"] if b["lr"] is not None else budget.BASE["lr"]
+
+
+def _trend_text(comps: pd.DataFrame, row: str) -> str:
+    """The row's validation gap at every budget with its interval and seeds, as one phrase."""
+    c = comps[(comps.row == row) & (comps.split == "validation")].sort_values("steps")
+    parts = []
+    for r in c.itertuples():
+        at = f"{r.tokens / 1e6:.1f} M tokens"
+        if r.n == 0:
+            parts.append(f"not stored yet at {at}")
+        elif r.n == 1 or pd.isna(r.lo):
+            parts.append(f"{r.diff:+.3f} nats at {at} (one seed)")
+        else:
+            parts.append(f"{r.diff:+.3f} nats at {at} ({r.lo:+.3f} to {r.hi:+.3f}, {r.n} seeds)")
+    return "; ".join(parts)
 
 
 def _budget_status(stored: int, planned: int, cpu_h: float) -> str:
@@ -394,19 +431,46 @@ def _side(lo: float, hi: float) -> int:
 
 def _gap_reading(H: Mapping) -> str:
     """What the h = 32 gap did between the long sweep's budget and the budget store's largest, as a
-    phrase read off the intervals (validation and test must agree at the largest budget)."""
+    phrase read off the intervals (validation and test must agree at the largest budget), naming
+    both budgets; a largest budget whose runs are not all stored is said to be still training."""
+    p = "ch04_rule_budget_gap_"
     before = _side(H["ch04_long_gap_lo"], H["ch04_long_gap_hi"])
-    after = {_side(H[f"ch04_rule_budget_gap_{s}_lo"], H[f"ch04_rule_budget_gap_{s}_hi"]) for s in ("val", "test")}
     then = {1: "ahead", -1: "behind", 0: "level with the standard model"}[before]
-    tokens = f"{H['ch04_long_tokens_seen']:,} tokens a run"
+    start = f"the fixed head size, {then} at {H['ch04_long_tokens_seen'] / 1e6:.1f} M tokens a run (the long sweep),"
+    at = f"at {H[p + 'tokens'] / 1e6:.1f} M tokens a run (the budget store's largest budget)"
+    if H[p + "stored"] < H[p + "planned"]:
+        return f"{start} is not measured yet {at}: {int(H[p + 'stored'])} of its {int(H[p + 'planned'])} runs are stored"
+    after = {_side(H[f"{p}{s}_lo"], H[f"{p}{s}_hi"]) for s in ("val", "test")}
     if len(after) > 1:
-        return f"the fixed head size, {then} at {tokens}, is judged differently by the two splits at this budget"
+        return f"{start} is judged differently by the two splits {at}"
     now = after.pop()
     if now == 0:
-        return (f"the fixed head size, {then} at {tokens}, is not detectably better or worse at this budget"
-                + ("; its early deficit was a matter of training budget" if before == -1 else "")
-                + ", so at this scale decoupling the head size from d/h is not shown to matter either way")
-    return f"the fixed head size, {then} at {tokens}, is {'ahead' if now == 1 else 'behind'} at this budget"
+        return (f"{start} is not detectably better or worse {at}"
+                + ("; its early deficit was a matter of training budget" if before == -1 else ""))
+    return f"{start} is {'ahead' if now == 1 else 'behind'} {at}"
+
+
+_VERDICT_READING = {
+    "reproduced": "the fixed head size has the lower loss, as the paper finds",
+    "contradicted": "the standard head size has the lower loss, against the paper",
+    "no effect larger than the margin": "neither is better by more than the margin",
+}
+
+
+def _answer(H: Mapping) -> str:
+    """The chapter's answer, first on the page, in a few lines: the decisive row (h = 32, standard
+    minus fixed, at the largest budget) with its interval and verdict, or how far its runs are."""
+    p = "ch04_rule_budget_gap_"
+    j = CLAIMS[1].judge(H)
+    tokens = f"{H[p + 'tokens'] / 1e6:.1f} M tokens a run"
+    if H[p + "stored"] < H[p + "planned"]:
+        return (f"Open at this scale: the decisive runs, standard against fixed head size at h = 32 with {tokens} "
+                f"and {int(H[p + 'planned']) // 2} seeds, are still training ({int(H[p + 'stored'])} of "
+                f"{int(H[p + 'planned'])} stored).")
+    reading = _VERDICT_READING.get(j.verdict, f"the rule cannot decide: {j.qualifier}")
+    return (f"At {tokens} and {int(H[p + 'val_n'])} seeds, standard heads at h = 32 minus a fixed head size is "
+            f"{H[p + 'val_diff']:+.3f} nats of validation loss ({H[p + 'val_lo']:+.3f} to {H[p + 'val_hi']:+.3f}; "
+            f"test {H[p + 'test_diff']:+.3f}): {reading}.")
 
 
 def _budget_verdicts(H: Mapping) -> str:
@@ -509,6 +573,7 @@ def headline(tables: Mapping) -> dict:
     out = {f"ch04_{k}": v for k, v in out.items()}
     out["ch04_budget_verdicts_text"] = _budget_verdicts(out)
     out["ch04_budget_gap_reading"] = _gap_reading(out)
+    out["ch04_budget_answer"] = _answer(out)
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
     return out

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
+from ..verdicts import TRAINING
 from .rules import CLAIMS, LIVE_RULES
 from .summaries import LEVEL
 
@@ -101,6 +102,7 @@ def claims_table(H: Mapping) -> pd.DataFrame:
         live = LIVE_RULES.get(c.key)
         lj = live(H) if live else None
         rows.append({"claim": c.statement, "verdict": j.label, "evidence": j.evidence,
-                     "same rule on this page's live run": lj.label if lj else "(not a training claim)",
+                     "same rule on this page's live run": lj.label if lj else (
+                         "(not a training claim)" if c.kind != TRAINING else "(no such models in the live run)"),
                      "rule": c.rule_sentence, "rules ledger": ledger_note(c.key, events)})
     return pd.DataFrame(rows)

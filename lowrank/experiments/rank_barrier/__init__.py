@@ -13,15 +13,17 @@ from __future__ import annotations
 
 from ...params import Choice, ChoiceList, Constraint, Float, FloatList, Int, IntList, contains, short_repr
 from ..shared.montecarlo import MAX_ELEMENTS, attention_rank_table, hardmax_rank_table, mean_band
+from .near import near_cells, near_orthonormal_table
 from .rules import (CLAIMS, FAMILY_LEVEL, GROUPS, HEADLINE_KEYS, NEAR_MARGIN, Z95, headline, rule_barrier,
-                    rule_rank_rises)
-from .tables import (barrier_verdicts, counterexample_table, head_combination_table, inputs_table, key_set_table,
+                    rule_near_orthonormal, rule_rank_rises)
+from .tables import (barrier_verdicts, counterexample_table, head_combination_table, inputs_table, key_set_table, near_table,
                      montecarlo_table, run, summary_table)
 
 __all__ = ["SCHEMA", "CONSTRAINTS", "estimate", "memory", "MAX_ELEMENTS", "key_set_table", "hardmax_rank_table",
            "attention_rank_table", "head_combination_table", "mean_band", "barrier_verdicts", "run", "headline",
            "summary_table", "montecarlo_table", "inputs_table", "counterexample_table", "GROUPS", "HEADLINE_KEYS",
-           "CLAIMS", "rule_barrier", "rule_rank_rises", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN"]
+           "CLAIMS", "rule_barrier", "rule_rank_rises", "rule_near_orthonormal", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN",
+           "near_orthonormal_table", "near_cells", "near_table"]
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
 # lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
@@ -46,6 +48,10 @@ SCHEMA = dict(
     query_sets=Int(2, 100_000, doc="query sets per key set"),
     heads=IntList(1, 256, doc="numbers of heads h, each with d_h = heads_d_model // h"),
     heads_d_model=Int(1, 65536, doc="model width shared by the heads"),
+    near_ns=IntList(32, 4096, doc="sequence lengths n for the near-orthonormal inputs (I + E must stay positive definite)"),
+    near_cs=FloatList(1e-6, 10.0, doc="off-diagonal sizes c of X X^T = I + E, |E_ij| = c n^-3/2 (0, the orthonormal reference, is added)"),
+    near_head_dims=IntList(1, 16384, doc="head sizes for the near-orthonormal inputs"),
+    near_trials=Int(2, 100_000, doc="draws of E, W_q, W_k per n for the near-orthonormal inputs"),
 )
 CONSTRAINTS = (
     Constraint(("heads", "heads_d_model"), lambda p: (
@@ -70,6 +76,10 @@ def estimate(p) -> tuple[dict[str, float], str]:
     hard += (1 + len(p["inputs"])) * len(dhs) * T * ns * ns * (max(dhs) / 2 + 8)
     hard += len(p["key_head_dims"]) * p["key_sets"] * p["query_sets"] * p["key_set_n"] ** 2 * 8
     hard += sum(p["key_head_dims"]) * p["key_sets"] * p["query_sets"] * p["key_set_n"] ** 2
+    # near-orthonormal inputs: one symmetric eigendecomposition and two n x n products per (trial, c)
+    svd += (len(p["near_cs"]) + 1) * p["near_trials"] * sum(n ** 3 for n in p["near_ns"])
+    hard += (len(p["near_cs"]) + 1) * p["near_trials"] * sum(n * n * (max(p["near_head_dims"]) + 8) * len(
+        p["near_head_dims"]) for n in p["near_ns"])
     heads = len(p["heads"]) * T * (2 + 2 * max(p["heads"]))  # head average and stacked SVDs per draw
     svd += heads * ns ** 3
     draws = 2 * p["n_trials"] * len(p["ns"]) * len(p["head_dims"])

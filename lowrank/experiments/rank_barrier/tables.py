@@ -18,10 +18,11 @@ from ...theory.embeddings import minilm_word_embeddings
 from ...theory.sampling import sample_inputs, sample_qk
 from ..shared.montecarlo import (as_rtols, attention_probs, attention_rank_table, cell_seed, hardmax_rank_table,
                                  mean_band, seeded)
+from .near import near_cells, near_orthonormal_table
 from .rules import GROUPS, NEAR_MARGIN
 
 __all__ = ["key_set_table", "head_combination_table", "barrier_verdicts", "run", "summary_table", "montecarlo_table",
-           "inputs_table", "counterexample_table"]
+           "inputs_table", "counterexample_table", "near_table"]
 
 
 def key_set_table(n: int, head_dims: Sequence[int], *, n_key_sets: int = 20,
@@ -185,6 +186,9 @@ def _tables(P: Mapping[str, Any], progress: bool) -> dict[str, Any]:
     out["multi"], out["pairs"] = multi, pairs
     out["band_h"] = mean_band(multi.assign(frac=multi["value"] / n_s), by=["combination", "heads"], value="frac")
     out["summary"] = _summary(out)
+    out["near"] = near_orthonormal_table(P["near_ns"], [0.0, *P["near_cs"]], P["near_head_dims"],
+                                         n_trials=P["near_trials"], seed=seed)
+    out["near_cells"] = near_cells(out["near"])
     return out
 
 
@@ -262,3 +266,18 @@ def counterexample_table(t: Mapping[str, Any]) -> pd.DataFrame:
     """Hardmax rank / n of the reviewers' constructions, one row per construction, one column per width d."""
     return t["counter"].pivot(index="construction", columns="d", values="hardmax rank / n").add_prefix(
         "hardmax rank / n at d = ").reset_index()
+
+
+def near_table(t: Mapping[str, Any]) -> pd.DataFrame:
+    """Near-orthonormal tokens at the largest d_h: per n and c, hardmax rank / n and its change
+    from orthonormal tokens (paired by draw, 95 % interval), against the bound."""
+    cells = t["near_cells"]
+    top = cells[(cells.head_dim == cells.head_dim.max()) & (cells.c > 0)]
+    return pd.DataFrame({
+        "n": top["n"].to_numpy(), "c": top["c"].map(lambda c: f"{c:g}").to_numpy(),
+        f"hardmax rank / n at d_h = {int(cells.head_dim.max())}": top["frac"].map(lambda v: f"{v:.3f}").to_numpy(),
+        "change from orthonormal / n [95% interval]": [
+            f"{s:+.4f} [{s - 1.96 * e:+.4f}, {s + 1.96 * e:+.4f}]" if np.isfinite(e) else f"{s:+.4f}"
+            for s, e in zip(top["shift"], top["shift_se"])],
+        "bound / n": (top["bound"] / top["n"]).map(lambda v: f"{v:.3f}").to_numpy(),
+        "excess over the bound (s.e.)": top["z"].map(lambda z: f"{z:+.1f}").to_numpy()})

@@ -6,6 +6,7 @@ embeddings      real token embeddings (MiniLM word pieces) as inputs for the sam
 representation  Theorem 1: exact weights for a target P, the n - 1 threshold, the d < n counterexample
 multihead       F subset of G, Theorem 2 witnesses, parameter and FLOP costs
 targets         dense (Dirichlet), k-sparse and near-permutation target attention matrices
+mla             random multi-head latent attention heads (DeepSeek-V2/V3): logit, softmax and hardmax ranks
 """
 from .sampling import INPUTS, sample_inputs, sample_qk, sample_attention, temperature_scale
 from .barrier import (BARRIER_FRACTION, argmax_column_distribution, counterexample_qk,
@@ -32,3 +33,8 @@ __all__ += ["ROW_SUM_TOL", "Counterexample", "centred_log", "construction_check"
 from .targets import dirichlet_targets, permutation_targets, sparse_targets
 
 __all__ += ["dirichlet_targets", "permutation_targets", "sparse_targets"]
+from .mla import (MLA_MATRICES, LatentHeadWeights, mla_head_logits, mla_rank_table, sample_mla_logits,
+                  sample_mla_weights)
+
+__all__ += ["MLA_MATRICES", "LatentHeadWeights", "mla_head_logits", "mla_rank_table", "sample_mla_logits",
+            "sample_mla_weights"]

@@ -2,7 +2,7 @@
 the companion book to Bhojanapalli et al. (2020) and Min & Li (ICLR 2025 submission).
 
 Layers, each importing only the ones before it:
-  library       attention, rank, probe, probe_hf, probe_run, report, models, data, pretrained,
+  library       attention, mla, rank, probe, probe_hf, probe_run, report, models, data, pretrained,
                 retrieval, fit, train/ (config, tasks, loop, evaluate, checkpoints, command), sweep,
                 stats, params, provenance, files, glued, progress
   theory/       closed forms, exact constructions, bounds and samplers
@@ -18,9 +18,10 @@ The top-level names load torch on first use, not at import, so the command line 
 from importlib import import_module
 
 __version__ = "0.1.0"
-__all__ = ["MultiHeadAttention", "numerical_rank", "effective_rank", "stable_rank", "energy_rank",
-           "hardmax_rank", "rank_report"]
-_HOME = {"MultiHeadAttention": "attention", **{name: "rank" for name in __all__[1:]}}
+__all__ = ["MultiHeadAttention", "MultiHeadLatentAttention", "numerical_rank", "effective_rank", "stable_rank",
+           "energy_rank", "hardmax_rank", "rank_report"]
+_HOME = {"MultiHeadAttention": "attention", "MultiHeadLatentAttention": "mla",
+         **{name: "rank" for name in __all__[2:]}}
 
 
 def __getattr__(name):

@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_ONLY = ("papermill", "seaborn", "matplotlib", "jupyter-book", "nbformat", "pyyaml")
-LIBRARY = ("attention", "rank", "probe", "probe_hf", "models", "data", "fit", "train", "sweep", "stats")
+LIBRARY = ("attention", "mla", "rank", "probe", "probe_hf", "models", "data", "fit", "train", "sweep", "stats")
 
 
 def _name(requirement: str) -> str:

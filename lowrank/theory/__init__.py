@@ -7,6 +7,7 @@ representation  Theorem 1: exact weights for a target P, the n - 1 threshold, th
 multihead       F subset of G, Theorem 2 witnesses, parameter and FLOP costs
 targets         dense (Dirichlet), k-sparse and near-permutation target attention matrices
 perturbed       near-orthonormal tokens (X X^T = I + E, |E_ij| = c n^-3/2) for the barrier's 2026 hypothesis
+mla             random multi-head latent attention heads (DeepSeek-V2/V3): logit, softmax and hardmax ranks
 """
 from .sampling import INPUTS, sample_inputs, sample_qk, sample_attention, temperature_scale
 from .barrier import (BARRIER_FRACTION, argmax_column_distribution, counterexample_qk,
@@ -36,3 +37,8 @@ __all__ += ["dirichlet_targets", "permutation_targets", "sparse_targets"]
 from .perturbed import near_orthonormal_gram, near_orthonormal_qk
 
 __all__ += ["near_orthonormal_gram", "near_orthonormal_qk"]
+from .mla import (MLA_MATRICES, LatentHeadWeights, mla_head_logits, mla_rank_table, sample_mla_logits,
+                  sample_mla_weights)
+
+__all__ += ["MLA_MATRICES", "LatentHeadWeights", "mla_head_logits", "mla_rank_table", "sample_mla_logits",
+            "sample_mla_weights"]

@@ -88,3 +88,40 @@ def test_the_headline_reads_a_violation_as_the_rule_needs():
     assert H["ch05_near_broken_cs"] == "10" and H["ch05_near_largest_ok_c"] == 1.0 and H["ch05_near_cells"] == 4
     assert ch.rule_near_orthonormal(H).verdict == CONDITIONAL
     assert math.isfinite(H["ch05_near_max_z"]) and H["ch05_near_worst"].endswith("c = 10, d_h = 8")
+
+
+def _mla(**kw):
+    h = {"ch05_mla_cells": 16, "ch05_mla_max_z": -5.0, "ch05_mla_trials": 50, "ch05_mla_max_increment": 0.004,
+         "ch05_mla_min_rise_z": 20.0, "ch05_mla_min_rise": 0.2, "ch05_mla_head_dim": 16, "ch05_mla_rope_dims": "0, 8",
+         "ch05_mla_latents": "1, 4, 64, 256", "ch05_mla_ns": "64, 128", "ch05_mla_worst": "n = 64",
+         "ch05_mla_flat_where": "n = 128", "ch05_mla_logit_excess": 0, "ch05_mla_logit_at": 1.0,
+         "ch05_mla_v3_sizes": "kv_latent = 512", "ch05_mla_v3_bound": 192, "ch05_mla_v3_n": 4096}
+    return {**h, **kw}
+
+
+def test_the_mla_rules_reach_every_verdict():
+    from lowrank.experiments.verdicts import CONTRADICTED as C
+
+    rule, crit = ch.rule_mla, ch.rules._bonferroni_z(16)
+    assert rule(_mla()).verdict == REPRODUCED
+    j = rule(_mla(ch05_mla_max_increment=ch.MLA_INCREMENT))
+    assert j.verdict == WEAKER and "no saturation inside the grid" in j.qualifier
+    assert rule(_mla(ch05_mla_max_z=crit + 0.1)).verdict == C
+    assert rule(_mla(ch05_mla_min_rise_z=-2.0)).verdict == C
+    assert rule(_mla(ch05_mla_min_rise_z=1.9)).verdict == INCONCLUSIVE
+    assert rule(_mla(ch05_mla_trials=1)).verdict == INCONCLUSIVE
+    assert ch.rule_mla_bound(_mla()).verdict == REPRODUCED
+    j = ch.rule_mla_bound(_mla(ch05_mla_logit_excess=1))
+    assert j.verdict == C and "+1" in j.evidence and "192 at n = 4,096" in j.evidence
+
+
+def test_the_mla_cells_measure_the_bound_and_the_barrier():
+    from lowrank.experiments.rank_barrier.latent import mla_cells, mla_tables, relative_increment
+
+    t = mla_tables([16, 32], [1, 2, 8], head_dim=4, rope_dims=[0, 2], n_trials=6, seed=0)
+    cells = mla_cells(t)
+    assert len(cells) == 2 * 3 * 2 and (cells["excess"] <= 0).all() and (cells["at"] == 1).all()
+    one = cells[(cells.kv_latent == 1) & (cells.rope_dim == 0)]
+    assert (one["bound"] == 1).all() and (one["mean"] <= 2).all()  # logit rank 1: at most two argmax columns
+    inc = relative_increment(cells)
+    assert set(inc.latent_last) == {8} and set(inc.latent_prev) == {2} and len(inc) == 4

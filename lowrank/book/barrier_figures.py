@@ -13,7 +13,7 @@ from ..theory.barrier import expected_distinct_columns, expected_distinct_column
 from .bands import band_lines, bound_line, log2_x
 from .plotting import grey_safe_lines, subplots
 
-__all__ = ["coupon", "keysets", "montecarlo", "temperature", "tolerance", "inputs", "causal", "heads", "near"]
+__all__ = ["coupon", "keysets", "montecarlo", "temperature", "tolerance", "inputs", "causal", "heads", "near", "mla"]
 
 HEAD_SIZE = "head size $d_h$"
 LEGEND_BESIDE = dict(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
@@ -156,4 +156,26 @@ def near(t: Mapping[str, Any]):
     axes[0, 0].set_ylabel(f"hardmax rank of $A$ / $n$, $d_h$ = {int(top.head_dim.max())}")
     axes[0, 1].set_ylabel("change from orthonormal tokens / $n$")
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize="small")
+    return fig
+
+
+def mla(t: Mapping[str, Any]):
+    """Random MLA heads: hardmax rank / n against the latent size kv_latent, one panel per rotary
+    size, one line per n with its 95 % band, and each n's barrier dotted."""
+    cells = t["mla_cells"]
+    ropes = sorted(cells.rope_dim.unique())
+    fig, axes = subplots(1, len(ropes), height=3.4, width=7.5, sharey=True)
+    ns = sorted(cells.n.unique())
+    for ax, rope in zip(axes[0], ropes):
+        for st, n in zip(grey_safe_lines(len(ns)), ns):
+            sub = cells[(cells.rope_dim == rope) & (cells.n == n)].sort_values("kv_latent")
+            ax.plot(sub.kv_latent, sub.frac, label=f"$n$ = {n}", **st)
+            ax.fill_between(sub.kv_latent, sub.frac - 1.96 * sub.se_frac, sub.frac + 1.96 * sub.se_frac,
+                            color=st["color"], alpha=0.2)
+            ax.axhline(expected_distinct_columns(n) / n, color=st["color"], linestyle=":", linewidth=1)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("latent size kv_latent")
+        ax.set_title(f"rotary part {rope}" if rope else "no rotary part", fontsize="small")
+    axes[0, 0].set_ylabel("hardmax rank of $A$ / $n$ (exact)")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=len(ns), fontsize="small")
     return fig

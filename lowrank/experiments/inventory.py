@@ -63,9 +63,4 @@ UNTESTED: tuple[Claim, ...] = (
           untested="the IMDB reviews (not packaged for offline use here) and text classifiers at d_h from 1 to 64, "
                    "several seeds: a few GPU hours; chapter 07's retrieval task asks the same question on "
                    "synthetic data"),
-    Claim("minli-mla", MIN_LI, "07", "",
-          "The results are verified in multi-head latent attention (MLA) as used in DeepSeek-V3", None,
-          kind=PRETRAINED, where="ICLR 2026 abstract",
-          untested="what was measured is not stated; with DeepSeek-V3's weights (671B parameters, several "
-                   "hundred GB) `lowrank probe` could measure the ranks, on a multi-GPU machine"),
 )

@@ -11,19 +11,19 @@ the sampled rank tables shared with chapter 06 in ``lowrank.experiments.shared.m
 """
 from __future__ import annotations
 
-from ...params import Choice, ChoiceList, Constraint, Float, FloatList, Int, IntList, contains, short_repr
+from ...params import Choice, ChoiceList, Constraint, Float, FloatList, Int, IntList, ascending, contains, short_repr
 from ..shared.montecarlo import MAX_ELEMENTS, attention_rank_table, hardmax_rank_table, mean_band
 from .near import near_cells, near_orthonormal_table
-from .rules import (CLAIMS, FAMILY_LEVEL, GROUPS, HEADLINE_KEYS, NEAR_MARGIN, Z95, headline, rule_barrier,
-                    rule_near_orthonormal, rule_rank_rises)
-from .tables import (barrier_verdicts, counterexample_table, head_combination_table, inputs_table, key_set_table, near_table,
+from .rules import (CLAIMS, FAMILY_LEVEL, GROUPS, HEADLINE_KEYS, MLA_INCREMENT, NEAR_MARGIN, Z95, headline,
+                    rule_barrier, rule_mla, rule_mla_bound, rule_near_orthonormal, rule_rank_rises)
+from .tables import (barrier_verdicts, counterexample_table, head_combination_table, inputs_table, key_set_table, mla_table, near_table,
                      montecarlo_table, run, summary_table)
 
 __all__ = ["SCHEMA", "CONSTRAINTS", "estimate", "memory", "MAX_ELEMENTS", "key_set_table", "hardmax_rank_table",
            "attention_rank_table", "head_combination_table", "mean_band", "barrier_verdicts", "run", "headline",
            "summary_table", "montecarlo_table", "inputs_table", "counterexample_table", "GROUPS", "HEADLINE_KEYS",
            "CLAIMS", "rule_barrier", "rule_rank_rises", "rule_near_orthonormal", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN",
-           "near_orthonormal_table", "near_cells", "near_table"]
+           "near_orthonormal_table", "near_cells", "near_table", "mla_table", "rule_mla", "rule_mla_bound", "MLA_INCREMENT"]
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
 # lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
@@ -52,6 +52,11 @@ SCHEMA = dict(
     near_cs=FloatList(1e-6, 10.0, doc="off-diagonal sizes c of X X^T = I + E, |E_ij| = c n^-3/2 (0, the orthonormal reference, is added)"),
     near_head_dims=IntList(1, 16384, doc="head sizes for the near-orthonormal inputs"),
     near_trials=Int(2, 100_000, doc="draws of E, W_q, W_k per n for the near-orthonormal inputs"),
+    mla_ns=IntList(4, 4096, doc="sequence lengths n for the random multi-head latent attention heads"),
+    mla_latents=IntList(1, 16384, min_len=3, doc="latent sizes kv_latent of the MLA heads, ascending"),
+    mla_head_dim=Int(1, 4096, doc="content head size of the MLA heads"),
+    mla_rope_dims=IntList(0, 4096, doc="sizes of the MLA heads' decoupled rotary part (even; 0: none)"),
+    mla_trials=Int(2, 100_000, doc="draws of the MLA weights per cell"),
 )
 CONSTRAINTS = (
     Constraint(("heads", "heads_d_model"), lambda p: (
@@ -60,6 +65,9 @@ CONSTRAINTS = (
         f"{p['heads_d_model']}: each head needs d_h = heads_d_model // h >= 1")),
     Constraint(("rtols",), contains("rtols", 0.0, "the default tolerance the tables compare against")),
     Constraint(("scales",), contains("scales", 1.0, "the standard temperature")),
+    Constraint(("mla_latents",), ascending("mla_latents")),
+    Constraint(("mla_rope_dims",), lambda p: None if all(r % 2 == 0 for r in p["mla_rope_dims"]) else
+               f"mla_rope_dims {short_repr(p['mla_rope_dims'])} must be even: the rotary part turns pairs of coordinates"),
     *(Constraint((name,), contains(name, 1, "the chapter's sentences compare every head size with d_h = 1"))
       for name in ("head_dims", "setting_head_dims", "key_head_dims")),
 )
@@ -76,6 +84,8 @@ def estimate(p) -> tuple[dict[str, float], str]:
     hard += (1 + len(p["inputs"])) * len(dhs) * T * ns * ns * (max(dhs) / 2 + 8)
     hard += len(p["key_head_dims"]) * p["key_sets"] * p["query_sets"] * p["key_set_n"] ** 2 * 8
     hard += sum(p["key_head_dims"]) * p["key_sets"] * p["query_sets"] * p["key_set_n"] ** 2
+    # MLA heads: one n x n logit product and one SVD-free hardmax pass per draw, plus the logit rank's SVD
+    svd += p["mla_trials"] * len(p["mla_latents"]) * len(p["mla_rope_dims"]) * sum(n ** 3 for n in p["mla_ns"])
     # near-orthonormal inputs: one symmetric eigendecomposition and two n x n products per (trial, c)
     svd += (len(p["near_cs"]) + 1) * p["near_trials"] * sum(n ** 3 for n in p["near_ns"])
     hard += (len(p["near_cs"]) + 1) * p["near_trials"] * sum(n * n * (max(p["near_head_dims"]) + 8) * len(

@@ -11,12 +11,13 @@ import numpy as np
 
 from ...theory.barrier import expected_distinct_columns, expected_distinct_columns_causal
 from ..shared.montecarlo import as_rtols
+from .latent import mla_headline
 from .near import near_cells
-from ..verdicts import (SIMULATION, CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
+from ..verdicts import (BOOK, PROOF_CHECK, SIMULATION, CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
                         Judgement, is_missing, need)
 
 __all__ = ["HEADLINE_KEYS", "GROUPS", "headline", "CLAIMS", "rule_barrier", "rule_rank_rises", "rule_near_orthonormal",
-           "Z95", "FAMILY_LEVEL", "NEAR_MARGIN"]
+           "rule_mla", "rule_mla_bound", "MLA_INCREMENT", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN"]
 
 # The hypotheses of the theorem that the summary's settings drop, one group each.
 GROUPS = ("none (the theorem's setting)", "temperature", "tolerance", "input distribution",
@@ -41,6 +42,11 @@ HEADLINE_KEYS = (
     "ch05_near_ns", "ch05_near_cs", "ch05_near_dhs", "ch05_near_trials", "ch05_near_cells", "ch05_near_max_z",
     "ch05_near_worst", "ch05_near_broken_cs", "ch05_near_largest_ok_c", "ch05_near_gap", "ch05_near_shift_max",
     "ch05_near_shift_worst", "ch05_verdict_near", "ch05_verdict_near_evidence",
+    "ch05_mla_ns", "ch05_mla_latents", "ch05_mla_rope_dims", "ch05_mla_head_dim", "ch05_mla_trials",
+    "ch05_mla_cells", "ch05_mla_max_z", "ch05_mla_worst", "ch05_mla_max_increment", "ch05_mla_flat_where",
+    "ch05_mla_min_rise_z", "ch05_mla_min_rise", "ch05_mla_top_frac", "ch05_mla_logit_excess", "ch05_mla_logit_at",
+    "ch05_mla_v3_bound", "ch05_mla_v3_sizes", "ch05_mla_v3_n", "ch05_mla_criterion", "ch05_verdict_mla", "ch05_verdict_mla_evidence",
+    "ch05_verdict_mla_bound", "ch05_verdict_mla_bound_evidence",
 )
 _INPUTS = ("orthonormal", "gaussian", "sphere", "anisotropic", "minilm")
 
@@ -133,7 +139,10 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     H["ch05_frac_dh1_nmax_se"] = float(se_d1)
     H["ch05_frac_dhmax_nmax_se"] = float(se_top[nmax])
     H.update(_near_headline(t))
-    for key, claim in (("barrier", CLAIMS[0]), ("rises", CLAIMS[1]), ("near", CLAIMS[2])):
+    H.update(mla_headline(t))
+    H["ch05_mla_criterion"] = MLA_INCREMENT
+    for key, claim in (("barrier", CLAIMS[0]), ("rises", CLAIMS[1]), ("near", CLAIMS[2]), ("mla", CLAIMS[3]),
+                       ("mla_bound", CLAIMS[4])):
         j = claim.judge(H)
         H[f"ch05_verdict_{key}"], H[f"ch05_verdict_{key}_evidence"] = j.label, j.evidence
     return H
@@ -267,6 +276,56 @@ def rule_near_orthonormal(h: Mapping[str, Any]) -> Judgement:
     return Judgement(REPRODUCED, evidence)
 
 
+# Min & Li's own saturation criterion (Table 2, as R25 Reviewer 2 quotes it): the rank has saturated
+# when its relative increment per doubling falls below about 0.01; chapter 06's increment criterion.
+MLA_INCREMENT = 0.01
+
+
+def rule_mla(h: Mapping[str, Any]) -> Judgement:
+    """Random MLA heads (lowrank.mla: keys and values from a shared latent of size kv_latent, a decoupled rotary part) on orthonormal tokens: contradicted when some (n, rope_dim, kv_latent) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its Bonferroni 95 % interval, or when at some (n, rope_dim) the rank at the largest kv_latent lies below that at the smallest beyond a 95 % interval; reproduced when, with the barrier respected, the rank rises with kv_latent beyond a 95 % interval at every (n, rope_dim) and its relative increment per doubling of kv_latent over the grid's last step is below 0.01 there (the paper's saturation criterion); reproduced in a weaker form (the barrier holds, the rank does not saturate inside the grid) when the increment is 0.01 or more somewhere; inconclusive with fewer than two draws or a rise inside its interval.
+
+    The paper does not say what it verified in MLA; the row states what the book measured: the
+    barrier and saturation in the latent size, on random heads, at the head size chapter 05 uses.
+    """
+    cells, max_z, draws = need(h, "ch05_mla_cells"), need(h, "ch05_mla_max_z"), need(h, "ch05_mla_trials")
+    inc, rise_z = need(h, "ch05_mla_max_increment"), need(h, "ch05_mla_min_rise_z")
+    z_crit = _bonferroni_z(cells)
+    evidence = (f"head size {need(h, 'ch05_mla_head_dim')}, rope_dim {need(h, 'ch05_mla_rope_dims')}, kv_latent "
+                f"{need(h, 'ch05_mla_latents')}, n = {need(h, 'ch05_mla_ns')}: {cells} cells, {draws} draws each; "
+                f"largest excess of the mean hardmax rank over the barrier {max_z:+.2f} standard errors "
+                f"({need(h, 'ch05_mla_worst')}; Bonferroni limit {z_crit:.2f}); smallest rise from the smallest to "
+                f"the largest kv_latent {need(h, 'ch05_mla_min_rise'):+.3f} n ({rise_z:.1f} standard errors); largest "
+                f"relative increment per doubling over the last step {inc:.4f} ({need(h, 'ch05_mla_flat_where')})")
+    if draws < 2 or is_missing(max_z):
+        return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error")
+    if max_z > z_crit or rise_z < -Z95:
+        return Judgement(CONTRADICTED, evidence)
+    if rise_z <= Z95:
+        return Judgement(INCONCLUSIVE, evidence, "a rise of the rank with the latent smaller than 1.96 standard "
+                                                 "errors is not detectable")
+    if inc >= MLA_INCREMENT:
+        return Judgement(WEAKER, evidence, f"the barrier holds in MLA, but the rank still grows by {inc:.3f} per "
+                                           f"doubling of the latent at the grid's end: no saturation inside the grid")
+    return Judgement(REPRODUCED, evidence)
+
+
+def rule_mla_bound(h: Mapping[str, Any]) -> Judgement:
+    """Reproduced when no sampled MLA head's logit matrix has numerical rank (float64 default tolerance) above min(head_dim, kv_latent, n) + min(rope_dim, n), capped at n; contradicted when one does.
+
+    The evidence also gives the share of heads that reach the bound and the bound of one
+    DeepSeek-V3 head, whose latent does not bind.
+    """
+    excess, at = need(h, "ch05_mla_logit_excess"), need(h, "ch05_mla_logit_at")
+    evidence = (f"{need(h, 'ch05_mla_cells')} cells of {need(h, 'ch05_mla_trials')} random heads: largest logit rank "
+                f"minus the bound {excess:+d}; in every cell at least {at:.0%} of the heads reach it; one DeepSeek-V3 "
+                f"head ({need(h, 'ch05_mla_v3_sizes')}) is bounded by {need(h, 'ch05_mla_v3_bound')} at n = "
+                f"{need(h, 'ch05_mla_v3_n'):,}, "
+                f"its head size and rotary part, not its latent")
+    if excess > 0:
+        return Judgement(CONTRADICTED, evidence)
+    return Judgement(REPRODUCED, evidence)
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("barrier", MIN_LI, "05", "sec-ch05-summary",
           "Low-rank barrier: the mean rank of random (hardmax) attention is at most about "
@@ -278,4 +337,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("minli-near-orthonormal", MIN_LI, "05", "sec-ch05-near",
           "The barrier also holds for near-orthonormal inputs, XX^T = I + E with |E_ij| = o(n^-3/2)",
           rule_near_orthonormal, kind=SIMULATION, where="ICLR 2026 version (R26 Reviewer 4)"),
+    Claim("minli-mla", MIN_LI, "05", "sec-ch05-mla",
+          "The results are verified in multi-head latent attention (MLA) as used in DeepSeek-V3", rule_mla,
+          kind=SIMULATION, where="ICLR 2026 abstract"),
+    Claim("mla-logit-bound", BOOK, "05", "sec-ch05-mla",
+          "In MLA one head's logits have rank at most min(d_h, kv_latent) + rope_dim: the latent bounds the "
+          "content part, the rotary part adds its own dimensions", rule_mla_bound, kind=PROOF_CHECK,
+          where="this book (lowrank.mla)"),
 )

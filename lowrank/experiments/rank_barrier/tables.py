@@ -18,11 +18,12 @@ from ...theory.embeddings import minilm_word_embeddings
 from ...theory.sampling import sample_inputs, sample_qk
 from ..shared.montecarlo import (as_rtols, attention_probs, attention_rank_table, cell_seed, hardmax_rank_table,
                                  mean_band, seeded)
+from .latent import mla_cells, mla_tables
 from .near import near_cells, near_orthonormal_table
 from .rules import GROUPS, NEAR_MARGIN
 
 __all__ = ["key_set_table", "head_combination_table", "barrier_verdicts", "run", "summary_table", "montecarlo_table",
-           "inputs_table", "counterexample_table", "near_table"]
+           "inputs_table", "counterexample_table", "near_table", "mla_table"]
 
 
 def key_set_table(n: int, head_dims: Sequence[int], *, n_key_sets: int = 20,
@@ -189,6 +190,9 @@ def _tables(P: Mapping[str, Any], progress: bool) -> dict[str, Any]:
     out["near"] = near_orthonormal_table(P["near_ns"], [0.0, *P["near_cs"]], P["near_head_dims"],
                                          n_trials=P["near_trials"], seed=seed)
     out["near_cells"] = near_cells(out["near"])
+    out["mla"] = mla_tables(P["mla_ns"], P["mla_latents"], head_dim=P["mla_head_dim"], rope_dims=P["mla_rope_dims"],
+                            n_trials=P["mla_trials"], seed=seed)
+    out["mla_cells"] = mla_cells(out["mla"])
     return out
 
 
@@ -281,3 +285,17 @@ def near_table(t: Mapping[str, Any]) -> pd.DataFrame:
             for s, e in zip(top["shift"], top["shift_se"])],
         "bound / n": (top["bound"] / top["n"]).map(lambda v: f"{v:.3f}").to_numpy(),
         "excess over the bound (s.e.)": top["z"].map(lambda z: f"{z:+.1f}").to_numpy()})
+
+
+def mla_table(t: Mapping[str, Any]) -> pd.DataFrame:
+    """MLA heads at the largest n: hardmax rank / n per (rotary size, kv_latent) with its 95 %
+    interval, the logit-rank bound and the share of heads at it."""
+    cells = t["mla_cells"]
+    top = cells[cells.n == cells.n.max()].sort_values(["rope_dim", "kv_latent"])
+    return pd.DataFrame({
+        "rotary part": top["rope_dim"].to_numpy(), "kv_latent": top["kv_latent"].to_numpy(),
+        f"hardmax rank / n at n = {int(cells.n.max())} [95% interval]": [
+            f"{f:.3f} [{f - 1.96 * e:.3f}, {f + 1.96 * e:.3f}]" for f, e in zip(top["frac"], top["se_frac"])],
+        "barrier / n": (top["barrier"] / top["n"]).map(lambda v: f"{v:.3f}").to_numpy(),
+        "logit-rank bound": top["bound"].astype(int).to_numpy(),
+        "heads at the bound": top["at"].map(lambda v: f"{v:.0%}").to_numpy()})

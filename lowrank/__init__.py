@@ -2,9 +2,9 @@
 the companion book to Bhojanapalli et al. (2020) and Min & Li (ICLR 2025 submission).
 
 Layers, each importing only the ones before it:
-  library       attention, mla, rank, probe, probe_hf, probe_run, report, models, data, pretrained,
-                retrieval, fit, train/ (config, tasks, loop, evaluate, checkpoints, command), sweep,
-                stats, params, provenance, files, glued, progress
+  library       attention, mla, rank, probe, probe_hf, probe_run, report, models, data, images, pretrained,
+                retrieval, plateau, vision, textclass, fit, train/ (config, tasks, loop, evaluate,
+                checkpoints, command), sweep, stats, params, provenance, files, glued, progress
   theory/       closed forms, exact constructions, bounds and samplers
   experiments/  registry (the one list of chapters), one module or package per chapter, costs,
                 shared/ (tools several chapters use), verdicts, ledger, inventory, claims, synthesis

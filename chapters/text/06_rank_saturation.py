@@ -35,6 +35,11 @@ softmax_max_head_dim = 32  # largest head size for the standard-temperature part
 softmax_points_per_octave = 8  # softmax grid density (8 gives every integer head size up to 6)
 softmax_trials = 8  # draws per (n, d_h) for the standard-temperature part
 softmax_rtols = [0.0, 0.001]  # numerical-rank tolerances (0 means the default max(m, n) * eps)
+increment_store = "data/results/06_rank_saturation_long.jsonl"  # committed long-scale store the increment criterion is judged on (read only); None: this run's own grid
+increment_run_store = None  # your store: the long grid's missing lengths are computed into it and judged on (None: nothing computed)
+increment_top_min = 1024  # long grid: the largest head size at n is max(increment_top_min, increment_top_factor * n)
+increment_top_factor = 8  # long grid: see increment_top_min
+increment_rows_per_cell = 524288  # long grid: draws per n are max(min_trials, increment_rows_per_cell // n)
 
 # %% tags=["hide-input"]
 from matplotlib import pyplot as plt
@@ -101,6 +106,8 @@ ch.points_table(tables).style.hide(axis="index")
 # ```
 #
 # Each entry is the saturation $d_h$ with its 95 % bootstrap percentile interval; the "heuristic" columns are the parameter-free prediction of {prf:ref}`rem-ch06-heuristic` below. The fraction criteria are estimated to within {glue:text}`ch06_point_se_max_pct:.1f` % (largest bootstrap standard error relative to the point). Points that cannot be estimated are reported, not dropped: {glue:text}`ch06_not_estimable`. The increment criterion is the noisiest, because near saturation a 1 % change per doubling is comparable to the Monte-Carlo error of the mean, and for long sequences it is not reached below $d_h$ = {glue:text}`ch06_dhmax`.
+#
+# **The increment criterion on a wider grid.** This page's grid stops at $d_h$ = {glue:text}`ch06_dhmax`, too short for the increment criterion at most lengths (the points not estimable are listed above). Its rule ({ref}`sec-ch06-verdict`) is judged instead on {glue:text}`ch06_inc_source`: the same nested draws (hardmax rank of $A$, exact) on the same grid of head sizes, run at each $n$ up to {glue:text}`ch06_inc_grid`, with {glue:text}`ch06_inc_draws` draws. It holds {glue:text}`ch06_inc_held`. The increment points it gives, with 95 % bootstrap intervals over whole draws, are {glue:text}`ch06_inc_points`. The grid and the draws were registered with the rule before the store was computed, and the store is computed from a clean checkout of that commit, one record per $n$, each with its provenance: {glue:text}`ch06_inc_provenance`. The command {glue:text}`ch06_inc_command` fills the store (a rerun skips the lengths it holds), and `tests/test_rank_saturation_store.py` recomputes its cheapest record and must match it exactly.
 #
 # (sec-ch06-law)=
 # ## Which law: $\ln n$, $n^\alpha$ or $(\ln n)^\beta$

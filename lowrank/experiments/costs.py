@@ -36,6 +36,9 @@ CPU_RATES: dict[str, float] = {
     "svd": 1.3e-09,          # a float64 n x n attention matrix with every rank measure: per n^3
     "hardmax": 1.4e-10,      # one hardmax draw: per n^2 (d_h + 8) (logits, argmax, distinct columns)
     "nested": 3.4e-10,       # one nested hardmax draw: per n^2 (max d_h + 4 grid points)
+    # a long-grid nested draw (d_h to 8 n): per n^2 (max d_h + 300 grid points); set between its pilot's
+    # 1.4e-11 of CPU time and 3.9e-11 of wall time on cores shared with two training jobs
+    "nested_long": 2.3e-11,
     "causal_iter": 1.3e-03,  # one iteration of a batched causal fit (small n: the loop's own cost)
     "lbfgs": 4.5e-09,        # an L-BFGS fit: per problem x restart x iteration cap x n^2 (r + 2)
     "heads_fit": 2.0e-08,    # a head fit on inputs X: per head x restart x iteration cap x n (n + d) d_h
@@ -54,7 +57,8 @@ CPU_RATES: dict[str, float] = {
 # Assumed speed-up of one GPU over one CPU core, per unit kind, until tools/gpu_check.sh has
 # measured it. Small float64 problems gain little; float32 Monte Carlo and bf16 training a lot.
 GPU_SPEEDUP: dict[str, float] = {
-    "svd": 5.0, "hardmax": 50.0, "nested": 50.0, "causal_iter": 1.0, "lbfgs": 3.0, "heads_fit": 3.0, "layer_fit": 3.0,
+    "svd": 5.0, "hardmax": 50.0, "nested": 50.0, "nested_long": 50.0, "causal_iter": 1.0, "lbfgs": 3.0,
+    "heads_fit": 3.0, "layer_fit": 3.0,
     "train": 600.0, "train_attn": 600.0, "train_run": 2.0, "retrieval": 5.0, "retrieval_run": 2.0, "minilm": 20.0,
     "truncation": 20.0, "bootstrap": 1.0, "worker_start": 1.0,
 }

@@ -2,20 +2,25 @@
 the numerical rank of softmax attention) per sequence length, their bootstrap, the fitted laws,
 and headline(tables) -> every number the chapter glues.
 
-grids     the head-size grid, the nested hardmax draws, draws per n
-criteria  saturation points by each criterion and their bootstraps
-tables    ``run(P)`` (every computation of the chapter) and the tables the page shows
-rules     ``headline(tables)``, the claims and their rules
+grids      the head-size grid, the nested hardmax draws, draws per n
+criteria   saturation points by each criterion and their bootstraps
+store      the long-scale store: the increment criterion's wide grid, one record per n
+increment  the increment rule's evidence (the store, or the chapter's own grid) and its glued text
+tables     ``run(P)`` (every computation of the chapter) and the tables the page shows
+rules      ``headline(tables)``, the claims and their rules
 
 The growth laws and their comparison live in ``lowrank.experiments.shared.laws``, the sampled
 softmax rank tables in ``lowrank.experiments.shared.montecarlo``.
 """
 from __future__ import annotations
 
-from ...params import Choice, Constraint, Float, FloatList, Int, IntList, distinct_at_least
+from ...params import Choice, Constraint, Float, FloatList, Int, IntList, Param, distinct_at_least
 from ..shared.laws import LAWS, LOG, POLYLOG, POWER, fit_saturation, law_comparison, law_value
 from .criteria import criteria, curve_bootstrap, point_summary, saturation_bootstrap, saturation_points
 from .grids import head_dim_grid, main_criterion, nested_hardmax_table, trials_per_n
+from .increment import increment_evidence, increment_keys
+from .store import (EXPERIMENT, LONG_COMMAND, LONG_STORE, MAX_ELEMENTS, decode_ranks, fill_store, long_configs,
+                   long_units, read_store, run_length)
 from .rules import (BIC_STRONG, CLAIMS, HEADLINE_KEYS, MIN_NS, MIN_RANGE, Z_PRED, headline, rule_saturation,
                     rule_saturation_increment)
 from .tables import law_curves, laws_table, points_table, run
@@ -24,7 +29,9 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "estimate", "memory", "head_dim_grid", "satu
            "fit_saturation", "nested_hardmax_table", "curve_bootstrap", "point_summary", "criteria", "law_comparison",
            "law_value", "law_curves", "LAWS", "LOG", "POWER", "POLYLOG", "points_table", "laws_table", "trials_per_n",
            "main_criterion", "run", "headline", "HEADLINE_KEYS", "CLAIMS", "rule_saturation",
-           "rule_saturation_increment", "Z_PRED", "BIC_STRONG", "MIN_NS", "MIN_RANGE"]
+           "rule_saturation_increment", "Z_PRED", "BIC_STRONG", "MIN_NS", "MIN_RANGE", "PATHS", "run_keys",
+           "EXPERIMENT", "LONG_STORE", "LONG_COMMAND", "long_configs", "long_units", "fill_store", "read_store",
+           "run_length", "decode_ranks", "increment_evidence", "increment_keys"]
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
 # lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
@@ -44,7 +51,19 @@ SCHEMA = dict(
     softmax_points_per_octave=Int(1, 64, doc="softmax grid density: head sizes round(2^(k / m)); 8 gives every integer to 6"),
     softmax_trials=Int(2, 100_000, doc="draws per (n, d_h) for the softmax part"),
     softmax_rtols=FloatList(0.0, 1.0, min_len=2, doc="two or more tolerances for the softmax numerical rank (0 means the default max(m,n)*eps)"),
+    increment_store=Param("str", allow_none=True,
+                          doc="the committed long-scale store the increment criterion is judged on (read only); "
+                              "None: this run's own grid"),
+    increment_run_store=Param("str", allow_none=True,
+                              doc="your store: the long grid's missing lengths are computed into it (resumable) and "
+                                  "the increment criterion is judged on it; None: nothing computed"),
+    increment_top_min=Int(2, 1 << 20, doc="long grid: the largest head size at n is max(this, increment_top_factor n)"),
+    increment_top_factor=Int(1, 1024, doc="long grid: the largest head size at n is max(increment_top_min, this n)"),
+    increment_rows_per_cell=Int(1, 1 << 30, doc="long grid: draws per n are max(min_trials, this // n)"),
 )
+# Parameters that name results stores (lowrank.book.runner resolves and checks them): one read,
+# one written.
+PATHS = {"increment_store": "read_store", "increment_run_store": "store"}
 CONSTRAINTS = (
     Constraint(("ns",), distinct_at_least("ns", 3, "the saturation law is fitted across three or more n")),
     Constraint(("max_head_dim",), lambda p: None if p["max_head_dim"] >= 4 else (
@@ -65,10 +84,37 @@ def estimate(p) -> tuple[dict[str, float], str]:
     cells = len(p["ns"]) * len(grid) + len(p["softmax_ns"]) * len(sgrid) * len(p["softmax_rtols"])
     boot = p["n_boot"] * cells * 2
     draws = sum(trials)
-    return ({"nested": nested, "svd": svd, "bootstrap": boot},
-            f"{draws:,} nested hardmax draws (no SVD) over {len(grid)} head sizes, softmax SVDs on {len(sgrid)}")
+    units = {"nested": nested, "svd": svd, "bootstrap": boot}
+    what = f"{draws:,} nested hardmax draws (no SVD) over {len(grid)} head sizes, softmax SVDs on {len(sgrid)}"
+    if _stored(p):
+        configs = long_configs(p)
+        units["bootstrap"] += p["n_boot"] * sum(len(c["head_dims"]) for c in configs) * 2
+        if p.get("increment_run_store") is not None:
+            units["nested_long"] = long_units(p)
+            what += (f"; the long grid: {sum(c['trials'] for c in configs):,} nested draws to head size "
+                     f"{max(c['head_dims'][-1] for c in configs)}")
+    return units, what
+
+
+def _stored(p) -> bool:
+    return p.get("increment_store") is not None or p.get("increment_run_store") is not None
 
 
 def memory(p) -> float:
-    """Bytes of the largest arrays: the Monte Carlo runs in blocks of 2^25 float64 entries."""
-    return 8.0 * 2 ** 25
+    """Bytes of the largest arrays: the Monte Carlo runs in blocks of 2^25 float64 entries; the long
+    grid draws Q and K (float32) at its largest n and head size, and its bootstrap holds one index
+    per draw and replicate."""
+    out = 8.0 * 2 ** 25
+    if _stored(p):
+        configs = long_configs(p)
+        out = max(out, 8.0 * p["n_boot"] * max(c["trials"] for c in configs) + 8.0 * 2 ** 24)
+        if p.get("increment_run_store") is not None:
+            out = max(out, max(4.0 * (2 * c["n"] * c["head_dims"][-1] + c["n"] ** 2) for c in configs))
+    return out
+
+
+def run_keys(p) -> set[str]:
+    """The run keys of the long grid's records (one per n), so a store can be told complete or partial."""
+    from ...train import run_key
+
+    return {run_key(c) for c in long_configs(p)} if _stored(p) else set()

@@ -12,7 +12,7 @@ import pandas as pd
 from ...stats import MIN_BOOTSTRAP
 from ...theory.barrier import expected_distinct_columns
 
-__all__ = ["criteria", "saturation_points", "saturation_bootstrap", "curve_bootstrap", "point_summary"]
+__all__ = ["criteria", "saturation_points", "saturation_bootstrap", "curve_bootstrap", "point_summary", "interval_text"]
 
 
 def _log_crossing(d: np.ndarray, y: np.ndarray, level: float, *, rising: bool = True) -> float:
@@ -132,7 +132,16 @@ def curve_bootstrap(table: pd.DataFrame, *, value: str = "rank", n_boot: int = M
     for n, (d, R) in _cells(table, value).items():
         T = R.shape[1]
         idx = rng.integers(0, T, size=(n_boot, T))
-        means = R[:, idx].mean(2).T  # (boot, head dims)
+        means = np.empty((n_boot, R.shape[0]))  # (boot, head dims)
+        # Each replicate's sum as (times each draw was picked) x R, a few replicates at a time:
+        # gathering the picked draws would take gigabytes for the thousands of draws of a
+        # long-scale store. For integer ranks every partial sum is exact, so the means are the
+        # same to the last bit as those of the gathered draws.
+        step = max(1, 2 ** 22 // T)
+        for s in range(0, n_boot, step):
+            b = idx[s:s + step]
+            picks = np.bincount((b + T * np.arange(len(b))[:, None]).ravel(), minlength=len(b) * T)
+            means[s:s + step] = picks.reshape(len(b), T).astype(np.float64) @ R.T / T
         pts = np.array([_curve_points(d, r, _reference(n, r, reference), fractions, increment) for r in means])
         out.append(pd.DataFrame({"boot": np.repeat(np.arange(n_boot), len(names)), "n": n,
                                  "criterion": np.tile(names, n_boot), "head_dim": pts.ravel()}))
@@ -163,3 +172,9 @@ def point_summary(points: pd.DataFrame, boot: pd.DataFrame, *, level: float = 0.
     out = points.merge(s, on=["criterion", "n"], how="left")
     out["estimable"] = np.isfinite(out["head_dim"]) & (out["missing"] <= tail) & np.isfinite(out["se"])
     return out
+
+
+def interval_text(v: float, lo: float, hi: float, fmt: str = ".1f") -> str:
+    """A point with its interval, e.g. '41.9 [41.5, 42.3]'; an open upper end is 'beyond the grid'."""
+    hi_s = "beyond the grid" if not np.isfinite(hi) else f"{hi:{fmt}}"
+    return f"{v:{fmt}} [{lo:{fmt}}, {hi_s}]"

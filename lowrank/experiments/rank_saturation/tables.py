@@ -11,8 +11,10 @@ import pandas as pd
 from ...theory.barrier import saturation_head_dim
 from ..shared.laws import law_comparison, law_value
 from ..shared.montecarlo import as_rtols, attention_rank_table, mean_band, seeded
-from .criteria import criteria, curve_bootstrap, point_summary, saturation_bootstrap, saturation_points
+from .criteria import (criteria, curve_bootstrap, interval_text, point_summary, saturation_bootstrap,
+                       saturation_points)
 from .grids import head_dim_grid, nested_hardmax_table, trials_per_n
+from .increment import increment_evidence
 
 __all__ = ["run", "interval_text", "points_table", "laws_table", "law_curves"]
 
@@ -22,8 +24,9 @@ def run(P: Mapping[str, Any], *, progress: bool = False) -> dict[str, Any]:
 
     table/band (hardmax ranks, nested draws), points (saturation points with bootstrap se and
     intervals, estimable or not), boot, laws (per fraction criterion: the three laws compared,
-    local slopes), law_curves (each fitted law over the range of n); soft (softmax numerical ranks),
-    soft_bands, soft_points; timing; and P.
+    local slopes), inc (the increment criterion's evidence, from the long-scale store when P names
+    one: :func:`increment_evidence`), law_curves (each fitted law over the range of n); soft
+    (softmax numerical ranks), soft_bands, soft_points; timing; and P.
     """
     with seeded(P["seed"]):
         return _tables(P, progress)
@@ -49,6 +52,7 @@ def _tables(P: Mapping[str, Any], progress: bool) -> dict[str, Any]:
     out["laws"] = {c: law_comparison(out["points"], boot, c) for c in criteria(P["fractions"], P["increment"], "bound")}
     out["seconds_hardmax"] = time.perf_counter() - t0
     out["cpu_seconds_hardmax"] = time.process_time() - c0
+    out["inc"] = increment_evidence(P, points, boot, progress=progress)
     # the standard temperature: numerical rank of softmax attention on a fine integer grid
     t0 = time.perf_counter()
     soft_grid = head_dim_grid(P["softmax_max_head_dim"], P["softmax_points_per_octave"])
@@ -74,11 +78,6 @@ def _tables(P: Mapping[str, Any], progress: bool) -> dict[str, Any]:
     out["seconds_softmax"] = time.perf_counter() - t0
     out["law_curves"] = law_curves(out)
     return out
-
-
-def interval_text(v: float, lo: float, hi: float, fmt: str = ".1f") -> str:
-    hi_s = "beyond the grid" if not np.isfinite(hi) else f"{hi:{fmt}}"
-    return f"{v:{fmt}} [{lo:{fmt}}, {hi_s}]"
 
 
 def points_table(t: Mapping[str, Any]) -> pd.DataFrame:

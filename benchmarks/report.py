@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -88,10 +90,17 @@ def environment_line(env: dict) -> str:
                      if b.get("user_api") == "blas")
     gpu = f", {env['gpu']}" if env.get("gpu") else ""
     end = env.get("loadavg_end", [float("nan")])[0]
+    earlier = "".join(
+        f" {'Items' if len(run['items']) > 1 else 'Item'} {', '.join(map(str, run['items']))} "
+        f"{'are' if len(run['items']) > 1 else 'is'} from the run of {run['date']} on `{run.get('machine')}` "
+        f"(commit {run.get('git_commit') or '-'}, {run.get('torch_threads')} threads, load average "
+        f"{(run.get('loadavg_start') or [math.nan])[0]:.1f} at start, "
+        f"{(run.get('loadavg_end') or [math.nan])[0]:.1f} at end)."
+        for run in env.get("earlier_runs", []))
     return (f"Machine `{env['machine']}` ({env['cpu_count']} cores{gpu}), torch {v['torch']} with "
             f"{env['torch_threads']} threads, NumPy {v['numpy']}{' (' + blas + ')' if blas else ''}, "
             f"transformers {v.get('transformers')}; load average {env['loadavg_start'][0]:.1f} at start, "
-            f"{end:.1f} at end; {env['mode']} mode, {env['date']}.")
+            f"{end:.1f} at end; {env['mode']} mode, {env['date']}.{earlier}")
 
 
 def summary_markdown(results: list[Result], env: dict) -> str:
@@ -132,6 +141,34 @@ def atomic_write(path: Path, data: bytes) -> None:
 def write_json(path: Path, results: list[Result], env: dict) -> None:
     payload = {"environment": env, "results": [r.to_dict() for r in results]}
     atomic_write(path, (json.dumps(payload, indent=1, default=str) + "\n").encode())
+
+
+# What a results file records of the run its rows come from, kept when its rows are merged.
+RUN_KEYS = ("machine", "date", "command", "git_commit", "torch_threads", "loadavg_start", "loadavg_end",
+            "wall_s", "settings")
+
+
+def merge_previous(path: Path, results: list[Result], env: dict, items) -> tuple[list[Result], dict]:
+    """(rows, environment) of this run merged with ``path``: its rows whose items were not
+    measured now (``items``) are kept, in item order, and the returned environment's
+    ``earlier_runs`` names the run (machine, date, commit, load) each kept row comes from."""
+    if not items or not path.is_file():
+        return results, env
+    try:
+        data = json.loads(path.read_text())
+        old, old_env = [Result(**r) for r in data["results"]], data["environment"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        print(f"previous results {path} cannot be read ({e}); writing this run's rows only", file=sys.stderr)
+        return results, env
+    kept = [r for r in old if r.item not in items]
+    runs = [dict(run, items=[i for i in run["items"] if i not in items])
+            for run in old_env.get("earlier_runs", [])]
+    own = sorted({r.item for r in kept} - {i for run in runs for i in run["items"]})
+    if own:
+        runs.append({"items": own, **{k: old_env.get(k) for k in RUN_KEYS}})
+    runs = sorted((run for run in runs if run["items"]), key=lambda run: run["items"][0])
+    merged = sorted(kept + results, key=lambda r: r.item)  # sorted is stable: rows keep their order
+    return merged, ({**env, "earlier_runs": runs} if runs else env)
 
 
 def scaling_plot(path: Path, row: Result) -> None:

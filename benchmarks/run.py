@@ -1,7 +1,7 @@
 """Run the performance comparisons of the lowrank package against standard implementations.
 
     python benchmarks/run.py --quick --check     # 2-core CPU check, under 2 minutes
-    python benchmarks/run.py                     # full CPU run: results/<machine>.json, latest.md, scaling.png
+    python benchmarks/run.py                     # full CPU run: results/<machine>.json, latest.*, scaling.png
     python benchmarks/run.py --gpu               # full run on CUDA, bf16 autocast for layers and training
 
 Every comparison is a time ratio ours / baseline measured in this process (see harness.py).
@@ -14,6 +14,12 @@ non-zero when any target is missed or a correctness check fails. Items:
   4  masked-LM training step vs Hugging Face BertForMaskedLM (sdpa)
   5  lowrank.probe.rank_table over MiniLM vs output_attentions + NumPy loop
   6  start-up: `lowrank list` and `lowrank --help` vs `papermill --help` (fresh processes)
+  7  lowrank.train.train end to end (chapter 04's runs) vs a minimal plain-PyTorch causal LM;
+     full mode adds torch.compile on this CPU and two one-thread processes vs one two-thread run
+
+Rows of items not run this time are kept from the previous results (the machine's file of the
+same mode, and the book's latest.json), so `--items 7` refreshes item 7's rows and leaves the
+others as they were measured, with the date, machine and load of their run.
 """
 from __future__ import annotations
 
@@ -34,15 +40,19 @@ sys.path[:0] = [str(HERE), str(ROOT)]
 import torch  # noqa: E402
 
 from harness import ERROR, Result, environment  # noqa: E402
-from report import (atomic_write, failed, markdown_table, scaling_plot, summary_markdown,  # noqa: E402
-                    text_table, write_json)
+from report import (atomic_write, failed, markdown_table, merge_previous, scaling_plot,  # noqa: E402
+                    summary_markdown, text_table, write_json)
 
 # Sizes and repetitions per mode. Each timing dict is warm-up runs, repetitions, and a time
 # budget in seconds that caps the repetitions (never below three) when the machine is slow or
 # loaded. Quick keeps every comparison at smaller sizes to fit two minutes on two cores; full
 # uses the sizes of the issue. The training step has the shape of chapter 04's models: its CPU
 # defaults in quick mode, the paper's (Bhojanapalli et al. Sec. 4.2) in full mode, both with
-# BERT's post-LayerNorm and tied embeddings so that BertForMaskedLM has the same shape.
+# BERT's post-LayerNorm and tied embeddings so that BertForMaskedLM has the same shape. The
+# engine runs chapter 04's budget-store recipe on the CPU with one thread whatever the mode or
+# --gpu: quick mode trains the two h = 32 models for 10 steps (start-up, checkpoints and the
+# final evaluation weigh most), full mode adds the parameter-matched model and trains 200 steps,
+# which include one interval evaluation.
 SETTINGS = {
     "quick": dict(
         timing=dict(warmup=1, reps=7, budget_s=3),
@@ -54,7 +64,10 @@ SETTINGS = {
         train=dict(vocab=512, d_model=64, layers=2, heads=8, d_ff=256, n=64, batch=8, dropout=0.0),
         train_timing=dict(warmup=1, reps=7, budget_s=8),
         probe_n=64, probe_timing=dict(warmup=1, reps=3, budget_s=2),
-        startup_timing=dict(warmup=1, reps=5)),
+        startup_timing=dict(warmup=1, reps=5),
+        engine=dict(models=["standard h = 32", "fixed h = 32"], steps=10),
+        engine_timing=dict(warmup=1, reps=3, budget_s=10),
+        engine_info=None),
     "full": dict(
         timing=dict(warmup=2, reps=21, budget_s=60),
         numpy_timing=dict(warmup=1, reps=7, budget_s=120),
@@ -65,7 +78,11 @@ SETTINGS = {
         train=dict(vocab=8192, d_model=256, layers=6, heads=8, d_ff=1024, n=256, batch=8, dropout=0.1),
         train_timing=dict(warmup=2, reps=11, budget_s=150),
         probe_n=512, probe_timing=dict(warmup=1, reps=3, budget_s=120),
-        startup_timing=dict(warmup=1, reps=5)),
+        startup_timing=dict(warmup=1, reps=5),
+        engine=dict(models=["standard h = 32", "fixed h = 32", "standard d = 112"], steps=200),
+        engine_timing=dict(warmup=1, reps=7, budget_s=300),
+        engine_info=dict(compile_timing=dict(warmup=2, reps=21, budget_s=20), process_steps=100,
+                         process_timing=dict(warmup=1, reps=5, budget_s=150))),
 }
 # On a GPU the layers and the training step run under bf16 autocast at larger sizes (BERT-base
 # for the training step); rank analysis stays float64.
@@ -76,6 +93,9 @@ GPU_OVERRIDES = dict(
     train_timing=dict(warmup=3, reps=21, budget_s=60))
 
 
+ITEMS = (1, 2, 3, 4, 5, 6, 7)
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes, few repetitions (< 2 min on 2 cores)")
@@ -83,7 +103,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--gpu", action="store_true", help="run on CUDA (bf16 autocast for items 3 and 4)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch and BLAS threads (default: the cores this process may use)")
-    p.add_argument("--items", type=int, nargs="+", default=[1, 2, 3, 4, 5, 6], choices=[1, 2, 3, 4, 5, 6],
+    p.add_argument("--items", type=int, nargs="+", default=list(ITEMS), choices=ITEMS,
                    help="which comparisons to run")
     p.add_argument("--out", type=Path, default=HERE / "results", help="folder for the result files")
     p.add_argument("--no-write", action="store_true", help="print the table only")
@@ -118,6 +138,7 @@ def _guarded(item: int, fn, *args, **kw) -> list[Result]:
 
 def run_items(args, settings: dict, device: torch.device) -> list[Result]:
     from bench_attention import bench_mha
+    from bench_engine import bench_engine
     from bench_probe import bench_probe
     from bench_rank import bench_rank_report, bench_scaling
     from bench_startup import bench_startup
@@ -140,34 +161,58 @@ def run_items(args, settings: dict, device: torch.device) -> list[Result]:
             rows = _guarded(4, bench_training_step, s["train"], device=device, timing=s["train_timing"], amp=amp)
         elif item == 5:
             rows = _guarded(5, bench_probe, s["probe_n"], device=device, timing=s["probe_timing"])
-        else:
+        elif item == 6:
             rows = _guarded(6, bench_startup, timing=s["startup_timing"])
+        else:
+            rows = _guarded(7, bench_engine, s["engine"]["models"], s["engine"]["steps"],
+                            timing=s["engine_timing"], info=s["engine_info"])
         print(f"item {item}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
         results.extend(rows)
     return results
 
 
-def write_results(out: Path, results: list[Result], env: dict, *, quick: bool) -> list[str]:
-    """The JSON and markdown files of a run; a full run also the book's latest.md, summary.md, plot."""
-    stem = env["machine"] + ("-quick" if quick else "")
+def _stem(env: dict, quick: bool) -> str:
+    return env["machine"] + ("-quick" if quick else "")
+
+
+def write_run(out: Path, results: list[Result], env: dict, stem: str) -> list[str]:
+    """A results file and its markdown table: <stem>.json and <stem>.md."""
     write_json(out / f"{stem}.json", results, env)
-    md = markdown_table(results, env).encode()
-    atomic_write(out / f"{stem}.md", md)
-    written = [f"{stem}.json", f"{stem}.md"]
+    atomic_write(out / f"{stem}.md", markdown_table(results, env).encode())
+    return [str(out / f"{stem}.json"), str(out / f"{stem}.md")]
+
+
+def write_book(out: Path, results: list[Result], env: dict) -> list[str]:
+    """The book's files: latest.json and latest.md (the appendix's table), summary.md (the
+    README's), scaling.png. They may combine rows of runs on different machines; the
+    environment line names the run of every row."""
+    written = write_run(out, results, env, "latest")
+    atomic_write(out / "summary.md", summary_markdown(results, env).encode())
+    written.append(str(out / "summary.md"))
+    scaling = next((r for r in results if r.extra.get("points")), None)
+    if scaling is not None:
+        scaling_plot(out / "scaling.png", scaling)
+        written.append(str(out / "scaling.png"))
+    return written
+
+
+def write_results(out: Path, results: list[Result], env: dict, *, quick: bool, items=()) -> list[str]:
+    """The files of a run: <machine>[-quick].json and .md, and after a full run the book's files.
+
+    Rows of the previous files whose items are not in ``items`` (the items this run measured)
+    are kept: in the machine's file those of its previous run, in the book's those of
+    latest.json, so a run of some items refreshes only their rows.
+    """
+    stem = _stem(env, quick)
+    written = write_run(out, *merge_previous(out / f"{stem}.json", results, env, items), stem)
     if not quick:
-        # The book's appendix shows the most recent full run.
-        atomic_write(out / "latest.md", md)
-        atomic_write(out / "summary.md", summary_markdown(results, env).encode())
-        written += ["latest.md", "summary.md"]
-        scaling = next((r for r in results if r.extra.get("points")), None)
-        if scaling is not None:
-            scaling_plot(out / "scaling.png", scaling)
-            written.append("scaling.png")
-    return [str(out / w) for w in written]
+        written += write_book(out, *merge_previous(out / "latest.json", results, env, items))
+    return written
 
 
 def render(path: Path, out: Path) -> int:
-    """Rewrite the tables and the plot from a results file, without measuring anything."""
+    """Rewrite the tables and the plot from a results file, without measuring anything; a full
+    run's file becomes the book's (latest.json)."""
     try:
         data = json.loads(path.read_text())
         results = [Result(**r) for r in data["results"]]
@@ -175,7 +220,10 @@ def render(path: Path, out: Path) -> int:
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"cannot read results from {path}: {e}", file=sys.stderr)
         return 2
-    print(f"wrote {', '.join(write_results(out, results, env, quick=env.get('mode') == 'quick'))}")
+    written = write_run(out, results, env, path.stem)
+    if env.get("mode") != "quick":
+        written += [w for w in write_book(out, results, env) if w not in written]
+    print(f"wrote {', '.join(written)}")
     return 0
 
 
@@ -213,7 +261,8 @@ def main(argv=None) -> int:
     print(f"\nwall time {env['wall_s']:.1f} s; load average {env['loadavg_start'][0]:.2f} at start, "
           f"{env['loadavg_end'][0]:.2f} at end")
     if not args.no_write:
-        print(f"wrote {', '.join(write_results(args.out, results, env, quick=args.quick))}")
+        written = write_results(args.out, results, env, quick=args.quick, items=args.items)
+        print(f"wrote {', '.join(written)}")
     bad = failed(results)
     if bad:
         print(f"{len(bad)} comparison(s) missed a target or failed a check: "

@@ -12,6 +12,7 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import bench_attention  # noqa: E402
+import bench_engine  # noqa: E402
 import bench_rank  # noqa: E402
 import bench_training  # noqa: E402
 import harness  # noqa: E402
@@ -208,7 +209,7 @@ def test_full_run_writes_the_book_files(monkeypatch, tmp_path):
         torch.set_num_threads(threads)
     machine = harness.machine_name(torch.device("cpu"))
     names = {p.name for p in tmp_path.iterdir()}
-    assert names == {f"{machine}.json", f"{machine}.md", "latest.md", "summary.md", "scaling.png"}
+    assert names == {f"{machine}.json", f"{machine}.md", "latest.json", "latest.md", "summary.md", "scaling.png"}
     assert (tmp_path / "latest.md").read_text() == (tmp_path / f"{machine}.md").read_text()
     assert json.loads((tmp_path / f"{machine}.json").read_text())["environment"]["mode"] == "full"
     # --render rebuilds the same tables from the results file alone.
@@ -216,6 +217,7 @@ def test_full_run_writes_the_book_files(monkeypatch, tmp_path):
     assert run.main(["--render", str(tmp_path / f"{machine}.json"), "--out", str(again)]) == 0
     assert (again / "latest.md").read_text() == (tmp_path / "latest.md").read_text()
     assert (again / "scaling.png").exists()
+    assert (again / "latest.json").read_text() == (tmp_path / "latest.json").read_text()
     assert run.main(["--render", str(tmp_path / "missing.json"), "--out", str(again)]) == 2
 
 
@@ -256,10 +258,14 @@ def test_run_rejects_bad_threads():
 
 def test_settings_cover_every_item():
     keys = {"timing", "numpy_timing", "rank_shapes", "scaling_ns", "scaling_timing", "svd_elements",
-            "hardmax_elements", "mha", "train", "train_timing", "probe_n", "probe_timing", "startup_timing"}
+            "hardmax_elements", "mha", "train", "train_timing", "probe_n", "probe_timing", "startup_timing",
+            "engine", "engine_timing", "engine_info"}
     for mode in run.SETTINGS.values():
         assert set(mode) == keys
-        assert all(t["warmup"] >= 1 and t["reps"] >= 3 for k, t in mode.items() if k.endswith("timing"))
+        timings = [t for k, t in mode.items() if k.endswith("timing")]
+        timings += [t for k, t in (mode["engine_info"] or {}).items() if k.endswith("timing")]
+        assert all(t["warmup"] >= 1 and t["reps"] >= 3 for t in timings)
+    assert run.SETTINGS["quick"]["engine_info"] is None  # compiling alone takes longer than quick mode
     assert math.isclose(min(run.SETTINGS["full"]["scaling_ns"]), 64)
     assert max(run.SETTINGS["full"]["scaling_ns"]) == 2048
 
@@ -298,3 +304,166 @@ def test_startup_item_runs_fresh_processes_and_checks_heavy_imports(monkeypatch)
     assert [r.key for r in rows] == ["startup_list", "startup_help"]
     assert all(r.item == 6 and r.target == 1.5 and r.ratio > 0 for r in rows)  # no absolute times
     assert bench_startup.heavy_imports("list") == [] and bench_startup.heavy_imports("--help") == []
+
+
+def _engine_cfg(docs, **kw):
+    """A TrainConfig dict in the shape of chapter 04's runs (pre-LN, untied head), tiny."""
+    from lowrank.train import TrainConfig
+
+    base = dict(corpus=str(docs), vocab_size=300, seq_len=16, d_model=16, n_layers=1, n_heads=4, norm="pre",
+                tie_embeddings=False, init="scaled", batch_size=4, steps=4, warmup_steps=2, lr=0.01,
+                eval_interval=2, eval_tokens=64, test_tokens=128, checkpoint_every=2, num_threads=1,
+                device="cpu")
+    return TrainConfig(**{**base, **kw}).to_dict()
+
+
+@pytest.mark.parametrize("name, head_dim", [("standard h = 32", None), ("fixed h = 32", 16)])
+def test_minimal_model_has_the_engine_models_shape(name, head_dim):
+    from lowrank.experiments.head_size_training import budget
+    from lowrank.models import CausalLM, count_parameters
+    from lowrank.train import TrainConfig
+
+    cfg = budget._config(name, steps=10, seed=0, lr=0.01)
+    assert cfg["head_dim"] == head_dim
+    model = bench_engine.minimal_model(cfg, 512)
+    d, h, dh = 64, 32, head_dim or 2
+    block = model.blocks[0]
+    assert len(model.blocks) == 2 and block.qkv.weight.shape == (3 * h * dh, d)
+    assert block.proj.weight.shape == (d, h * dh) and block.mlp[0].weight.shape == (4 * d, d)
+    assert model.head.weight.shape == (512, d) and model.head.weight is not model.tok.weight
+    ours = CausalLM(TrainConfig.from_dict(cfg).model_config(vocab_size=512))
+    assert count_parameters(model) == count_parameters(ours)
+    ids = torch.randint(512, (2, 64))
+    logits = model(ids)
+    assert logits.shape == (2, 64, 512)
+    changed = ids.clone()
+    changed[:, 40:] = (changed[:, 40:] + 1) % 512
+    torch.testing.assert_close(model(changed)[:, :40], logits[:, :40])  # causal
+
+
+def test_minimal_model_refuses_another_shape():
+    from lowrank.experiments.head_size_training import budget
+
+    cfg = budget._config("standard h = 32", steps=10, seed=0, lr=0.01)
+    for change in (dict(norm="post"), dict(tie_embeddings=True), dict(d_ff=32)):
+        with pytest.raises(ValueError, match="pre-LN"):
+            bench_engine.minimal_model({**cfg, **change}, 512)
+
+
+def test_warmup_cosine_is_the_engines_rate():
+    from lowrank.train import TrainConfig, lr_at
+
+    cfg = TrainConfig(lr=0.01, warmup_steps=100, steps=300, min_lr_ratio=0.1)
+    assert [bench_engine.warmup_cosine(s, cfg.to_dict()) for s in range(1, 301)] == pytest.approx(
+        [lr_at(s, cfg) for s in range(1, 301)], rel=1e-12)
+
+
+def test_mean_loss_reads_the_engines_number_of_windows():
+    calls = []
+
+    def model(ids):
+        calls.append(ids.shape)
+        return torch.zeros(*ids.shape, 10)
+
+    model.eval = model.train = lambda: None
+    stream = torch.arange(1000, dtype=torch.int32) % 10
+    loss = bench_engine.mean_loss(model, stream, 160, n=16, batch=4)
+    assert loss == pytest.approx(math.log(10)) and [c[0] for c in calls] == [4, 4, 2]
+    assert all(c[1] == 16 for c in calls)
+
+
+def test_loss_check():
+    assert bench_engine.loss_check(3.0, 3.2) is None
+    assert "differ in magnitude" in bench_engine.loss_check(3.0, 6.0)
+    assert bench_engine.loss_check(3.0, float("nan")) is not None
+
+
+def test_engine_row_ratio_tokens_per_s_and_loss_check(clock, tiny_corpus, monkeypatch):
+    cfg = _engine_cfg(tiny_corpus)
+    losses = {"ours": 3.0, "baseline": 3.1}
+
+    def fake_engine(c):
+        clock.now += 2.0
+        return {"val_loss": losses["ours"], "test_loss": 3.0, "tokens_per_s": 1.0}
+
+    def fake_minimal(c, tokens):
+        clock.now += 1.0
+        return {"val_loss": losses["baseline"], "test_loss": 3.0, "train_loss": 3.0}
+
+    monkeypatch.setattr(bench_engine, "engine_run", fake_engine)
+    monkeypatch.setattr(bench_engine, "minimal_run", fake_minimal)
+    row = bench_engine.bench_engine_row("tiny", 4, timing=TINY, cfg=cfg)
+    assert row.item == 7 and row.ratio == pytest.approx(2.0) and row.target == 1.10 and row.status == "FAIL"
+    assert row.extra["tokens_per_s"] == pytest.approx({"ours": 4 * 4 * 16 / 2.0, "baseline": 4 * 4 * 16 / 1.0})
+    assert "tokens/s" in row.note and row.config["head_dim"] == 4
+    losses["baseline"] = 9.0
+    bad = bench_engine.bench_engine_row("tiny", 4, timing=TINY, cfg=cfg)
+    assert bad.status == "error" and "differ in magnitude" in bad.note
+    assert report.failed([bad]) == [bad]
+
+
+def test_engine_row_runs_both_loops_on_a_tiny_corpus(tiny_corpus):
+    cfg = _engine_cfg(tiny_corpus)
+    threads = torch.get_num_threads()
+    row = bench_engine.bench_engine_row("tiny", 4, timing=TINY, cfg=cfg)
+    assert torch.get_num_threads() == threads  # train() set one thread for its runs only
+    assert row.status in ("PASS", "FAIL"), row.note
+    assert set(row.extra["tokens_per_s"]) == {"ours", "baseline"} and row.extra["engine_train_tokens_per_s"] > 0
+    assert all(math.isfinite(v) for v in row.extra["val_loss"].values())
+
+
+def test_compile_row_reports_compile_time_and_a_failed_compile(tiny_corpus, monkeypatch):
+    cfg = _engine_cfg(tiny_corpus)
+    monkeypatch.setattr(bench_engine.torch, "compile", lambda model, **kw: model)
+    row = bench_engine.bench_compile("tiny", timing=TINY, cfg=cfg)
+    assert row.target is None and row.status == "info" and "compiling took" in row.note
+    assert set(row.extra) == {"compile_s", "first_step_s"}
+
+    def no_compiler(model, **kw):
+        def fail(*a, **k):
+            raise RuntimeError("no C++ compiler")
+        return fail
+
+    monkeypatch.setattr(bench_engine.torch, "compile", no_compiler)
+    row = bench_engine.bench_compile("tiny", timing=TINY, cfg=cfg)
+    assert row.status == "skipped" and "no C++ compiler" in row.note
+
+
+@pytest.mark.slow
+def test_processes_row_runs_three_workers(tiny_corpus):
+    row = bench_engine.bench_processes("tiny", 4, timing=TINY, cfg=_engine_cfg(tiny_corpus))
+    assert row.target is None and row.ratio > 0
+    assert set(row.extra["tokens_per_s"]) == {"processes", "threads"}
+
+
+def test_a_run_of_some_items_keeps_the_other_rows(monkeypatch, tmp_path):
+    rows, _ = _rows()
+    threads = torch.get_num_threads()
+    monkeypatch.setattr(run, "run_items", lambda args, settings, device: rows)
+    new = harness.Result(key="e", item=7, ours="train", baseline="minimal", config={}, ratio=1.0, target=1.1,
+                         status="PASS")
+    try:
+        assert run.main(["--threads", "1", "--out", str(tmp_path)]) == 0
+        first = json.loads((tmp_path / "latest.json").read_text())
+        monkeypatch.setattr(run, "run_items", lambda args, settings, device: [new])
+        assert run.main(["--threads", "1", "--out", str(tmp_path), "--items", "7"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    machine = harness.machine_name(torch.device("cpu"))
+    for name in ("latest.json", f"{machine}.json"):
+        data = json.loads((tmp_path / name).read_text())
+        assert [r["key"] for r in data["results"]] == ["a", "b", "e"]
+        earlier = data["environment"]["earlier_runs"]
+        assert [run_["items"] for run_ in earlier] == [[1, 5]]
+        assert earlier[0]["date"] == first["environment"]["date"]
+    md = (tmp_path / "latest.md").read_text()
+    assert "Items 1, 5 are from the run of" in md and "| 7a | train vs minimal |" in md
+    # Measuring item 1 again leaves only item 5 to the first run.
+    monkeypatch.setattr(run, "run_items", lambda args, settings, device: rows[:1])
+    try:
+        assert run.main(["--threads", "1", "--out", str(tmp_path), "--items", "1"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    data = json.loads((tmp_path / "latest.json").read_text())
+    assert [r["key"] for r in data["results"]] == ["a", "b", "e"]
+    assert [run_["items"] for run_ in data["environment"]["earlier_runs"]] == [[5], [7]]

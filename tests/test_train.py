@@ -73,6 +73,28 @@ def test_training_lowers_loss_writes_files_and_is_deterministic(corpus, tmp_path
 
 
 @pytest.mark.parametrize("task", ["lm", "mlm"])
+def test_skipping_the_correct_count_in_training_changes_no_number(corpus, tmp_path, monkeypatch, task):
+    """The training loop asks loss_sum for no correct count; a run that computes it anyway must
+    write bit-identical losses, gradient norms, results and checkpoint."""
+    from lowrank.train.tasks import Task
+
+    docs, root = corpus
+    cfg = _cfg(docs, task=task, dropout=0.1)
+    fast = train(cfg, out_dir=tmp_path / "fast", progress=False, data_root=root)
+    loss_sum = Task.loss_sum
+    monkeypatch.setattr(Task, "loss_sum", lambda self, model, batch, count_correct=True:
+                        loss_sum(self, model, batch, count_correct=True))
+    counted = train(cfg, out_dir=tmp_path / "counted", progress=False, data_root=root)
+    assert _metrics(fast) == _metrics(counted)
+    assert _lines(tmp_path / "fast" / "metrics.jsonl") == _lines(tmp_path / "counted" / "metrics.jsonl")
+    a, b = (torch.load(tmp_path / run / "checkpoint.pt", weights_only=True) for run in ("fast", "counted"))
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert a["optimizer"]["state"].keys() == b["optimizer"]["state"].keys()
+    assert all(torch.equal(a["optimizer"]["state"][i][k], b["optimizer"]["state"][i][k])
+               for i in a["optimizer"]["state"] for k in a["optimizer"]["state"][i])
+
+
+@pytest.mark.parametrize("task", ["lm", "mlm"])
 def test_resume_after_kill_gives_identical_metrics(corpus, tmp_path, task):
     docs, root = corpus
     cfg = _cfg(docs, task=task, dropout=0.1)

@@ -159,7 +159,7 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
             torch.manual_seed(seed_of(cfg.seed, step, 4, rank))  # dropout stream of this step
             batch = {k: v.to(device) for k, v in task.train_batch(step, rank, world).items()}
             with autocast():
-                loss_sum, count, _ = task.loss_sum(net, batch)
+                loss_sum, count, _ = task.loss_sum(net, batch, count_correct=False)
             total = all_sum([float(count)], world, device)[0]
             # Sum over the global batch / global count; DDP averages gradients over processes,
             # so scaling by world makes the update equal to a single process's on the whole batch.

@@ -37,7 +37,8 @@ from .params import Float, Int, Param, ParameterError
 from .probe import LayerAttention, for_each_layer, valid_blocks
 from .rank import batched_svdvals, hardmax_rank, numerical_rank, numerical_rank_of_singular_values
 
-__all__ = ["PlateauConfig", "plateaued", "train_to_plateau", "first_block_ranks", "accuracy_record"]
+__all__ = ["PlateauConfig", "plateaued", "train_to_plateau", "first_block_ranks", "block_hardmax_ranks",
+           "accuracy_record"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -216,3 +217,23 @@ def first_block_ranks(model: nn.Module, batches: Iterable, *, rtol: float, layer
             "logit_rank_default": float(per["logit"].mean()), "logit_rank_max": int(per["logit"].max()),
             "hardmax_rank_per_head": per["hardmax"].mean(0).tolist(),
             "numerical_rank_per_head": per["numerical"].mean(0).tolist()}
+
+
+@torch.no_grad()
+def block_hardmax_ranks(model: nn.Module, batches: Iterable, *, n_layers: int) -> list[float]:
+    """The mean hardmax rank of A (distinct argmax columns, real tokens only) of every block, over
+    heads and the inputs of ``batches``, read as :func:`first_block_ranks` reads the first: for the
+    claim that saturation in d_h looks the same at every layer."""
+    model64 = copy.deepcopy(model).double()
+    per: dict[int, list[np.ndarray]] = {i: [] for i in range(n_layers)}
+
+    def collect(la: LayerAttention) -> None:
+        for _, A in valid_blocks(la.probs, la.valid):
+            G, h, L, _ = A.shape
+            per[la.layer].append(hardmax_rank(A.reshape(G * h, L, L)).double().numpy())
+
+    for batch in batches:
+        if isinstance(batch, torch.Tensor) and batch.is_floating_point():
+            batch = batch.double()
+        for_each_layer(model64, batch, collect, layers=list(range(n_layers)))
+    return [float(np.concatenate(per[i]).mean()) for i in range(n_layers)]

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from . import data as _data
 from .models import SequenceClassifier, TransformerConfig
 from .params import Choice, Float, Int, Param, ParameterError, Str
-from .plateau import PlateauConfig, accuracy_record, first_block_ranks, train_to_plateau
+from .plateau import PlateauConfig, accuracy_record, block_hardmax_ranks, first_block_ranks, train_to_plateau
 from .train.tasks import seed_of
 
 __all__ = ["TextConfig", "TextSplits", "load_text_splits", "build_model", "train_text", "text_run"]
@@ -173,8 +173,9 @@ def train_text(config: dict | TextConfig, *, threads: int | None = None, data: T
     out.update(accuracy_record(_logits(model, ids_test), y_test, "test"))
     t0 = time.perf_counter()
     held = ids_test[:cfg.rank_documents]
-    out.update(first_block_ranks(model, [{"ids": held[i:i + 8], "pad_mask": held[i:i + 8] != _data.PAD}
-                                         for i in range(0, len(held), 8)], rtol=cfg.rank_rtol))
+    batches = [{"ids": held[i:i + 8], "pad_mask": held[i:i + 8] != _data.PAD} for i in range(0, len(held), 8)]
+    out.update(first_block_ranks(model, batches, rtol=cfg.rank_rtol))
+    out["layer_hardmax_rank"] = block_hardmax_ranks(model, batches, n_layers=cfg.n_layers)
     out.update({"rank_s": time.perf_counter() - t0, "n_params": int(sum(p.numel() for p in model.parameters())),
                 "vocab_size_used": data.vocab_size})
     return out

@@ -37,7 +37,7 @@ from torch import nn
 from .images import IMAGE_SETS, SHAPES, ImageSplits, load_images
 from .models import Block, TransformerConfig
 from .params import Choice, Float, Int, Param, ParameterError
-from .plateau import PlateauConfig, accuracy_record, first_block_ranks, train_to_plateau
+from .plateau import PlateauConfig, accuracy_record, block_hardmax_ranks, first_block_ranks, train_to_plateau
 from .train.tasks import seed_of
 
 __all__ = ["ViTConfig", "VisionTransformer", "shift_images", "parameter_count", "train_vit", "vit_run"]
@@ -200,8 +200,9 @@ def train_vit(config: dict | ViTConfig, *, threads: int | None = None, data: Ima
     out.update(accuracy_record(_logits(model, x_test), y_test, "test"))
     t0 = time.perf_counter()
     held_out = x_test[:cfg.rank_images]
-    out.update(first_block_ranks(model, [held_out[i:i + 64] for i in range(0, len(held_out), 64)],
-                                 rtol=cfg.rank_rtol))
+    batches = [held_out[i:i + 64] for i in range(0, len(held_out), 64)]
+    out.update(first_block_ranks(model, batches, rtol=cfg.rank_rtol))
+    out["layer_hardmax_rank"] = block_hardmax_ranks(model, batches, n_layers=cfg.n_layers)
     out.update({"rank_s": time.perf_counter() - t0, "n_tokens": cfg.n_tokens,
                 "n_params": int(sum(p.numel() for p in model.parameters()))})
     return out

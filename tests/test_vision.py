@@ -213,3 +213,16 @@ def test_a_sweep_stores_a_run_by_its_full_config_and_skips_it_after(tmp_path):
                   run_fn=lambda c, run_dir: pytest.fail("a finished run was trained again"), progress=False)
     assert len(first) == len(again) == 1 and first["test_acc"][0] == again["test_acc"][0]
     assert first["logit_rank_max"][0] <= 1 and first["hardmax_rank"][0] <= 2  # rank-1 logits: two argmax columns at most
+
+
+def test_every_block_is_ranked_and_the_first_agrees_with_first_block_ranks():
+    from lowrank.plateau import block_hardmax_ranks, first_block_ranks
+    from lowrank.vision import ViTConfig, VisionTransformer
+
+    torch.manual_seed(0)
+    cfg = ViTConfig(head_dim=4, dataset="digits", n_layers=3)
+    model = VisionTransformer(cfg, n_classes=10).eval()
+    x = torch.randn(6, 1, 8, 8)
+    per = block_hardmax_ranks(model, [x[:3], x[3:]], n_layers=3)
+    assert len(per) == 3 and all(1 <= v <= cfg.n_tokens for v in per)
+    assert per[0] == pytest.approx(first_block_ranks(model, [x[:3], x[3:]], rtol=1e-3)["hardmax_rank"])

@@ -53,6 +53,14 @@ truncation_folds = 5                         # cross-validation folds of the pro
 truncation_l2 = 0.01                         # L2 penalty of the probe
 truncation_layer_n = 128                     # n at which one layer at a time is cut
 truncation_layer_ranks = [1, 2, 4, 8, 16]    # ranks of the one-layer cut
+classifiers_run = False                      # False: read the committed classifier store; True: train the grid here
+classifiers_store = None                     # your store when classifiers_run is True (None: a temporary file)
+classifiers_long_store = "data/results/07_classifiers_long.jsonl"  # committed store (read only)
+classifiers_image_set = "mnist5k"            # packaged images of the vision transformers: mnist5k or digits
+classifiers_head_dims = [1, 2, 4, 8, 16, 32]  # head sizes d_h of both classifiers
+classifiers_seeds = 5                        # seeds per head size and data set
+classifiers_vit_layers = 2                   # blocks of the vision transformer
+classifiers_text_layers = 4                  # blocks of the BBC News classifier
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt

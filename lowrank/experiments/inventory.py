@@ -7,7 +7,7 @@ scale, and Min & Li's statements that the reviews quote but whose full text is n
 """
 from __future__ import annotations
 
-from .verdicts import BHOJANAPALLI, MIN_LI, PRETRAINED, SIMULATION, TRAINING, Claim
+from .verdicts import BHOJANAPALLI, MIN_LI, SIMULATION, TRAINING, Claim
 
 __all__ = ["UNTESTED"]
 
@@ -46,21 +46,4 @@ UNTESTED: tuple[Claim, ...] = (
           where="Fig. 4(b) (R25 Reviewer 2)",
           untested="the variant's definition, which the available sources do not give; chapter 05's sampler can "
                    "run any concrete multi-head construction in minutes"),
-    Claim("minli-layers", MIN_LI, "07", "",
-          "Rank saturation in d_h looks the same at different Transformer layers", None, kind=PRETRAINED,
-          where="Fig. 3 caption (R26 Reviewer 2)",
-          untested="models trained at several head sizes, ranks per layer: chapter 07's retrieval heads are one "
-                   "layer deep, and MiniLM has one head size; a 4-layer model per head size on chapter 04's "
-                   "corpus would take about 2 CPU-hours"),
-    Claim("minli-vit-plateau", MIN_LI, "07", "",
-          "Vision transformers on CIFAR-10, CIFAR-100 and SVHN: the rank of the first block's attention "
-          "saturates in d_h", None, kind=TRAINING, where="Sec. 3 (R25 Reviewers 1, 2, 4)",
-          untested="ViTs trained at d_h from 1 to 64 on the three data sets: GPU hours per data set, and the data "
-                   "sets, which this machine cannot download"),
-    Claim("minli-imdb-plateau", MIN_LI, "07", "",
-          "On IMDB, attention rank and accuracy saturate together as d_h grows", None, kind=TRAINING,
-          where="ICLR 2026 abstract; R26 Reviewers 2, 4",
-          untested="the IMDB reviews (not packaged for offline use here) and text classifiers at d_h from 1 to 64, "
-                   "several seeds: a few GPU hours; chapter 07's retrieval task asks the same question on "
-                   "synthetic data"),
 )

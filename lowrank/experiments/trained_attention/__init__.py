@@ -23,7 +23,9 @@ from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, capped_con
                         grid_configs, grid_intervals,
                         law_bands, law_table, plateau_table, read_retrieval_store, retrieval_configs,
                         retrieval_headline, retrieval_run, retrieval_table, run_retrieval)
-from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS, COSINE_LEVEL, EXTENDED_CAP, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
+from .classifier_rules import CLASSIFIER_CLAIMS, rule_layers, rule_text_plateau, rule_vit_plateau
+from .classifiers import LONG_CLASSIFIER_STORE, classifier_configs, classifier_headline, run_classifiers
+from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS as _RULE_CLAIMS, COSINE_LEVEL, EXTENDED_CAP, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
                     MIN_PAIR_NS, MIN_SEEDS, NEIGHBOUR_MARGIN, NEIGHBOURS, PLATEAU_TOL, REDUCTION_MARGIN,
                     SIMILARITY_LEVEL, barrier_class, format_points, law_fit, parse_points, rule_mechanism,
                     rule_model_reduction, rule_trained_barrier, rule_truncation)
@@ -36,6 +38,8 @@ from .figures import (LAW_LABELS, check_summary, plot_layers, plot_patterns, plo
                       truncation_display, windows_table)
 
 from .estimate import estimate, memory, run_keys
+
+CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS
 from .schema import CONSTRAINTS, SCHEMA, PATHS
 
 __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
@@ -51,7 +55,8 @@ __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "
            "truncation_table", "retrieval_arguments", "truncation_arguments", "run", "LAW_LABELS", "check_summary",
            "plot_layers", "plot_patterns", "plot_ranks_vs_n", "plot_retrieval", "plot_saturation", "plot_truncation",
            "plot_truncation_layers", "retrieval_status_table", "truncation_display", "windows_table", "headline",
-           "HEADLINE_KEYS"]
+           "HEADLINE_KEYS", "CLASSIFIER_CLAIMS", "rule_layers", "rule_text_plateau", "rule_vit_plateau",
+           "LONG_CLASSIFIER_STORE", "classifier_configs", "classifier_headline", "run_classifiers"]
 
 _PRETRAINED_KEYS = (
     "ch07_mini_layers", "ch07_mini_heads", "ch07_mini_dh", "ch07_mini_maps",
@@ -90,8 +95,10 @@ _TRUNCATION_KEYS = (
     "ch07_trr_points", "ch07_trr_text", "ch07_trl_n", "ch07_trl_r", "ch07_trl_worst", "ch07_trl_worst_overlap",
     "ch07_trl_best", "ch07_trl_best_overlap", "ch07_tr_cpu_min",
 )
-_VERDICT_NAMES = ("mechanism", "barrier", "reduction", "truncation")
-HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS,
+_CLASSIFIER_KEYS = ("ch07_cls_scale", "ch07_cls_vit_data", "ch07_cls_vit_stored", "ch07_cls_vit", "ch07_cls_text_data",
+                    "ch07_cls_text_stored", "ch07_cls_text", "ch07_cls_layers", "ch07_cls_layers_what")
+_VERDICT_NAMES = ("mechanism", "barrier", "reduction", "truncation", "vit", "text", "layers")
+HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS, *_CLASSIFIER_KEYS,
                  *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES))
 
 
@@ -104,7 +111,7 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
     """Every number chapter 07 glues, from the tables of :func:`run`."""
     coarse = coarse_tolerance(tables["rtols"])
     out = {**pretrained_headline(tables, coarse), **retrieval_headline(tables, _join),
-           **truncation_headline(tables, _join)}
+           **truncation_headline(tables, _join), **classifier_headline(tables)}
     for name, claim in zip(_VERDICT_NAMES, CLAIMS):
         out[f"ch07_verdict_{name}"] = claim.judge(out).label
     assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))

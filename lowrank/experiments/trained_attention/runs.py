@@ -6,11 +6,12 @@ from typing import Any
 
 import torch
 
+from .classifiers import classifier_configs, run_classifiers
 from .minilm import run_pretrained
 from .reduction import run_retrieval
 from .truncation import run_truncation
 
-__all__ = ["retrieval_arguments", "truncation_arguments", "run"]
+__all__ = ["retrieval_arguments", "truncation_arguments", "classifier_arguments", "run"]
 
 
 def retrieval_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -30,6 +31,13 @@ def truncation_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
                 layer_n=p["truncation_layer_n"], layer_ranks=p["truncation_layer_ranks"])
 
 
+def classifier_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The classifier grid's keywords (of :func:`.classifiers.classifier_configs`) from the chapter's parameters."""
+    return dict(image_set=p["classifiers_image_set"], head_dims=p["classifiers_head_dims"],
+                seeds=p["classifiers_seeds"], vit_layers=p["classifiers_vit_layers"],
+                text_layers=p["classifiers_text_layers"], seed=p["seed"])
+
+
 def run(P: Mapping[str, Any]) -> dict[str, Any]:
     """Every table chapter 07 shows and :func:`headline` reads, from its validated parameters.
 
@@ -47,4 +55,6 @@ def run(P: Mapping[str, Any]) -> dict[str, Any]:
                                 extended_cap=P["retrieval_extended_cap"]))
     tables.update(run_truncation(**truncation_arguments(P), run=P["truncation_run"], store=P["retrieval_store"],
                                  read_store=P["retrieval_long_store"]))
+    tables.update(run_classifiers(classifier_configs(**classifier_arguments(P)), run=P["classifiers_run"],
+                                  store=P["classifiers_store"], read_store=P["classifiers_long_store"]))
     return tables

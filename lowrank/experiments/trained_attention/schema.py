@@ -1,7 +1,8 @@
 """The chapter's parameters: what its notebook's parameters cell sets, checked before any run."""
 from __future__ import annotations
 
-from ...params import Param, Int, Float, Bool, Str, IntList, FloatList, ChoiceList, Constraint, ascending, same_length
+from ...params import (Param, Int, Float, Bool, Str, Choice, IntList, FloatList, ChoiceList, Constraint, ascending,
+                       same_length)
 
 SCHEMA = dict(
     seed=Int(0, doc="random seed (text windows, initialisations, training)"),
@@ -42,12 +43,22 @@ SCHEMA = dict(
     truncation_l2=Float(0.0, 100.0, doc="L2 penalty of the probe's logistic regression"),
     truncation_layer_n=Int(3, 512, doc="the length n at which MiniLM is cut one layer at a time (one of truncation_ns)"),
     truncation_layer_ranks=IntList(1, 32, doc="logit ranks r of the one-layer-at-a-time cut"),
+    classifiers_run=Bool(doc="True trains the classifier grid (into classifiers_store); False reads classifiers_long_store"),
+    classifiers_store=Param("str", allow_none=True,
+                            doc="your results store for classifier runs (appended, resumable); None: a temporary file"),
+    classifiers_long_store=Str(doc="the committed long-scale classifier store, read only (never written)"),
+    classifiers_image_set=Choice("mnist5k", "digits", doc="the packaged image set of the vision transformers"),
+    classifiers_head_dims=IntList(1, 4096, doc="head sizes d_h of the classifiers, ascending"),
+    classifiers_seeds=Int(1, 1000, doc="seeds per head size and data set"),
+    classifiers_vit_layers=Int(1, 64, doc="blocks of the vision transformer"),
+    classifiers_text_layers=Int(1, 64, doc="blocks of the BBC News classifier"),
 )
 CONSTRAINTS = (
     Constraint(("minilm_seq_lens", "minilm_counts"), same_length("minilm_seq_lens", "minilm_counts")),
     Constraint(("truncation_ranks",), ascending("truncation_ranks")),
     Constraint(("retrieval_head_dims",), ascending("retrieval_head_dims")),
     Constraint(("retrieval_ns",), ascending("retrieval_ns")),
+    Constraint(("classifiers_head_dims",), ascending("classifiers_head_dims")),
     Constraint(("retrieval_max_steps", "retrieval_extended_cap"), lambda p: None if p["retrieval_extended_cap"] is None
                or p["retrieval_extended_cap"] > p["retrieval_max_steps"] else
                f"retrieval_extended_cap = {p['retrieval_extended_cap']} must exceed retrieval_max_steps = "
@@ -64,4 +75,5 @@ CONSTRAINTS = (
 )
 # Parameters that name files or folders (lowrank.book.runner resolves them): a results store
 # written, a store only read, a folder read, or a corpus name or path.
-PATHS = {"retrieval_store": "store", "retrieval_long_store": "read_store"}
+PATHS = {"retrieval_store": "store", "retrieval_long_store": "read_store", "classifiers_store": "store",
+         "classifiers_long_store": "read_store"}

@@ -1,0 +1,147 @@
+"""Chapter 07's trained classifiers: Min & Li's ViT, IMDB and layer claims at CPU scale, with their rules.
+
+A grid of classifiers (a vision transformer on packaged digit images, a topic classifier on BBC
+News) is trained at every head size d_h of a grid, several seeds each, to a validation plateau.
+Per data set, the saturation points of accuracy and of the attention rank are grid intervals
+(:func:`.reduction.equivalent_from` on the seeds, widened by a seed bootstrap, as the retrieval
+study's), and these rules decide on them. Written and registered before the grid's runs.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..verdicts import CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, TRAINING, WEAKER, Claim, Judgement, need
+
+__all__ = ["ACC_FLOOR", "PLATEAU_MARGIN", "MIN_CLASSIFIER_SEEDS", "format_saturation", "parse_saturation",
+           "format_layers", "rule_vit_plateau", "rule_text_plateau", "rule_layers", "CLASSIFIER_CLAIMS"]
+
+# The accuracy a reader would accept before reading ranks off a model, per data set at the grid's
+# largest head size (seed mean): a small convolution-free ViT on 8 x 8 or 28 x 28 digits reaches
+# about 0.95; a bag-of-words baseline already gets about 0.95 on BBC News topics, so a Transformer
+# below 0.90 has not learnt the task.
+ACC_FLOOR = {"digits": 0.95, "mnist5k": 0.95, "bbcnews": 0.90}
+# One point of accuracy, and 0.01 n of rank: the retrieval study's equivalence margin, on the same
+# [0, 1] scales, so the two studies judge saturation alike.
+PLATEAU_MARGIN = 0.01
+# The fewest seeds that give a paired standard error with two degrees of freedom.
+MIN_CLASSIFIER_SEEDS = 3
+
+
+def format_saturation(p: Mapping[str, Any]) -> str:
+    """One data set's evidence as the headline carries it: 'seeds:acc_top:a_lo:a_hi:r_lo:r_hi:gap'.
+
+    (a_lo, a_hi] holds d*_acc and (r_lo, r_hi] d*_rank (hi = inf when d* is the grid's top); acc_top
+    is the seed-mean accuracy at the largest d_h; gap is the one-sided 95 % lower bound of (best
+    accuracy - accuracy at d*_rank), paired by seed."""
+    return ":".join(f"{float(p[k]):g}" for k in ("seeds", "acc_top", "a_lo", "a_hi", "r_lo", "r_hi", "gap"))
+
+
+def parse_saturation(text: str) -> dict[str, float] | None:
+    """Inverse of :func:`format_saturation`; None for '' (no data set judged)."""
+    if not text:
+        return None
+    keys = ("seeds", "acc_top", "a_lo", "a_hi", "r_lo", "r_hi", "gap")
+    return dict(zip(keys, (float(v) for v in str(text).split(":"))))
+
+
+def _interval(lo: float, hi: float) -> str:
+    return f"({lo:g}, {hi:g}]" if math.isfinite(hi) else f"above {lo:g}"
+
+
+def _plateau_rule(h: Mapping[str, Any], key: str, name: str, *, together: bool) -> Judgement:
+    """The shared decision: accuracy must be acceptable first; then the rank must saturate inside
+    the grid and accuracy must not keep rising past it by more than the margin. ``together``: the
+    claim is that both saturate together, so accuracy rising past the rank's saturation contradicts
+    it; otherwise (the claim is about the rank) it leaves a weaker statement."""
+    data = need(h, f"ch07_cls_{key}_data")
+    p = parse_saturation(need(h, f"ch07_cls_{key}"))
+    stored = need(h, f"ch07_cls_{key}_stored")
+    if p is None:
+        return Judgement(INCONCLUSIVE, f"{name} on {data}: {stored}", "the grid's runs are not all stored yet")
+    floor = ACC_FLOOR.get(data, 1.0)
+    ev = (f"{name} on {data}, {stored}; test accuracy at the largest head size {p['acc_top']:.3f} (seed mean, the "
+          f"floor {floor:.2f}); d*_acc {_interval(p['a_lo'], p['a_hi'])}, d*_rank (hardmax rank / n of the first "
+          f"block) {_interval(p['r_lo'], p['r_hi'])}; best accuracy minus accuracy at d*_rank, one-sided 95 % lower "
+          f"bound {p['gap']:+.4f}; margin {PLATEAU_MARGIN}")
+    if p["seeds"] < MIN_CLASSIFIER_SEEDS:
+        return Judgement(INCONCLUSIVE, ev, f"{int(p['seeds'])} seeds, fewer than {MIN_CLASSIFIER_SEEDS}: no interval")
+    if p["acc_top"] < floor:
+        return Judgement(INCONCLUSIVE, ev, f"the models are not trained well enough to read ranks from: accuracy "
+                                           f"{p['acc_top']:.3f} below {floor:.2f}")
+    if not math.isfinite(p["r_hi"]):
+        return Judgement(CONTRADICTED, ev)
+    if p["gap"] > PLATEAU_MARGIN:
+        if together:
+            return Judgement(CONTRADICTED, ev)
+        return Judgement(WEAKER, ev, "the rank saturates in d_h, but accuracy keeps rising past it by more than "
+                                     f"{PLATEAU_MARGIN}: a larger head buys accuracy that the first block's rank "
+                                     "does not show")
+    return Judgement(REPRODUCED, ev)
+
+
+def rule_vit_plateau(h: Mapping[str, Any]) -> Judgement:
+    """Vision transformers trained to a validation plateau at every head size of the grid, several seeds each, on packaged digit images: inconclusive with fewer than 3 seeds or a test accuracy at the largest head size below the data set's floor (0.95); contradicted when the first block's hardmax rank / n does not saturate inside the grid (d*_rank, the smallest d_h within 0.01 of the best one-sided at 95 % over seeds, at the grid's top); reproduced in a weaker form (the rank saturates, accuracy does not plateau with it) when the best accuracy minus the accuracy at d*_rank exceeds 0.01 (one-sided 95 % lower bound, paired by seed); reproduced otherwise.
+
+    d* are grid intervals widened by a seed bootstrap, as in the retrieval study.
+    """
+    return _plateau_rule(h, "vit", "vision transformers", together=False)
+
+
+def rule_text_plateau(h: Mapping[str, Any]) -> Judgement:
+    """Topic classifiers on BBC News (the book's analogue of the IMDB experiment) trained to a validation plateau at every head size of the grid, several seeds each: inconclusive with fewer than 3 seeds or a test accuracy at the largest head size below 0.90; contradicted when the first block's hardmax rank / n does not saturate inside the grid, or when the best accuracy minus the accuracy at d*_rank exceeds 0.01 (one-sided 95 % lower bound, paired by seed: accuracy does not saturate with the rank); reproduced otherwise.
+
+    The vision rule's decision (:func:`rule_vit_plateau`), except that the claim is that both
+    saturate together, so accuracy rising past the rank's saturation contradicts it.
+    """
+    return _plateau_rule(h, "text", "topic classifiers", together=True)
+
+
+def rule_layers(h: Mapping[str, Any]) -> Judgement:
+    """In the trained classifiers with more than one block, d*_rank of every block's hardmax rank / n is a grid interval (seeds bootstrapped): reproduced when the intervals of all blocks share a point (one saturation head size is consistent with every layer) and every block saturates inside the grid; contradicted when two blocks' intervals are disjoint; inconclusive when a block does not saturate inside the grid, or with fewer than 3 seeds or no model with two blocks.
+
+    Judged on every data set with a multi-block model; a contradiction on any data set decides.
+    """
+    text = need(h, "ch07_cls_layers")
+    evidence = f"{need(h, 'ch07_cls_layers_what')}: " + (text or "no model with two blocks stored yet")
+    sets = [s for s in str(text).split("; ") if s]
+    if not sets:
+        return Judgement(INCONCLUSIVE, evidence, "no model with two blocks is stored yet")
+    open_top, disjoint = False, False
+    for s in sets:
+        name, _, body = s.partition(": ")
+        seeds, _, ivals = body.partition(" seeds, ")
+        if int(seeds) < MIN_CLASSIFIER_SEEDS:
+            return Judgement(INCONCLUSIVE, evidence, f"{name}: {seeds} seeds, fewer than {MIN_CLASSIFIER_SEEDS}")
+        bounds = [tuple(float(v) for v in iv.strip("(]").split(", ")) for iv in ivals.split(" | ")]
+        if any(not math.isfinite(hi) for _, hi in bounds):
+            open_top = True
+        lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
+        if lo >= hi:
+            disjoint = True
+    if disjoint:
+        return Judgement(CONTRADICTED, evidence)
+    if open_top:
+        return Judgement(INCONCLUSIVE, evidence, "a block's rank does not saturate inside the grid, so its "
+                                                 "saturation point is not measured")
+    return Judgement(REPRODUCED, evidence)
+
+
+def format_layers(name: str, seeds: int, intervals: Sequence[tuple[float, float]]) -> str:
+    """One data set's per-block d*_rank grid intervals as :func:`rule_layers` reads them."""
+    return f"{name}: {int(seeds)} seeds, " + " | ".join(f"({lo:g}, {hi:g}]" for lo, hi in intervals)
+
+
+CLASSIFIER_CLAIMS: tuple[Claim, ...] = (
+    Claim("minli-vit-plateau", MIN_LI, "07", "sec-ch07-classifiers",
+          "Vision transformers on CIFAR-10, CIFAR-100 and SVHN: the rank of the first block's attention "
+          "saturates in d_h, and accuracy plateaus with it", rule_vit_plateau, scale_key="ch07_cls_scale",
+          kind=TRAINING, where="Sec. 3 (R25 Reviewers 1, 2, 4)"),
+    Claim("minli-imdb-plateau", MIN_LI, "07", "sec-ch07-classifiers",
+          "On IMDB, attention rank and accuracy saturate together as d_h grows", rule_text_plateau,
+          scale_key="ch07_cls_scale", kind=TRAINING, where="ICLR 2026 abstract; R26 Reviewers 2, 4"),
+    Claim("minli-layers", MIN_LI, "07", "sec-ch07-classifiers",
+          "Rank saturation in d_h looks the same at different Transformer layers", rule_layers,
+          scale_key="ch07_cls_scale", kind=TRAINING, where="Fig. 3 caption (R26 Reviewer 2)"),
+)

@@ -1,0 +1,93 @@
+"""Chapter 07's classifier study: grid intervals of saturation from synthetic runs, and the three
+rules on synthetic evidence reaching every verdict they can return."""
+import math
+
+import pandas as pd
+import pytest
+
+from lowrank.experiments import trained_attention as ch
+from lowrank.experiments.trained_attention import classifier_rules as R
+from lowrank.experiments.trained_attention.classifiers import layer_intervals, saturation
+from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER
+
+DIMS = (1, 2, 4, 8, 16, 32)
+
+
+def _runs(kind="vit", seeds=4, rank_star=8, acc_star=8, layers=2, layer_stars=None, capped=()):
+    """Runs whose accuracy and rank / n step up to their plateau at the given d*, per block."""
+    rows, grid = [], []
+    for s in range(seeds):
+        for d in DIMS:
+            grid.append({"kind": kind, "head_dim": d, "seed": s, "dataset": "mnist5k", "corpus": "bbcnews"})
+            stars = layer_stars or [rank_star] * layers
+            rows.append({"kind": kind, "data": "mnist5k", "head_dim": d, "seed": s, "layers": layers,
+                         "plateau": (d, s) not in capped, "test_acc": 0.97 if d >= acc_star else 0.90 + 0.002 * s,
+                         "test_acc_se": 0.005, "rank_frac": 0.5 if d >= rank_star else 0.2 + 0.01 * s,
+                         "layer_frac": [0.5 if d >= st else 0.2 + 0.01 * s for st in stars]})
+    return pd.DataFrame(rows), pd.DataFrame(grid)
+
+
+def test_saturation_gives_grid_intervals_and_the_accuracy_gap():
+    runs, grid = _runs(rank_star=8, acc_star=8)
+    p = saturation(runs, grid, "vit")
+    assert (p["r_lo"], p["r_hi"]) == (4, 8) and (p["a_lo"], p["a_hi"]) == (4, 8)
+    assert p["gap"] <= 0 and p["acc_top"] == pytest.approx(0.97) and p["seeds"] == 4
+    # accuracy keeps rising past the rank's saturation: a real gap
+    late = saturation(*_runs(rank_star=4, acc_star=16), "vit")
+    assert late["gap"] > R.PLATEAU_MARGIN and late["a_lo"] >= late["r_hi"]
+    # a rank still rising at the top: open interval
+    top = saturation(*_runs(rank_star=32), "vit")
+    assert math.isinf(top["r_hi"])
+    # one capped run: the grid is incomplete for that seed, so nothing is judged
+    assert saturation(*_runs(capped={(4, 1)}), "vit") is None
+
+
+def test_layer_intervals_per_block():
+    seeds, ivals = layer_intervals(*_runs(layer_stars=[4, 16]), "vit")
+    assert seeds == 4 and ivals == [(2, 4), (8, 16)]
+    assert layer_intervals(*_runs(layers=1), "vit") is None
+
+
+def _h(key="vit", data="mnist5k", **p):
+    base = {"seeds": 5, "acc_top": 0.97, "a_lo": 2, "a_hi": 4, "r_lo": 4, "r_hi": 8, "gap": 0.0}
+    base.update(p)
+    return {f"ch07_cls_{key}_data": data, f"ch07_cls_{key}": R.format_saturation(base),
+            f"ch07_cls_{key}_stored": "30 of the 30 runs"}
+
+
+@pytest.mark.parametrize("rule,key,data,together", [(R.rule_vit_plateau, "vit", "mnist5k", False),
+                                                    (R.rule_text_plateau, "text", "bbcnews", True)])
+def test_the_plateau_rules_reach_every_verdict(rule, key, data, together):
+    assert rule(_h(key, data)).verdict == REPRODUCED
+    assert rule(_h(key, data, gap=R.PLATEAU_MARGIN)).verdict == REPRODUCED   # at the margin: not beyond it
+    beyond = rule(_h(key, data, gap=R.PLATEAU_MARGIN + 0.001))
+    assert beyond.verdict == (CONTRADICTED if together else WEAKER)
+    assert rule(_h(key, data, r_hi=math.inf)).verdict == CONTRADICTED
+    j = rule(_h(key, data, acc_top=R.ACC_FLOOR[data] - 0.001))
+    assert j.verdict == INCONCLUSIVE and "not trained well enough" in j.qualifier
+    assert rule(_h(key, data, seeds=2)).verdict == INCONCLUSIVE
+    empty = {f"ch07_cls_{key}_data": data, f"ch07_cls_{key}": "", f"ch07_cls_{key}_stored": "0 of the 30 runs"}
+    assert rule(empty).verdict == INCONCLUSIVE
+    assert "d*_rank (hardmax rank / n of the first block) (4, 8]" in rule(_h(key, data)).evidence
+
+
+def test_the_layer_rule_reaches_every_verdict():
+    def h(*sets):
+        return {"ch07_cls_layers": "; ".join(sets), "ch07_cls_layers_what": "blocks"}
+    same = R.format_layers("mnist5k", 5, [(2, 4), (2, 8)])
+    apart = R.format_layers("bbcnews", 5, [(1, 2), (4, 8)])
+    assert R.rule_layers(h(same)).verdict == REPRODUCED
+    assert R.rule_layers(h(same, apart)).verdict == CONTRADICTED
+    j = R.rule_layers(h(R.format_layers("mnist5k", 5, [(2, 4), (2, math.inf)])))
+    assert j.verdict == INCONCLUSIVE and "does not saturate" in j.qualifier
+    assert R.rule_layers(h(R.format_layers("mnist5k", 2, [(2, 4), (2, 8)]))).verdict == INCONCLUSIVE
+    assert R.rule_layers(h()).verdict == INCONCLUSIVE
+
+
+def test_the_claims_are_the_chapters_and_left_the_inventory():
+    from lowrank.experiments.inventory import UNTESTED
+
+    keys = {c.key for c in ch.CLAIMS}
+    assert {"minli-vit-plateau", "minli-imdb-plateau", "minli-layers"} <= keys
+    assert not keys & {c.key for c in UNTESTED}
+    assert all(c.scale_key == "ch07_cls_scale" for c in ch.CLASSIFIER_CLAIMS)

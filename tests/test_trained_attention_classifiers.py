@@ -91,3 +91,23 @@ def test_the_claims_are_the_chapters_and_left_the_inventory():
     assert {"minli-vit-plateau", "minli-imdb-plateau", "minli-layers"} <= keys
     assert not keys & {c.key for c in UNTESTED}
     assert all(c.scale_key == "ch07_cls_scale" for c in ch.CLASSIFIER_CLAIMS)
+
+
+def test_the_figure_and_table_draw_full_and_empty_stores():
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from lowrank.book.plotting import grey_safe_lines, subplots
+
+    runs, grid = _runs(layer_stars=[4, 8])
+    text_runs, text_grid = _runs(kind="text", layers=4)
+    full = {"classifiers": pd.concat([runs, text_runs]), "classifier_grid": pd.concat([grid, text_grid])}
+    empty = {"classifiers": pd.DataFrame(), "classifier_grid": full["classifier_grid"]}
+    for tables in (full, empty):
+        fig, axes = subplots(2, 2)
+        ch.plot_classifiers(axes, tables, head_dims=DIMS, lines=grey_safe_lines)
+        plt.close(fig)
+    shown = ch.classifier_status_table(full).data
+    assert list(shown["runs stored"]) == ["24 of 24", "24 of 24"] and shown["d_h = 8"].iloc[0] == "0.970 / 0.50"
+    assert ch.classifier_status_table(empty).data["runs stored"].tolist() == ["0 of 24", "0 of 24"]

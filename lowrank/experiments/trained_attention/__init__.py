@@ -33,7 +33,7 @@ from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbou
                          redundant_ranks, run_truncation, similarity_correlation, truncation_configs,
                          truncation_headline, truncation_run, truncation_table)
 from .runs import retrieval_arguments, run, truncation_arguments
-from .figures import (LAW_LABELS, check_summary, plot_layers, plot_patterns, plot_ranks_vs_n, plot_retrieval,
+from .figures import (LAW_LABELS, check_summary, classifier_status_table, plot_classifiers, plot_layers, plot_patterns, plot_ranks_vs_n, plot_retrieval,
                       plot_saturation, plot_truncation, plot_truncation_layers, retrieval_status_table,
                       truncation_display, windows_table)
 
@@ -56,7 +56,8 @@ __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "
            "plot_layers", "plot_patterns", "plot_ranks_vs_n", "plot_retrieval", "plot_saturation", "plot_truncation",
            "plot_truncation_layers", "retrieval_status_table", "truncation_display", "windows_table", "headline",
            "HEADLINE_KEYS", "CLASSIFIER_CLAIMS", "rule_layers", "rule_text_plateau", "rule_vit_plateau",
-           "LONG_CLASSIFIER_STORE", "classifier_configs", "classifier_headline", "run_classifiers"]
+           "LONG_CLASSIFIER_STORE", "classifier_configs", "classifier_headline", "run_classifiers",
+           "classifier_status_table", "plot_classifiers"]
 
 _PRETRAINED_KEYS = (
     "ch07_mini_layers", "ch07_mini_heads", "ch07_mini_dh", "ch07_mini_maps",

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from matplotlib.ticker import NullLocator
 
 from ...rank import DEFAULT_TOL, FLOAT32_TOL, rank_label
@@ -19,7 +20,7 @@ from .rules import NEIGHBOUR_MARGIN, SIMILARITY_LEVEL
 
 __all__ = ["LAW_LABELS", "windows_table", "plot_ranks_vs_n", "plot_patterns", "plot_layers",
            "retrieval_status_table", "plot_retrieval", "plot_saturation", "truncation_display",
-           "plot_truncation", "plot_truncation_layers", "check_summary"]
+           "plot_truncation", "plot_truncation_layers", "check_summary", "plot_classifiers", "classifier_status_table"]
 
 Lines = Callable[[int], list[dict]]
 # The growth laws of :data:`.rules.LAWS` as the figures write them.
@@ -247,3 +248,54 @@ def check_summary(H: Mapping[str, Any], P: Mapping[str, Any]) -> str:
         f"model reduction {H['ch07_verdict_reduction'].split(':')[0]!r}; truncation "
         f"{H['ch07_verdict_truncation'].split(':')[0]!r}",
     ])
+
+
+_CLASSIFIER_NAMES = {"vit": "vision transformer", "text": "BBC News classifier"}
+
+
+def plot_classifiers(axes, tables: Mapping[str, Any], *, head_dims: Sequence[int], lines: Lines) -> None:
+    """One row per classifier: test accuracy (left) and every block's hardmax rank / n (right)
+    against d_h, mean and sd over the plateau runs' seeds; a row without runs says so."""
+    runs = tables["classifiers"]
+    hard = rank_label("hardmax rank", "", "A")
+    for row, kind in enumerate(("vit", "text")):
+        sub = runs[(runs.kind == kind) & runs.plateau] if len(runs) else runs
+        if not len(sub):
+            for ax in axes[row]:
+                ax.text(0.5, 0.5, "no run stored yet", transform=ax.transAxes, ha="center", va="center",
+                        color="grey")
+        else:
+            m = sub.groupby("head_dim")["test_acc"].agg(["mean", "std"])
+            axes[row, 0].errorbar(m.index, m["mean"], yerr=m["std"].fillna(0), capsize=2, **lines(1)[0])
+            depth = int(sub["layers"].max())
+            for style, layer in zip(lines(depth), range(depth)):
+                per = sub.assign(v=sub["layer_frac"].map(lambda xs, i=layer: xs[i] if i < len(xs) else np.nan))
+                q = per.groupby("head_dim")["v"].agg(["mean", "std"])
+                axes[row, 1].errorbar(q.index, q["mean"], yerr=q["std"].fillna(0), capsize=2, label=f"block {layer + 1}",
+                                      **style)
+            axes[row, 1].legend(fontsize="small", loc="lower right")
+        axes[row, 0].set(ylabel=f"{_CLASSIFIER_NAMES[kind]}:\ntest accuracy")
+        axes[row, 1].set(ylabel=f"{hard} / n")
+        for ax in axes[row]:
+            ax.set_xscale("log", base=2)
+            _ticks(ax.xaxis, list(head_dims))
+    for ax in axes[-1]:
+        ax.set_xlabel("head size $d_h$")
+
+
+def classifier_status_table(tables: Mapping[str, Any]):
+    """Per classifier: its data, runs stored and at their plateau, and at every head size the
+    seed-mean test accuracy and first-block hardmax rank / n."""
+    runs, grid = tables["classifiers"], tables["classifier_grid"]
+    rows = []
+    for kind in ("vit", "text"):
+        g = grid[grid.kind == kind]
+        sub = runs[runs.kind == kind] if len(runs) else runs
+        data = g["dataset" if kind == "vit" else "corpus"].iloc[0] if len(g) else ""
+        row = {"classifier": _CLASSIFIER_NAMES[kind], "data": data, "runs stored": f"{len(sub)} of {len(g)}",
+               "at their plateau": int(sub.plateau.sum()) if len(sub) else 0}
+        for d in sorted(g.head_dim.unique()):
+            at = sub[(sub.head_dim == d) & sub.plateau] if len(sub) else sub
+            row[f"d_h = {d}"] = (f"{at.test_acc.mean():.3f} / {at.rank_frac.mean():.2f}" if len(at) else "-")
+        rows.append(row)
+    return pd.DataFrame(rows).style.hide(axis="index")

@@ -189,7 +189,7 @@ def run_paper_settings(*, d: int = PAPER_D, heads=PAPER_HEADS, ns=PAPER_NS, conc
     without a bottleneck, the cost ratio of d_p = n, and, for one Dirichlet(concentration) target
     at n, the certified share of the centred logits no head of size d / h reaches (logit_tail
     relative to ||L0||_F) and the TV of the truncated SVD ("paper", one row per (h, n))."""
-    from ..theory.representation import logit_tail, truncation_tv
+    from ..theory.representation import head_size_threshold, logit_tail, truncation_tv
     from ..theory.targets import dirichlet_targets
 
     rows = []
@@ -198,8 +198,9 @@ def run_paper_settings(*, d: int = PAPER_D, heads=PAPER_HEADS, ns=PAPER_NS, conc
         total = logit_tail(P, 0)
         for h in heads:
             dh = standard_head_dim(d, h)
-            rows.append(dict(d=d, n_heads=h, n=n, head_dim=dh, bidirectional_threshold=n - 1, causal_threshold=n // 2,
-                             bottleneck=dh < n - 1, causal_bottleneck=dh < n // 2, max_heads_exact=d // (n - 1),
+            bi, causal = head_size_threshold(n), head_size_threshold(n, causal=True)
+            rows.append(dict(d=d, n_heads=h, n=n, head_dim=dh, bidirectional_threshold=bi, causal_threshold=causal,
+                             bottleneck=dh < bi, causal_bottleneck=dh < causal, max_heads_exact=d // bi,
                              fixed_cost_ratio=h * n / d, logit_share_missed=logit_tail(P, dh) / total,
                              truncation_tv=truncation_tv(P, dh)))
     return {"paper": pd.DataFrame(rows)}

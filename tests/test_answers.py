@@ -118,6 +118,24 @@ def test_when_every_training_row_is_decided_the_answers_name_what_it_supports():
     assert_numbers_come_from(" ".join([bho.text, *said]), rows, (64,))
 
 
+def test_the_brief_answers_count_what_the_full_ones_quote():
+    rows = decided()
+    full, brief = A.paper_answer(rows, BHOJANAPALLI), A.paper_answer(rows, BHOJANAPALLI, brief=True)
+    assert full.answer == brief.answer and len(brief.text) < len(full.text)
+    assert ("In trained models, of 3 claims decided, 1 reproduced, 1 with no effect beyond the margin and 1 "
+            "contradicted; the verdict table names them.") in brief.text
+    assert "“training experiment claim" not in brief.text
+    minli = A.paper_answer(rows, MIN_LI, brief=True).text
+    assert "Contradicted in theory or simulation: “simulation claim b holds”." in minli  # theory still named
+    said = A.practitioner_answer(rows, (64,), brief=True)
+    assert said[1] == ("The training evidence, at the scale of the long CPU runs, supports 1 of its 4 training claims, "
+                       "finds no effect larger than the registered margin for 2 and contradicts 1; the verdict table "
+                       "names them.")
+    for s in (*brief.sentences, *said):
+        assert_reads(s)
+    assert_numbers_come_from(" ".join([brief.text, minli, *said]), rows, (64,))
+
+
 def test_a_margin_only_training_set_and_a_contradicted_threshold_read_as_such():
     rows = [row(NEGLIGIBLE, TRAINING, i) for i in range(2)] + [row(CONTRADICTED, SIMULATION, 0, key=A.THRESHOLD_KEY)]
     bho = A.paper_answer(rows, BHOJANAPALLI)
@@ -188,6 +206,7 @@ def test_headline_glues_the_answers_as_text_and_through_a_renderer():
     assert plain["ch08_practitioner"].startswith("Choosing `head_dim`") and plain["ch08_practitioner_ns"] == "512"
     rendered = headline(tables, prose=answers_html, counts=counts_html)
     html = rendered["ch08_answers"].html
+    assert rendered["ch08_answers_brief"].html.count('class="book-answer-lede"') == 2
     assert html.count('class="book-answer"') == 2 and html.count('class="book-answer-lede"') == 2
     assert f"<strong>{BHOJANAPALLI}</strong>" in html and "<code>head_dim</code>" in html
     assert "\\(n - 1\\)" in html and "\\(\\lfloor n/2 \\rfloor\\)" in html  # typeset by the book's MathJax

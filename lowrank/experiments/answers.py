@@ -46,7 +46,7 @@ _NOUN = {PROOF_CHECK: ("proof check", "proof checks"), SIMULATION: ("simulation"
          PRETRAINED: ("claim on a pretrained model", "claims on pretrained models")}
 # What a count of claims "is": "6 proof checks reproduced", "1 simulation true only under stated conditions".
 _WORD = {REPRODUCED: "reproduced", CORRECTED: "reproduced with a correction", WEAKER: "reproduced in a weaker form",
-         CONDITIONAL: "true only under stated conditions", NEGLIGIBLE: "with no effect larger than its margin",
+         CONDITIONAL: "true only under stated conditions", NEGLIGIBLE: "with no effect beyond the margin",
          INCONCLUSIVE: "inconclusive", CONTRADICTED: "contradicted", NOT_TESTED: "not tested",
          NOT_JUDGED: "not judged yet"}
 _SCALE = {"smoke": "smoke-test runs", "default": "the book's default runs", "long": "the long CPU runs",
@@ -142,9 +142,10 @@ def scale_phrase(rows: Iterable) -> str:
     return _join(scales) if scales else "the book's runs"
 
 
-def _named(rows: list) -> list[str]:
+def _named(rows: list, *, brief: bool = False) -> list[str]:
     """Sentences naming what qualifies the decided claims: corrections, weaker forms, conditions,
-    null results, contradictions, and the evidence claims that hold."""
+    contradicted theory, and what the training and pretrained claims came to, quoted (``brief``:
+    those counted, for the landing page, whose first screen must hold both papers' answers)."""
     out = []
     by = {v: [r for r in rows if _verdict(r) == v] for v in ORDER}
     if by[CORRECTED]:
@@ -155,6 +156,15 @@ def _named(rows: list) -> list[str]:
     if by[CONDITIONAL]:
         out.append(f"True only under conditions the claim did not state: "
                    f"{'; '.join(_first_clause(r.qualifier, colon=True) for r in by[CONDITIONAL])}.")
+    decided = [r for r in rows if r.kind in EVIDENCE_KINDS and _verdict(r) in (REPRODUCED, NEGLIGIBLE, CONTRADICTED)]
+    theory_against = [r for r in by[CONTRADICTED] if r.kind not in EVIDENCE_KINDS]
+    if brief and decided:
+        counts = Counter(_verdict(r) for r in decided)
+        against = f"Contradicted in theory or simulation: {_quoted(theory_against)}. " if theory_against else ""
+        out.append(f"{against}In trained models, of {_count(len(decided), '')} decided, "
+                   + _join([f"{counts[v]} {_WORD[v]}" for v in ORDER if counts[v]])
+                   + "; the verdict table names them.")
+        return out
     held = [r for r in by[REPRODUCED] if r.kind in EVIDENCE_KINDS]
     if held:
         out.append(f"Reproduced in training or pretrained models: {_quoted(held)}.")
@@ -194,7 +204,7 @@ def _open(rows: list) -> str:
     return "Open: " + "; ".join(parts) + "."
 
 
-def paper_answer(rows: Iterable, paper: str) -> Answer:
+def paper_answer(rows: Iterable, paper: str, *, brief: bool = False) -> Answer:
     """The paper's answer: one sentence with what holds in theory and what the training and
     pretrained evidence says (with its scale), then the corrections, conditions and
     contradictions, then what stays open and why."""
@@ -216,7 +226,7 @@ def paper_answer(rows: Iterable, paper: str) -> Answer:
     thesis = THESIS.get(paper)
     answer = (f"argue that {thesis}: " if thesis else "make claims of which, ") + "; ".join(clauses) + "."
     # the counts by verdict are the table's and the chart's; the words say what they are about
-    details = (*_named([*theory, *evidence]), _open(mine))
+    details = (*_named([*theory, *evidence], brief=brief), _open(mine))
     return Answer(paper, answer, details)
 
 
@@ -224,7 +234,7 @@ def _values(ns: Sequence[int], causal: bool = False) -> str:
     return _join([f"{head_size_threshold(int(n), causal=causal)} at n = {int(n)}" for n in ns])
 
 
-def practitioner_answer(rows: Iterable, ns: Sequence[int]) -> tuple[str, ...]:
+def practitioner_answer(rows: Iterable, ns: Sequence[int], *, brief: bool = False) -> tuple[str, ...]:
     """For someone choosing ``head_dim``: the head size a head needs to express every pattern over
     n tokens, at each n of ``ns`` (:func:`lowrank.theory.representation.head_size_threshold`), as far
     as the threshold claims hold; then what the training claims do and do not support."""
@@ -254,16 +264,19 @@ def practitioner_answer(rows: Iterable, ns: Sequence[int]) -> tuple[str, ...]:
                    "in training is open at this scale.")
         return tuple(out)
     by = {v: [r for r in decided if _verdict(r) == v] for v in ORDER}
+    counted = iter([f" of its {_count(len(training), TRAINING)}"])  # said once, after the first count
+    named = (lambda group: f"{len(group)}{next(counted, '')}") if brief else _quoted  # noqa: E731
     parts = []
     supported = by[REPRODUCED] + by[CORRECTED] + by[WEAKER] + by[CONDITIONAL]
     if supported:
-        parts.append(f"supports {_quoted(supported)}")
+        parts.append(f"supports {named(supported)}")
     if by[NEGLIGIBLE]:
-        parts.append(f"finds no effect larger than the registered margin for {_quoted(by[NEGLIGIBLE])}")
+        parts.append(f"finds no effect larger than the registered margin for {named(by[NEGLIGIBLE])}")
     if by[CONTRADICTED]:
-        parts.append(f"contradicts {_quoted(by[CONTRADICTED])}")
+        parts.append(f"contradicts {named(by[CONTRADICTED])}")
     undecided = len(training) - len(decided)
     tail = (f"; {_count(undecided, TRAINING)} {'stays' if undecided == 1 else 'stay'} undecided"
             if undecided else "")
-    out.append(f"The training evidence, at the scale of {where}, {_join(parts)}{tail}.")
+    names = "; the verdict table names them" if brief else ""
+    out.append(f"The training evidence, at the scale of {where}, {_join(parts)}{tail}{names}.")
     return tuple(out)

@@ -454,18 +454,20 @@ def run(p: Mapping[str, Any]) -> dict[str, Any]:
 
 HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
                  "ch08_kind_meanings", "ch08_counts_by_kind", "ch08_found_bhojanapalli", "ch08_found_min_li",
-                 "ch08_answers", "ch08_answer_bhojanapalli", "ch08_answer_min_li", "ch08_practitioner",
+                 "ch08_answers", "ch08_answers_brief", "ch08_answer_bhojanapalli", "ch08_answer_min_li",
+                 "ch08_practitioner",
                  "ch08_practitioner_ns",
                  "ch08_n_amended",
                  *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
 
 
-def answers(tables: Mapping[str, Any]) -> dict[str, Any]:
+def answers(tables: Mapping[str, Any], *, brief: bool = False) -> dict[str, Any]:
     """{'papers': each paper's :class:`~lowrank.experiments.answers.Answer`, 'practitioner': the
-    practitioner's sentences}, from the judged rows (:mod:`lowrank.experiments.answers`)."""
+    practitioner's sentences}, from the judged rows (:mod:`lowrank.experiments.answers`); ``brief``:
+    the training and pretrained claims counted, not quoted (the landing page)."""
     rows = tables["rows"]
-    return {"papers": (_answers.paper_answer(rows, BHOJANAPALLI), _answers.paper_answer(rows, MIN_LI)),
-            "practitioner": _answers.practitioner_answer(rows, tables.get("practitioner_ns", ()))}
+    return {"papers": tuple(_answers.paper_answer(rows, p, brief=brief) for p in (BHOJANAPALLI, MIN_LI)),
+            "practitioner": _answers.practitioner_answer(rows, tables.get("practitioner_ns", ()), brief=brief)}
 
 
 def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,
@@ -479,7 +481,7 @@ def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,
     rows = tables["rows"]
     counts_table = counts_by_kind(rows)
     verdicts = verdict_counts(rows)
-    said = answers(tables)
+    said, brief_said = answers(tables), answers(tables, brief=True)
     bho, minli = said["papers"]
     practitioner = said["practitioner"]
     text = prose or (lambda papers, practitioner=(): " ".join([*(a.text for a in papers), *practitioner]))
@@ -495,6 +497,7 @@ def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,
         "ch08_found_bhojanapalli": found_sentence(rows, BHOJANAPALLI),
         "ch08_found_min_li": found_sentence(rows, MIN_LI),
         "ch08_answers": text((bho, minli), practitioner),
+        "ch08_answers_brief": text(brief_said["papers"], brief_said["practitioner"]),
         "ch08_answer_bhojanapalli": text((bho,)),
         "ch08_answer_min_li": text((minli,)),
         "ch08_practitioner": text((), practitioner),

@@ -9,7 +9,9 @@ the file by the SHA-256 of its bytes) is wrapped in a ``<picture>``:
 - a ``<source>`` for screens narrower than :data:`NARROW_SCREEN` px with the narrow PNG, written
   next to the book's other images;
 - ``data-`` attributes with each variant's width at 1x (``data-width``, ``data-narrow-width``) and smallest text in 1x pixels, from which the
-  browser test computes the text size as drawn.
+  browser test computes the text size as drawn, and the share of its width its plotting area takes
+  (``data-plot-frac``, ``data-narrow-plot-frac``) and the texts drawn over each other, as JSON
+  (``data-overlaps``, ``data-narrow-overlaps``); figures drawn before these were measured lack them.
 
 Nothing changes for an image without that metadata (a notebook executed before the formatter
 existed, or a figure drawn outside the book style).
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 from pathlib import Path
 
@@ -76,14 +79,16 @@ def wrap_figures(doctree: nodes.document, index: dict[str, dict], images_dir: Pa
         info = index.get(stem)
         if info is None or isinstance(image.parent, picture):
             continue
-        attrs = {"width_1x": info["width"], "text_px": info["text_px"]}
+        attrs = {"width_1x": info["width"], "text_px": info["text_px"], "plot_frac": info.get("plot_frac"),
+                 "overlaps": info.get("overlaps")}
         if "narrow" in info:
             name = f"{stem}-narrow.png"
             images_dir.mkdir(parents=True, exist_ok=True)
             target = images_dir / name
             if not target.exists():
                 target.write_bytes(base64.b64decode(info["narrow"]))
-            attrs.update(narrow=name, narrow_width_1x=info["narrow_width"], narrow_text_px=info["narrow_text_px"])
+            attrs.update(narrow=name, narrow_width_1x=info["narrow_width"], narrow_text_px=info["narrow_text_px"],
+                         narrow_plot_frac=info.get("narrow_plot_frac"), narrow_overlaps=info.get("narrow_overlaps"))
         holder = picture("", **attrs)
         image.replace_self(holder)
         holder += image
@@ -91,13 +96,26 @@ def wrap_figures(doctree: nodes.document, index: dict[str, dict], images_dir: Pa
     return wrapped
 
 
+def _attr(value) -> str:
+    """A JSON value as an HTML attribute value."""
+    return html.escape(json.dumps(value), quote=True)
+
+
 def picture_open_tag(node: picture, imgpath: str) -> str:
     """The ``<picture ...><source ...>`` HTML that opens a picture node."""
     attrs = [f'data-width="{node["width_1x"]}"', f'data-text-px="{node["text_px"]}"']
+    if node.get("plot_frac") is not None:
+        attrs.append(f'data-plot-frac="{node["plot_frac"]}"')
+    if node.get("overlaps") is not None:
+        attrs.append(f'data-overlaps="{_attr(node["overlaps"])}"')
     source = ""
     if node.get("narrow"):
         attrs += [f'data-narrow="{node["narrow"]}"', f'data-narrow-width="{node["narrow_width_1x"]}"',
                   f'data-narrow-text-px="{node["narrow_text_px"]}"']
+        if node.get("narrow_plot_frac") is not None:
+            attrs.append(f'data-narrow-plot-frac="{node["narrow_plot_frac"]}"')
+        if node.get("narrow_overlaps") is not None:
+            attrs.append(f'data-narrow-overlaps="{_attr(node["narrow_overlaps"])}"')
         source = (f'<source media="(max-width: {NARROW_SCREEN - 0.02}px)" '
                   f'srcset="{imgpath}/{node["narrow"]}">')
     return f'<picture class="book-figure" {" ".join(attrs)}>{source}'

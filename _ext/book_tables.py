@@ -197,6 +197,8 @@ def place_captions(doctree: nodes.document) -> None:
     """Set each caption above the table cell it follows, both in one ``book-table`` box."""
     for caption in list(doctree.findall(table_caption)):
         parent = caption.parent
+        if "book-table" in parent.get("classes", []):
+            continue  # placed already (book_glue's glued-table: a table pasted from another document)
         index = parent.index(caption)
         previous = parent[index - 1] if index > 0 else None
         if not _holds_table(previous):

@@ -8,7 +8,7 @@ downloads a browser here). For ``index.html`` and every page in ``_toc.yml`` it 
 JavaScript error in the console, no failed request and no request leaving 127.0.0.1, every image
 loaded, every piece of math typeset by MathJax without errors and no raw ``$$`` left in the text,
 every internal link pointing at an existing file and anchor. Chapter pages must also carry their
-number, a bold opening summary, the closing "What to take away", the download button for their
+number, a lead paragraph under the title, the closing "What to take away", the download button for their
 notebook, the generated re-run box and one box per sphinx-proof directive in their source; the
 bibliography lists every entry of the .bib files; the execution report lists every chapter as
 succeeded. A full-page PNG screenshot of each page goes to ``_build/screenshots/`` (mirroring the
@@ -27,12 +27,17 @@ link the source archive and "Running it yourself".
 And as a reader who wants the answer on any screen: at 390 px the visible hamburger opens the
 chapter list and the contents button the page contents (at 1280 px the hamburger hides and shows
 the chapter list); every table cell is padded by at least 3 px and numbers are right-aligned; every
-table in a chapter has a numbered caption; pasted values are not bold in running text; no raw
-MyST role or directive markup is left; parameter cells are folded away; the landing page's
-first screen, at both widths, shows the verdict counts and the verdict chart; and no figure text is
-drawn smaller than ``lowrank.book.figures.MIN_TEXT_PX`` (9 CSS px) at either width, computed from
+table in a chapter and on the landing page has a numbered caption; pasted values are not bold in
+running text, and no paragraph of running text is set in bold; a chapter's lead is in the body
+weight and about four lines at most on a phone; no raw MyST role or directive markup is left;
+parameter cells are folded away; the landing page's first screen, at both widths, holds each
+paper's answer to the title question whole, and none of its tables scrolls sideways; no figure text
+is drawn smaller than ``lowrank.book.figures.MIN_TEXT_PX`` (9 CSS px) at either width, computed from
 the size of each figure's smallest text and the width the browser drew the chosen variant at (a
-chapter figure whose text size is unknown fails too: its notebook predates the figure formatter).
+chapter or landing-page figure whose text size is unknown fails too: its notebook predates the
+figure formatter); and every figure's plotting area takes at least
+``lowrank.book.figures.MIN_PLOT_FRAC`` of its width and none of its texts is drawn over another, in
+the variant shown (measured when the figure was drawn; required on the landing page).
 
 Without Chromium (``tools/ensure_chromium.sh`` installs it when it can) or Playwright the browser
 tests are skipped with the reason, except under CI (``CI=true``), where they fail.
@@ -505,13 +510,49 @@ READER_PROBE = r"""() => {
     .map((cell) => clean(cell.textContent).slice(0, 60));
   const found = article.querySelector('.book-found');
   const onFirstScreen = (el) => !!el && el.getBoundingClientRect().top < window.innerHeight && el.getBoundingClientRect().height > 0;
+  const wholeOnFirstScreen = (el) => { const r = el.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; };
+  // The share of an element's visible text set in bold (600 or heavier), text node by text node.
+  const boldShare = (el) => {
+    let all = 0, bold = 0;
+    const w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let n = w.nextNode(); n; n = w.nextNode()) {
+      const k = n.nodeValue.replace(/\s+/g, '').length;
+      if (!k || !n.parentElement || n.parentElement.closest('mjx-assistive-mml')) { continue; }
+      all += k;
+      if (parseInt(getComputedStyle(n.parentElement).fontWeight, 10) >= 600) { bold += k; }
+    }
+    return all ? bold / all : 0;
+  };
+  const boldParagraphs = Array.from(article.querySelectorAll('p'))
+    .filter((el) => !el.closest('table, figcaption, .caption, .admonition-title, nav, .rerun-chapter, .book-table-caption, dt, h1, h2, h3, h4, .toctree-wrapper'))
+    .filter((el) => clean(el.textContent).length >= 40 && el.getBoundingClientRect().height > 0 && boldShare(el) > 0.5)
+    .map((el) => ({ text: clean(el.textContent).slice(0, 80), where: where(el) }));
+  const h1 = article.querySelector('h1');
+  const leadEl = h1 && h1.nextElementSibling && h1.nextElementSibling.tagName === 'P' ? h1.nextElementSibling : null;
+  const lead = leadEl ? {
+    text: clean(leadEl.textContent).slice(0, 80), bold: boldShare(leadEl),
+    lines: leadEl.getBoundingClientRect().height / (parseFloat(getComputedStyle(leadEl).lineHeight) || 1),
+  } : null;
+  // Tables wider than the box they scroll in: a reader has to swipe sideways to see every column.
+  const scrolling = Array.from(article.querySelectorAll('table'))
+    .filter((t) => t.getBoundingClientRect().width > 0 && !t.closest('.rerun-chapter'))
+    .map((t) => {
+      let box = t.parentElement;
+      while (box && box !== article && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) { box = box.parentElement; }
+      const width = box && box !== article ? box.clientWidth : article.clientWidth;
+      return { where: where(t), first: clean((t.querySelector('tr') || t).textContent).slice(0, 60),
+               by: Math.round(t.getBoundingClientRect().width - width) };
+    })
+    .filter((t) => t.by > 1);
   return {
-    tables, boldPasted, rawMarkup, shownSetup,
+    tables, boldPasted, rawMarkup, shownSetup, boldParagraphs, lead, scrolling,
     found: found ? {
       text: clean(found.textContent).slice(0, 400),
-      countsTable: onFirstScreen(found.querySelector('table')),
-      chart: onFirstScreen(found.querySelector('img')),
+      countsTable: !!found.querySelector('table'),
+      chart: !!found.querySelector('img'),
       chartLoaded: !!found.querySelector('img') && found.querySelector('img').naturalWidth > 0,
+      answers: Array.from(found.querySelectorAll('.book-answer-lede'), (el) => ({
+        text: clean(el.closest('p').textContent).slice(0, 120), onFirstScreen: wholeOnFirstScreen(el) })),
     } : null,
   };
 }"""
@@ -536,6 +577,10 @@ FIGURE_PROBE = r"""() => {
         out.variant = narrow ? 'narrow' : 'wide';
         out.width1x = parseFloat(narrow ? pic.dataset.narrowWidth : pic.dataset.width);
         out.textPx = parseFloat(narrow ? pic.dataset.narrowTextPx : pic.dataset.textPx);
+        const frac = narrow ? pic.dataset.narrowPlotFrac : pic.dataset.plotFrac;
+        const overlaps = narrow ? pic.dataset.narrowOverlaps : pic.dataset.overlaps;
+        out.plotFrac = frac === undefined ? null : parseFloat(frac);
+        out.overlaps = overlaps === undefined ? null : JSON.parse(overlaps);
       }
       return out;
     });
@@ -671,8 +716,7 @@ def test_chapter_navigation_and_shape(visit, page):
     dom = visit(page).dom
     assert dom["h1Number"] == f"{page.number}.", \
         f"{page}: chapter heading numbered {dom['h1Number']!r}, expected {page.number}. (continuous across parts)"
-    assert dom["leadHtml"] and dom["leadHtml"].startswith("<strong>"), \
-        f"{page}: the title must be followed by a bold summary of what the chapter shows"
+    assert dom["leadHtml"], f"{page}: the title must be followed by a lead paragraph saying what the chapter shows"
     assert dom["h2"] and dom["h2"][-1] == "What to take away", \
         f"{page}: the last section must be 'What to take away', found {dom['h2'][-1:]}"
 
@@ -931,12 +975,32 @@ def test_tables_are_padded_and_numbers_right_aligned(visit, page, width):
     assert not bad, f"{page} at {width} width:\n" + "\n".join(bad)
 
 
+# A lead reads in a glance on a phone: about four lines (a line's fraction for rounding and maths).
+LEAD_MAX_LINES = 4.5
+
+
 @pytest.mark.parametrize("page", CHAPTERS, ids=str)
+def test_lead_is_short_and_in_body_weight(visit, page):
+    lead = _reader(visit(page, "phone"))["lead"]
+    assert lead, f"{page}: no lead paragraph under the title"
+    assert lead["bold"] <= 0.5, f"{page}: the lead is set in bold ({lead['bold']:.0%} of it): {lead['text']!r}"
+    assert lead["lines"] <= LEAD_MAX_LINES, (f"{page}: the lead takes {lead['lines']:.1f} lines at 390 px, more "
+                                             f"than about four; move the rest into the text: {lead['text']!r}")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_paragraph_of_running_text_is_set_in_bold(visit, page):
+    bold = [f"{b['where']}: {b['text']!r}" for b in _reader(visit(page))["boldParagraphs"]]
+    assert not bold, f"{page}: paragraphs set in bold (bold is for a few words of emphasis):\n" + "\n".join(bold)
+
+
+@pytest.mark.parametrize("page", [*PAGES[1:2], *CHAPTERS], ids=str)
 def test_every_table_has_a_numbered_caption(visit, page):
     bad = [f"{t['where']}: table starting {t['first']!r}" for t in _reader(visit(page))["tables"]
            if not (t["number"] or "").startswith("Table")]
     assert not bad, (f"{page}: tables without a numbered caption (a table-caption directive right after "
-                     "the cell, see _ext/book_tables.py):\n" + "\n".join(bad))
+                     "the cell, or glued-table on a page that pastes one, see _ext/book_tables.py and "
+                     "_ext/book_glue.py):\n" + "\n".join(bad))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=str)
@@ -958,10 +1022,20 @@ def test_parameter_cells_are_folded_away(visit, page):
 def test_landing_page_answers_on_its_first_screen(visit, width):
     found = _reader(visit(PAGES[1], width))["found"]
     assert found, f"{PAGES[1]}: no 'What the book found' box (class book-found)"
-    assert found["countsTable"], f"{PAGES[1]} at {width} width: the verdict counts are not on the first screen"
-    assert found["chart"] and found["chartLoaded"], \
-        f"{PAGES[1]} at {width} width: the verdict chart is not on the first screen"
+    answers = found["answers"]
+    assert len(answers) >= 2, f"{PAGES[1]}: {len(answers)} answers in the box, expected one per paper"
+    late = [a["text"] for a in answers if not a["onFirstScreen"]]
+    assert not late, (f"{PAGES[1]} at {width} width: the answer to the title question is not wholly on the first "
+                      "screen for:\n" + "\n".join(late))
+    assert found["countsTable"] and found["chart"] and found["chartLoaded"], \
+        f"{PAGES[1]} at {width} width: the verdict counts or the verdict chart are missing from the box"
 
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_landing_page_tables_do_not_scroll_sideways(visit, width):
+    bad = [f"{t['where']}: table starting {t['first']!r} is {t['by']} px wider than its box"
+           for t in _reader(visit(PAGES[1], width))["scrolling"]]
+    assert not bad, f"{PAGES[1]} at {width} width: tables a reader must scroll sideways:\n" + "\n".join(bad)
 
 
 def small_figure_text(figures: list[dict], *, sizes_required: bool) -> list[str]:
@@ -983,12 +1057,63 @@ def small_figure_text(figures: list[dict], *, sizes_required: bool) -> list[str]
     return bad
 
 
+# Pages whose figures must carry the book's figure measures: the chapters, and the landing page, which
+# pastes chapter 08's chart. The appendix's figures are static PNGs written by `lowrank probe` and the
+# benchmarks, without those measures yet; the checks below still run on them and fail when their sizes
+# become known and are wrong.
+def _measures_required(page: Page) -> bool:
+    return page.is_chapter or page == PAGES[1]
+
+
+# Static appendix figures whose text size on a phone is not yet measured (see _measures_required).
+STATIC_FIGURES = {"appendix/probe.html", "appendix/performance.html"}
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("page", PAGES, ids=str)
 def test_figure_text_is_legible(visit, page, width):
     figures = visit(page, width).dom["figures"]
-    bad = small_figure_text(figures, sizes_required=page.is_chapter)
+    if page.path in STATIC_FIGURES and figures and not any(f["known"] for f in figures):
+        pytest.xfail(f"{page}: static figures without text-size measures (lowrank probe, benchmarks)")
+    bad = small_figure_text(figures, sizes_required=_measures_required(page) or page.path.startswith("appendix/"))
     assert not bad, f"{page} at {width} width: figure text too small to read:\n" + "\n".join(bad)
+
+
+def cramped_figures(figures: list[dict], *, required: bool) -> list[str]:
+    """Figures whose plotting area takes under MIN_PLOT_FRAC of the width of the variant shown, or
+    whose texts are drawn over each other; where the measures are required, figures without them."""
+    from lowrank.book.figures import MIN_PLOT_FRAC
+
+    bad = []
+    for f in figures:
+        name = f"{f['figure'] or 'unnumbered figure'} ({f['src']}, {f.get('variant', '?')} variant)"
+        if f.get("plotFrac") is None or f.get("overlaps") is None:
+            if required:
+                bad.append(f"{name}: no plotting-area or overlap measure (re-execute its chapter)")
+            continue
+        if not f["plotFrac"] >= MIN_PLOT_FRAC:
+            bad.append(f"{name}: the plotting area takes {f['plotFrac']:.0%} of the width, under "
+                       f"{MIN_PLOT_FRAC:.0%} (labels, legend or margins take the rest)")
+        if f["overlaps"]:
+            pairs = "; ".join(" / ".join(repr(t[:30]) for t in pair) for pair in f["overlaps"])
+            bad.append(f"{name}: texts drawn over each other: {pairs}")
+    return bad
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_charts_give_their_data_the_width_and_keep_texts_apart(visit, page, width):
+    bad = cramped_figures(visit(page, width).dom["figures"], required=page == PAGES[1])
+    assert not bad, f"{page} at {width} width:\n" + "\n".join(bad)
+
+
+def test_cramped_figure_check_can_fail():
+    ok = {"figure": "Fig. 1", "src": "a.png", "variant": "narrow", "plotFrac": 0.9, "overlaps": []}
+    assert not cramped_figures([ok], required=True)
+    assert "takes 30% of the width" in cramped_figures([{**ok, "plotFrac": 0.3}], required=False)[0]
+    assert "drawn over each other" in cramped_figures([{**ok, "overlaps": [["1", "2"]]}], required=False)[0]
+    assert cramped_figures([{**ok, "plotFrac": None}], required=True)
+    assert not cramped_figures([{**ok, "plotFrac": None}], required=False)
 
 
 def test_figure_text_check_fails_on_small_text(browser, tmp_path):

@@ -184,3 +184,34 @@ def test_the_readme_table_is_rewritten_in_place(tmp_path):
 
 def test_every_chapter_has_a_cost_model():
     assert {nb.stem for nb in NOTEBOOKS} <= set(registry.MODULES) and NOTEBOOKS
+
+
+def test_chapter_03_charges_head_fits_the_iterations_they_run_not_their_cap():
+    from lowrank.experiments import multihead_bottleneck as ch03
+
+    p = sets.set_parameters(ROOT / "chapters" / "03_multihead_bottleneck.ipynb", {})
+    u, _ = ch03.estimate(p)
+    looser, _ = ch03.estimate({**p, "max_iter": 100 * p["max_iter"]})  # the fits stop at their tolerance
+    assert looser["fit_iter"] == u["fit_iter"] and looser["heads_fit"] == u["heads_fit"]
+    assert ch03.head_fit_iterations(p["n"], p["max_iter"]) < p["max_iter"]
+    assert ch03.head_fit_iterations(10 * p["max_iter"], p["max_iter"]) == p["max_iter"]  # never past the cap
+
+
+def test_chapter_03_head_fits_run_about_the_iterations_the_estimate_charges(monkeypatch):
+    """A small head-count sweep, its batched fits' iterations counted: within 3x of the charge."""
+    import lowrank.fit as fit
+    from lowrank.experiments import multihead_bottleneck as ch03
+
+    inner, ran = fit.lbfgs, []
+
+    def counting(*args, **kwargs):
+        x, f, n_iter = inner(*args, **kwargs)
+        ran.append(int(n_iter.max()))
+        return x, f, n_iter
+
+    monkeypatch.setattr(fit, "lbfgs", counting)
+    n, cap = 6, 1000
+    ch03.run_head_count(12, n, [1, 2, 6], restarts=2, max_iter=cap)
+    charged = ch03.head_fit_iterations(n, cap)
+    mean = sum(ran) / len(ran)
+    assert len(ran) == 6 and charged / FACTOR <= mean <= charged * FACTOR, (ran, charged)

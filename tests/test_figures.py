@@ -118,6 +118,25 @@ def test_extension_wraps_known_figures_in_a_picture_with_a_narrow_source(tmp_pat
     assert f'srcset="../_images/{sha}-narrow.png"' in tag and "max-width" in tag
     assert f'data-text-px="{meta[F.META_KEY]["text_px"]}"' in tag
     assert f'data-narrow-width="{meta[F.META_KEY]["narrow_width"]}"' in tag
+    assert f'data-plot-frac="{meta[F.META_KEY]["plot_frac"]}"' in tag and 'data-narrow-overlaps="[]"' in tag
+
+
+def test_plot_fraction_and_text_overlaps_can_fail():
+    fig = _panels(2)
+    assert F.plot_fraction(fig) > F.MIN_PLOT_FRAC and F.text_overlaps(fig) == []
+    plt.close(fig)
+    # a chart whose legend, outside on the right, is wider than its plotting area
+    fig, axes = subplots(1, 1, width=4.0, height=2.5)
+    ax = axes[0, 0]
+    for i in range(3):
+        ax.plot([0, 1], [i, i + 1], label=f"a series with a very long descriptive legend label {i}")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    assert F.plot_fraction(fig) < F.MIN_PLOT_FRAC
+    # two notes drawn over each other, one of them in a box
+    ax.text(0.5, 1.0, "first note", ha="center")
+    ax.text(0.52, 1.02, "second note", ha="center", bbox=dict(boxstyle="round,pad=0.3", facecolor="white"))
+    assert ("first note", "second note") in F.text_overlaps(fig)
+    plt.close(fig)
 
 
 def test_book_style_displays_figures_with_their_narrow_variant():

@@ -248,9 +248,9 @@ def test_run_synthesis_headline_and_figure():
     assert all(v in meanings for v in VERDICTS)
     fig, ax = plt.subplots()
     plot_verdicts_by_paper(tables["rows"], ax)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["Paper A: empirical\nclaims",
-                                                         "Paper B: empirical\nclaims"]
-    assert {t.get_text() for t in ax.get_legend().get_texts()} == {INCONCLUSIVE, CONTRADICTED}
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Paper A: empirical claims", "Paper B: empirical claims"]
+    legend = ax.get_legend() or fig.legends[0]  # a figure legend under a constrained layout
+    assert {t.get_text() for t in legend.get_texts()} == {INCONCLUSIVE, CONTRADICTED}
     plt.close(fig)
 
 
@@ -310,3 +310,69 @@ def test_a_claim_can_name_the_scale_of_its_own_evidence():
     assert row({"ch05_x": 4.0, "ch05_z_scale": "this run"}).scale == "default"  # not a scale: the notebook's
     assert row({"ch05_x": 4.0}).scale == "default"                              # value absent: the notebook's
     assert CLAIM_X.scale_key == ""
+
+
+def _count_boxes(fig):
+    """The drawn extents of the counts inside the bars (texts that are whole numbers), with their boxes."""
+    from lowrank.book.figures import drawn_extent
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    return [drawn_extent(t, renderer) for ax in fig.axes for t in ax.texts if t.get_text().isdigit()]
+
+
+def _many_rows(total=40):
+    """A chart that crowds its counts: one group with every verdict once and many untested claims."""
+    rows = [S.Row("05", "05_five", "s", "Paper A", f"{v} {i}", "e", v, "", "default", "r", kind=SIMULATION)
+            for i, v in enumerate(VERDICTS)]
+    rows += [S.Row("05", "05_five", "s", "Paper A", f"untested {i}", "e", NOT_TESTED, "", "none", "r",
+                   kind=TRAINING) for i in range(total - len(rows))]
+    rows += [S.Row("02", "02_two", "s", "Paper B with a long name (2020)", "p", "e", REPRODUCED, "", "default", "r",
+                   kind=PROOF_CHECK)]
+    return rows
+
+
+@pytest.mark.parametrize("total", [12, 40, 90])
+def test_verdict_chart_counts_never_overlap_in_either_layout(total):
+    import matplotlib.pyplot as plt
+
+    from lowrank.book.figures import narrow_variant
+    from lowrank.book.synthesis_figures import verdict_chart
+
+    fig = verdict_chart(_many_rows(total))
+    narrow = narrow_variant(fig)
+    for f in (fig, narrow):
+        boxes = _count_boxes(f)
+        assert len(boxes) == len(VERDICTS) + 1  # every count is drawn, inside its bar or under it
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1:]:
+                assert not a.overlaps(b), f"counts overlap at {total} claims: {a} and {b}"
+    plt.close(fig)
+    plt.close(narrow)
+
+
+def test_verdict_chart_phone_layout_gives_the_bars_the_width_and_legible_text():
+    import matplotlib.pyplot as plt
+
+    from lowrank.book.figures import (MIN_PLOT_FRAC, MIN_TEXT_PX, NARROW_ATTR, PHONE_COLUMN_PX, figure_png,
+                                      plot_fraction)
+    from lowrank.book.synthesis_figures import verdict_chart
+
+    fig = verdict_chart(_many_rows())
+    assert callable(getattr(fig, NARROW_ATTR))
+    _, meta = figure_png(fig)
+    info = meta["lowrank"]
+    assert info["plot_frac"] >= MIN_PLOT_FRAC and info["narrow_plot_frac"] >= 0.85  # labels above the bars
+    shown = min(PHONE_COLUMN_PX, info["narrow_width"])
+    assert info["narrow_text_px"] * shown / info["narrow_width"] >= MIN_TEXT_PX
+    narrow = getattr(fig, NARROW_ATTR)()
+    assert not narrow.axes[0].get_yticklabels() or not any(t.get_text() for t in narrow.axes[0].get_yticklabels())
+    assert "Paper B with a long name (2020): proof checks" in [t.get_text() for t in narrow.axes[0].texts]
+    plt.close(narrow)
+    # the measure can fail: labels left of the bars in a phone-wide figure leave the bars a sliver
+    squeezed, ax = plt.subplots(figsize=(4.2, 3))
+    plot_verdicts_by_paper(_many_rows(), ax)
+    ax.set_yticks(ax.get_yticks(), ["a label long enough to take most of a narrow figure's width"] * 2)
+    assert plot_fraction(squeezed) < MIN_PLOT_FRAC
+    plt.close(squeezed)
+    plt.close(fig)

@@ -135,3 +135,18 @@ def test_construction_check_table():
     assert (t["max_abs_error"] < 1e-10).all()
     # head size n uses log P itself (rank n); head size n - 1 the row-centred log P (rank n - 1)
     assert list(t["logit_rank"]) == [2, 1, 5, 4, 9, 8]
+
+
+def test_head_size_threshold_is_n_minus_1_and_floor_half_causal():
+    from lowrank.theory import representation as R
+    from lowrank.theory.representation import head_size_threshold
+
+    assert [head_size_threshold(n) for n in (1, 2, 8, 512)] == [0, 1, 7, 511]
+    assert [head_size_threshold(n, causal=True) for n in (1, 5, 8, 4096)] == [0, 2, 4, 2048]
+    # the generic dense pattern needs exactly that logit rank, and its causal blocks half of it
+    P = torch.softmax(torch.randn(9, 9, generator=torch.Generator().manual_seed(0), dtype=torch.float64), dim=-1)
+    assert R.min_logit_rank(P) == head_size_threshold(9)
+    assert R.causal_rank_bound(R.causal_targets(9, seed=0)[0]) == head_size_threshold(9, causal=True)
+    for bad in (0, -3, 2.5, "8"):
+        with pytest.raises(ValueError, match="sequence length"):
+            head_size_threshold(bad)

@@ -4,7 +4,11 @@ Each rate is the time of the chapters' own code at a small size, divided by the 
 model counts for that size (the same unit definitions the estimates use). About two minutes.
 Prints one line per rate, ``name rate (time s / units)``, and with ``--json FILE`` writes them.
 
-    nice -n 10 .venv/bin/python tools/measure_costs.py [--only svd,hardmax] [--json rates.json]
+    nice -n 10 .venv/bin/python tools/measure_costs.py [--only svd,hardmax] [--json rates.json] [--cpu-time]
+
+``--cpu-time`` counts this process's CPU time instead of wall time: on a machine shared with
+other jobs the wall time of a one-thread measurement grows with the load, its CPU time much less
+(worker_start, which times a child process, needs wall time).
 """
 from __future__ import annotations
 
@@ -18,10 +22,14 @@ from pathlib import Path
 import torch
 
 
+_CLOCK = [time.perf_counter]
+
+
 def _timed(fn) -> float:
-    t = time.perf_counter()
+    clock = _CLOCK[0]
+    t = clock()
     fn()
-    return time.perf_counter() - t
+    return clock() - t
 
 
 def svd() -> tuple[float, float]:
@@ -56,13 +64,41 @@ def nested_long() -> tuple[float, float]:
     return s, T * n * n * (max(grid) + GRID_POINT_COST * len(grid))
 
 
-def causal_iter() -> tuple[float, float]:
-    """Causal fits at tiny n, whose time is the per-iteration cost of their L-BFGS loop
-    (they run to their iteration cap)."""
+def fit_iter() -> tuple[float, float]:
+    """The loop's own cost of one iteration of a batched L-BFGS fit (autograd, line search,
+    history), from causal fits at tiny n that run to their iteration cap."""
     from lowrank.experiments.representation_theorem import run_causal
     ns, it = [4, 5, 6], 1000
     s = _timed(lambda: run_causal(ns, n_targets=2, width=1, restarts=4, max_iter=it, seed=0))
     return s, len(ns) * it
+
+
+def _fits(fn) -> tuple[float, list[int]]:
+    """Seconds of fn and the iterations of each batched L-BFGS fit it ran (a batch runs until its
+    slowest problem stops)."""
+    import lowrank.fit as fit
+    inner, counted = fit.lbfgs, []
+
+    def counting(*args, **kwargs):
+        x, f, n_iter = inner(*args, **kwargs)
+        counted.append(int(n_iter.max()))
+        return x, f, n_iter
+
+    fit.lbfgs = counting
+    try:
+        return _timed(fn), counted
+    finally:
+        fit.lbfgs = inner
+
+
+_LOOP: list[float] = []
+
+
+def _loop_s() -> float:
+    if not _LOOP:
+        seconds, units = fit_iter()
+        _LOOP.append(seconds / units)
+    return _LOOP[0]
 
 
 def lbfgs() -> tuple[float, float]:
@@ -74,20 +110,36 @@ def lbfgs() -> tuple[float, float]:
 
 
 def heads_fit() -> tuple[float, float]:
+    """Head fits, net of the loop's own cost, per head x restart x iteration run x n (n + d) d_h;
+    also prints the iterations the batched head fits of chapter 03's default grid ran per token."""
     from lowrank.experiments.multihead_bottleneck import run_head_count
-    d, n, heads, restarts, it = 24, 6, [1, 2, 4, 6], 2, 1000
-    s = _timed(lambda: run_head_count(d, n, heads, restarts=restarts, max_iter=it))
-    units = sum(h * restarts * it * n * (n + d) * hd for h in heads for hd in (d // h, n))
-    return s, units
+    from lowrank.fit import fit_heads
+    from lowrank.theory.sampling import sample_inputs
+    from lowrank.theory.targets import dirichlet_targets
+    for n, d, heads in ((6, 60, [1, 2, 4, 6, 10, 12, 15, 20, 30]), (12, 120, [1, 10, 40])):
+        _, its = _fits(lambda: run_head_count(d, n, heads, restarts=2, max_iter=1000))
+        print(f"  head fits at n = {n}: {sum(its) / len(its) / n:.0f} n iterations on average (cap 1000)")
+    n, d, h, restarts = 16, 64, 16, 2
+    X = sample_inputs(n, d, inputs="gaussian", seed=0)[0]
+    P = dirichlet_targets(n, batch=h, seed=0)
+    s, its = _fits(lambda: fit_heads(X, P, head_dim=n, restarts=restarts, max_iter=300))
+    return s - sum(its) * _loop_s(), sum(its) * h * restarts * n * (n + d) * n
 
 
 def layer_fit() -> tuple[float, float]:
-    from lowrank.experiments.multihead_bottleneck import run_theorem2
-    d, h, hd, n, S, sr, fr, si, fi = 6, 3, 3, 4, 8, 2, 2, 500, 500
-    s = _timed(lambda: run_theorem2(d, h, hd, n=n, samples=S, std_restarts=sr, fixed_restarts=fr,
-                                    std_max_iter=si, fixed_max_iter=fi))
-    per = S * n * d * (d + n)
-    return s, per * (sr * si + 2 * fr * fi)
+    """Whole-layer fits, net of the loop's own cost, per restart x iteration run x samples x n d (d + n):
+    the standard layer fitted to Theorem 2's g_V, which runs to its cap."""
+    import torch as _torch
+    from lowrank.fit import fit_layer
+    from lowrank.theory.multihead import theorem2_layer
+    from lowrank.theory.sampling import sample_inputs
+    d, h, hd, n, S, restarts = 6, 3, 3, 4, 64, 8
+    g_V = theorem2_layer(d, h, hd, seed=0)
+    X = sample_inputs(n, d, batch=S, inputs="sphere", seed=1)
+    with _torch.no_grad():
+        Y = g_V(X)[0]
+    s, its = _fits(lambda: fit_layer(X, Y, n_heads=h, restarts=restarts, max_iter=300, seed=0))
+    return s - sum(its) * _loop_s(), sum(its) * restarts * S * n * d * (d + n)
 
 
 def _lm_run(n_heads: int, steps: int, seed: int, folder: Path) -> tuple[float, dict]:
@@ -189,7 +241,7 @@ def worker_start() -> tuple[float, float]:
     return s, 1.0
 
 
-RATES = {"worker_start": worker_start, "causal_iter": causal_iter, "svd": svd, "hardmax": hardmax, "nested": nested,
+RATES = {"worker_start": worker_start, "fit_iter": fit_iter, "svd": svd, "hardmax": hardmax, "nested": nested,
          "nested_long": nested_long, "lbfgs": lbfgs, "heads_fit": heads_fit,
          "layer_fit": layer_fit, "train": train, "train_attn": train_attn, "train_run": train_run,
          "retrieval": retrieval, "retrieval_run": retrieval_run, "minilm": minilm, "truncation": truncation,
@@ -200,7 +252,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated rate names (default: all)")
     ap.add_argument("--json", type=Path, help="also write the rates to this JSON file")
+    ap.add_argument("--cpu-time", action="store_true", help="time with this process's CPU time, not wall time")
     args = ap.parse_args(argv)
+    if args.cpu_time:
+        _CLOCK[0] = time.process_time
     names = [n for n in args.only.split(",") if n] or list(RATES)
     unknown = [n for n in names if n not in RATES]
     if unknown:

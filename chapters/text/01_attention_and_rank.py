@@ -16,7 +16,9 @@
 # %% [markdown]
 # # Attention and its ranks
 #
-# **A head of size $d_h$ produces logits of rank at most $d_h$, yet its attention matrix is, numerically, full rank at the standard temperature.** This chapter fixes the notation used in the whole book, sets the standard head size $d/h$ against a fixed head size $d_p$, defines the five rank measures we report, and shows how the numerical rank of an attention matrix moves with temperature and tolerance.
+# A head of size $d_h$ produces logits of rank at most $d_h$, yet its attention matrix is, numerically, full rank at the standard temperature.
+#
+# This chapter fixes the notation used in the whole book, sets the standard head size $d/h$ against a fixed head size $d_p$, defines the five rank measures we report, and shows how the numerical rank of an attention matrix moves with temperature and tolerance.
 
 # %% tags=["parameters", "hide-input"]
 seed = 0                      # random seed for every draw in this chapter

@@ -16,7 +16,9 @@
 # %% [markdown]
 # # The representation theorem
 #
-# **One attention head can produce any positive attention matrix $P$ on $n$ linearly independent tokens if its head size is at least $n - 1$; below that a dense $P$ is out of reach, and a certified lower bound, not only an optimiser, says so. A causal head needs only half: $\lfloor n/2 \rfloor$.**
+# One head can produce any positive attention matrix over $n$ independent tokens once its size reaches $n - 1$; a causal head needs $\lfloor n/2 \rfloor$.
+#
+# Below the threshold no dense $P$ is within reach, and a certified lower bound, not only an optimiser, says so.
 # We run the construction behind Theorem 1 of {cite}`bhojanapalli2020lowrank`, compute its counterexample, fit heads of every size, print next to every fitted error a lower bound that holds for every head of that size, and then measure three regimes the theorem leaves open: causal masks, fewer input dimensions than tokens ($d < n$), and the error far below the threshold.
 
 # %% tags=["parameters", "hide-input"]

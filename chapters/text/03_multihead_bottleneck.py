@@ -16,7 +16,9 @@
 # %% [markdown]
 # # The multi-head bottleneck and a fixed head size
 #
-# **Splitting a width $d$ into $h$ heads of size $d/h$ caps every head's logit rank at $d/h$: once $d/h$ drops below $n - 1$, heads can no longer fit dense attention, while heads of a fixed size $d_p \ge n - 1$ still can.**
+# Heads of size $d/h$ can no longer fit dense attention once $d/h$ drops below $n - 1$; heads of a fixed size $d_p \ge n - 1$ still can.
+#
+# Splitting a width $d$ into $h$ heads of size $d/h$ caps every head's logit rank at $d/h$.
 # We measure that boundary on both sides, check that a fixed head size contains the standard layer, build the witness of Theorem 2 of {cite}`bhojanapalli2020lowrank` and compare it with standard layers at the same parameter count, and work out what all this means at the paper's own settings.
 
 # %% tags=["parameters", "hide-input"]

@@ -16,8 +16,9 @@
 # %% [markdown]
 # # The rank barrier near 0.63 n
 #
-# **Min & Li's "low-rank barrier" is exact arithmetic in one idealised setting: hardmax attention over orthonormal tokens with Gaussian $W_q, W_k$ has expected rank at most $n(1-(1-1/n)^n) \to (1-1/e)\,n$.**
-# **We compute the bound, prove it by experiment as $d_h$ grows, and then leave the setting one assumption at a time: temperature, tolerance, inputs, causal mask, a reviewer's counterexample and several heads.**
+# Min & Li's "low-rank barrier" is exact arithmetic in one idealised setting: hardmax attention over orthonormal tokens with Gaussian $W_q, W_k$.
+#
+# There the expected rank is at most $n(1-(1-1/n)^n) \to (1-1/e)\,n$. We compute the bound, prove it by experiment as $d_h$ grows, and then leave the setting one assumption at a time: temperature, tolerance, inputs, causal mask, a reviewer's counterexample and several heads.
 
 # %% tags=["parameters", "hide-input"]
 seed = 0  # random seed

@@ -16,8 +16,10 @@
 # %% [markdown]
 # # Where the rank saturates in dₕ
 #
-# **Min & Li claim that the attention rank saturates at a critical head size $d_h = \Omega(\log n)$. We measure the saturation point of the hardmax rank for sequence lengths over more than two decades, with bootstrap uncertainty, and compare three laws for how it grows with $n$: $a + b \ln n$, $c\,n^\alpha$ and $c\,(\ln n)^\beta$.**
-# **Then we redo the measurement at the standard softmax temperature with a numerical rank, to show how much the answer depends on the setting.**
+# Min & Li claim that the rank of attention saturates at a head size $d_h = \Omega(\log n)$; we measure where, for $n$ over two decades.
+#
+# The saturation point of the hardmax rank comes with bootstrap uncertainty, and three laws for its growth with $n$ are compared: $a + b \ln n$, $c\,n^\alpha$ and $c\,(\ln n)^\beta$.
+# Then we redo the measurement at the standard softmax temperature with a numerical rank, to show how much the answer depends on the setting.
 
 # %% tags=["parameters", "hide-input"]
 seed = 0  # random seed

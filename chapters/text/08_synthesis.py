@@ -16,18 +16,20 @@
 # %% [markdown]
 # # Synthesis: what holds, and where
 #
-# **One row per claim of the two papers, tested or not, and the book's own findings apart, each linked to the section that tests it, with the kind of evidence, the evidence and its uncertainty, the verdict, the scale it was judged at, the rule that turned the evidence into the verdict and what the rules ledger records about that rule.** The second half puts the two papers side by side and says what a practitioner choosing a head size should take from them.
+# What each paper's claims come to, every claim with its evidence and verdict, and what to take from them when choosing a head size.
 
 # %% tags=["parameters", "hide-input"]
 chapters_dir = "."   # folder holding the executed chapter notebooks 01 to 07
+practitioner_ns = [512, 4096]  # sequence lengths n at which the answer states the head size a head needs
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 from myst_nb import glue
 
 from lowrank.book.params import validate
-from lowrank.book.plotting import subplots, use_style
-from lowrank.book.synthesis_figures import plot_verdicts_by_paper
+from lowrank.book.plotting import use_style
+from lowrank.book.found_view import answers_html, counts_html
+from lowrank.book.synthesis_figures import verdict_chart
 from lowrank.book.verdict_view import verdict_cards
 from lowrank.experiments import synthesis as ch
 
@@ -36,13 +38,20 @@ use_style()
 # %% tags=["hide-input"]
 P = validate("08_synthesis", globals())
 tables = ch.run(P)
-H = ch.headline(tables, cards=verdict_cards)
+H = ch.headline(tables, cards=verdict_cards, prose=answers_html, counts=counts_html)
 for key, value in H.items():
     glue(key, value, display=False)
 
 # %% [markdown]
+# ```{glue} ch08_answers
+# ```
+#
+# Each paper's paragraph is written from the verdicts below: the corrections, the conditions, the contradicted claims, and how many claims stay open and why, are those of the table's rows, and the head sizes are the theory's threshold at the sequence lengths {glue:text}`ch08_practitioner_ns` (a parameter of this chapter: re-run it with your own). The rest of the chapter says how each verdict was reached ({ref}`sec-ch08-how`), lists every claim with its evidence ({ref}`sec-ch08-table`), and sets the two papers side by side ({ref}`sec-ch08-papers`).
+#
 # (sec-ch08-how)=
 # ## How the verdicts are reached
+#
+# Each row of the verdict table below gives a claim of the two papers, tested or not, or one of the book's own findings (apart), with the paper and the place it is made, the kind of evidence it rests on, the evidence with its uncertainty, the verdict and the scale it was judged at, the rule that turned the evidence into the verdict, and what the rules ledger records about that rule; each links to the section that tests it.
 #
 # Each chapter that tests a claim states it, with the paper it comes from, in its experiment module (`lowrank.experiments`), together with a **rule**: a short function of the chapter's headline numbers whose thresholds are named constants, each with its reason (a float64 round-off tolerance, a 95 % interval, an equivalence margin fixed in advance). Each rule is unit-tested on synthetic numbers on both sides of every threshold and registered in the **rules ledger** (`data/rules_ledger.jsonl`): a fingerprint of its code, its printed sentence and its thresholds, with the commit that registered it, read from git. A test fails when a rule differs from its ledger entry, so no threshold can move unseen. A rule changed after its data existed is an **amendment**, recorded with its date, its reason, whether the data had been seen, and the verdict before and after; the row says so beside its verdict ({glue:text}`ch08_n_amended` rows do). The ledger was started after most rules had already judged their data: those entries are marked back-filled and point to the commit that first held the rule, where git holds its history. This chapter collects those claims, reads each chapter's numbers back from its executed notebook, and applies the rules: nothing in the table is typed by hand. Under `make book` the evidence comes from the default runs; under `lowrank book --scale paper` from the paper-scale ones, and each row names its scale in its folded record.
 #
@@ -90,7 +99,7 @@ verdict_cards(ch.card_rows(tables["rows"]), base="../")
 # {glue:text}`ch08_totals` {glue:text}`ch08_silent` {numref}`tab-ch08-counts` counts them by kind.
 
 # %% tags=["hide-input"]
-ch.counts_by_kind(tables["rows"]).style.hide(axis="index")
+counts_html(ch.counts_by_kind(tables["rows"]))
 
 # %% [markdown]
 # ```{table-caption}
@@ -108,8 +117,7 @@ ch.counts_by_kind(tables["rows"]).style.hide(axis="index")
 # {numref}`fig-ch08-verdicts` counts the rows; the evidence behind each, with its uncertainty, is in the table and in the section each row links to.
 
 # %% tags=["remove-cell"]
-fig, axes = subplots(1, 1, width=7.5, height=4.4)
-plot_verdicts_by_paper(tables["rows"], axes[0, 0])
+fig = verdict_chart(tables["rows"])
 glue("ch08_fig_verdicts", fig, display=False)
 plt.close(fig)
 

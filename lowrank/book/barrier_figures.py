@@ -47,7 +47,7 @@ def keysets(t: Mapping[str, Any]):
     for ax in axes[0]:
         ax.axhline(keys["bound"].iloc[0], color="0.3", linestyle=":", label=r"bound $n(1-(1-1/n)^n)$")
     axes[0, 0].set(xlabel=r"$\sum_j 1-(1-\hat p_j)^n$ (given $K$)",
-                   ylabel="mean hardmax rank of $A$ given $K$")
+                   ylabel="mean hardmax\nrank given $K$")
     axes[0, 1].set(xscale="log", xlabel=r"largest winning share $\max_j \hat p_j$",
                    ylabel=r"$\sum_j 1-(1-\hat p_j)^n$")
     axes[0, 1].xaxis.set_minor_formatter(plt.NullFormatter())

@@ -8,8 +8,13 @@ wide), where its tick labels and legends fall below legibility. When a chapter's
 - a narrow copy, :data:`NARROW_WIDTH` inches wide, with the panels of a multi-panel figure stacked
   one above the other and legends that sat beside an axes moved under it.
 
-Both go into the output's ``image/png`` metadata (``lowrank``), with the 1x pixel width of each PNG
-and the size of its smallest text in 1x pixels. ``_ext/book_figures.py`` turns that into a
+A figure that lays itself out for a phone better than a stacked copy can (the verdict chart, whose
+long category labels would leave its bars a sliver) carries a function that draws its narrow
+variant under the attribute :data:`NARROW_ATTR`; :func:`figure_png` calls it instead.
+
+Both go into the output's ``image/png`` metadata (``lowrank``), with the 1x pixel width of each PNG,
+the size of its smallest text in 1x pixels, the share of its width the plotting area takes, and the
+texts drawn over each other (:func:`text_overlaps`). ``_ext/book_figures.py`` turns that into a
 ``<picture>`` whose narrow source small screens load, and the browser test checks, from those sizes
 and the width the browser drew the image at, that no figure text falls below :data:`MIN_TEXT_PX`.
 """
@@ -26,8 +31,9 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import ScaledTranslation
 
-__all__ = ["NARROW_WIDTH", "MIN_TEXT_PX", "PHONE_COLUMN_PX", "META_KEY", "smallest_text_px",
-           "narrow_copy", "render_png", "figure_png", "shown_text_px", "install"]
+__all__ = ["NARROW_WIDTH", "MIN_TEXT_PX", "MIN_PLOT_FRAC", "PHONE_COLUMN_PX", "META_KEY", "NARROW_ATTR",
+           "smallest_text_px", "plot_fraction", "drawn_extent", "text_overlaps", "narrow_copy", "narrow_variant",
+           "render_png", "figure_png", "shown_text_px", "install"]
 
 NARROW_WIDTH = 4.2          # inches: about 460 px at 1x, a phone column shows it at about 0.75
 MIN_TEXT_PX = 9.0           # CSS px: the smallest figure text a reader can make out on a phone
@@ -38,6 +44,11 @@ NARROW_MIN_PT = 9.0
 NARROW_LABEL_CHARS = 24
 PHONE_COLUMN_PX = 350       # CSS px: the article column of a 390 px screen, less the page margins
 META_KEY = "lowrank"        # the output metadata entry (under "image/png") that carries both variants
+NARROW_ATTR = "lowrank_narrow"  # a figure attribute: a function of no arguments drawing its narrow variant
+# The plotting area (the axes, side by side or stacked) takes at least this share of a figure's width:
+# a chart whose labels, legend or margins take more leaves its data too small to read.
+MIN_PLOT_FRAC = 0.5
+MAX_OVERLAPS_KEPT = 5  # overlapping text pairs recorded per variant: enough to name the problem
 PANEL_HEIGHT = 3.2          # inches: the least height of one stacked panel (room for a long y label)
 
 
@@ -49,6 +60,82 @@ def smallest_text_px(fig: Figure) -> float:
     if not sizes:
         return float("inf")
     return min(sizes) * fig.dpi / 72.0
+
+
+def plot_fraction(fig: Figure) -> float:
+    """The share of the saved figure's width (tight bounding box and its padding, as
+    :func:`render_png` saves it) that its axes cover, their horizontal extents merged."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = sorted((b.x0, b.x1) for b in (ax.get_window_extent(renderer) for ax in fig.axes
+                                          if ax.get_visible()) if b.width > 0)
+    if not boxes:
+        return 0.0
+    covered, (start, end) = 0.0, boxes[0]
+    for x0, x1 in boxes[1:]:
+        if x0 > end:
+            covered, start, end = covered + end - start, x0, x1
+        else:
+            end = max(end, x1)
+    covered += end - start
+    pad = plt.rcParams["savefig.pad_inches"] if plt.rcParams["savefig.pad_inches"] != "layout" else 0.0
+    width = fig.get_tightbbox(renderer).width * fig.dpi + 2 * float(pad) * fig.dpi
+    return covered / width
+
+
+def drawn_extent(text: Text, renderer):
+    """The extent of ``text`` with its box, if it has one: the text's extent grown by the box's pad
+    (a box patch's own extent is not reliable for annotations, whose patch lives in offset space)."""
+    extent = text.get_window_extent(renderer)
+    patch = text.get_bbox_patch()
+    if patch is None:
+        return extent
+    pad = getattr(patch.get_boxstyle(), "pad", 0.0) * text.get_fontsize() * text.get_figure().dpi / 72
+    return extent.expanded(1.0, 1.0).padded(pad)
+
+
+def _undrawn_ticks(fig: Figure) -> set[int]:
+    """ids of the tick labels an axis keeps but does not draw: those of ticks outside its view
+    (compared in the axis' scale, so that a log axis' ticks are judged by position, not value)."""
+    import numpy as np
+
+    out = set()
+    for ax in fig.axes:
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            scale = axis.get_transform()
+            lo, hi = sorted(scale.transform(np.asarray(lim, float)))
+            slack = 1e-9 * (hi - lo)
+            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
+                at = scale.transform(np.asarray([tick.get_loc()], float))[0]
+                if not lo - slack <= at <= hi + slack:
+                    out |= {id(tick.label1), id(tick.label2)}
+    return out
+
+
+def text_overlaps(fig: Figure) -> list[tuple[str, str]]:
+    """Pairs of visible texts of ``fig`` drawn over each other (their boxes, or their extents, meet
+    by more than a pixel each way): tick labels that collide, counts crammed into a bar, a label on a
+    legend. A legend's own texts and its title are one block and not compared with each other."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legends = [lg for ax in fig.axes for lg in [ax.get_legend()] if lg is not None] + list(fig.legends)
+    skip = {id(t) for lg in legends for t in (*lg.get_texts(), lg.get_title())} | _undrawn_ticks(fig)
+    items = []
+    for t in fig.findobj(Text):
+        if not (t.get_visible() and t.get_text().strip() and _drawn(t)) or id(t) in skip:
+            continue
+        items.append((t.get_text(), drawn_extent(t, renderer)))
+    for lg in legends:
+        if lg.get_visible():
+            items.append((f"legend {lg.get_title().get_text()!r}".strip(), lg.get_window_extent(renderer)))
+    out = []
+    for i, (a, box_a) in enumerate(items):
+        for b, box_b in items[i + 1:]:
+            w = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            h = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if w > 1 and h > 1:
+                out.append((a, b))
+    return out
 
 
 def _drawn(text: Text) -> bool:
@@ -216,22 +303,31 @@ def narrow_copy(fig: Figure) -> Figure | None:
     return copy
 
 
+def narrow_variant(fig: Figure) -> Figure | None:
+    """The figure's own narrow drawing (:data:`NARROW_ATTR`), else :func:`narrow_copy`."""
+    draw = getattr(fig, NARROW_ATTR, None)
+    return draw() if callable(draw) else narrow_copy(fig)
+
+
 def figure_png(fig: Figure):
     """The inline ``image/png`` of ``fig``: (base64 PNG, metadata) with the 1x width and height, as
-    IPython's retina formatter gives, plus META_KEY: the narrow variant and each variant's 1x width
-    and smallest text in 1x pixels."""
+    IPython's retina formatter gives, plus META_KEY: the narrow variant and each variant's 1x width,
+    smallest text in 1x pixels, plotting-area share of its width and texts drawn over each other."""
     if not fig.axes:
         return None
     wide = render_png(fig)
     w, h = _png_width(wide) // 2, struct.unpack(">I", wide[20:24])[0] // 2
-    info = {"width": w, "text_px": round(smallest_text_px(fig), 2)}
-    narrow = narrow_copy(fig)
+    info = {"width": w, "text_px": round(smallest_text_px(fig), 2), "plot_frac": round(float(plot_fraction(fig)), 3),
+            "overlaps": [list(pair) for pair in text_overlaps(fig)][:MAX_OVERLAPS_KEPT]}
+    narrow = narrow_variant(fig)
     if narrow is not None:
         try:
             png = render_png(narrow)
             info["narrow"] = base64.b64encode(png).decode("ascii")
             info["narrow_width"] = _png_width(png) // 2
             info["narrow_text_px"] = round(smallest_text_px(narrow), 2)
+            info["narrow_plot_frac"] = round(float(plot_fraction(narrow)), 3)
+            info["narrow_overlaps"] = [list(pair) for pair in text_overlaps(narrow)][:MAX_OVERLAPS_KEPT]
         finally:
             plt.close(narrow)
     return base64.b64encode(wide).decode("ascii"), {"width": w, "height": h, META_KEY: info}

@@ -6,6 +6,7 @@ import os
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import seaborn as sns
+from matplotlib.transforms import ScaledTranslation
 
 from . import figures
 from .outputs import FORMATS_ENV
@@ -59,3 +60,14 @@ def grey_safe_lines(n: int) -> list[dict]:
     colours = sns.color_palette(PALETTE, n)
     return [dict(color=colours[i], marker=MARKERS[i % len(MARKERS)],
                  linestyle=LINESTYLES[i % len(LINESTYLES)]) for i in range(n)]
+
+
+def legend_below(ax, **kwargs):
+    """A legend centred under the axes, below its x tick labels and label, at any axes height: the
+    offset is in inches, as those are sized in points. Beside the axes a legend would take the
+    plotting area's width; at a fixed fraction of the axes' height below it, it can cover the x label."""
+    fig = ax.get_figure()
+    fig.canvas.draw()
+    below = (ax.bbox.y0 - ax.xaxis.get_tightbbox(fig.canvas.get_renderer()).y0) / fig.dpi + 0.08
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                     bbox_transform=ax.transAxes + ScaledTranslation(0, -below, fig.dpi_scale_trans), **kwargs)

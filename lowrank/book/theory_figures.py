@@ -12,7 +12,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..attention import standard_head_dim
-from .plotting import grey_safe_lines, subplots
+from .plotting import grey_safe_lines, legend_below, subplots
 
 __all__ = ["rank_vs_head_size", "temperature", "construction_example", "threshold", "sparse_vs_dense", "causal",
            "head_count", "theorem2_restarts", "separation"]
@@ -25,8 +25,8 @@ def _tolerance_line(ax, y: float) -> None:
     ax.axhline(y, color="black", linestyle="--", linewidth=0.8)
 
 
-def _legend_right(ax) -> None:
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
+def _legend_under(ax, ncols: int = 2) -> None:
+    legend_below(ax, fontsize="small", ncols=ncols)
 
 
 # --- chapter 01 -----------------------------------------------------------------------------
@@ -40,7 +40,7 @@ def rank_vs_head_size(tables: Tables) -> Figure:
     """Numerical rank of the logits and of the attention matrix against head size, k = 1."""
     n, head_dims = tables["params"]["n"], tables["params"]["head_dims"]
     bh, default_tol = tables["by_head_dim"], tables["default_tol"]
-    fig, axes = subplots(1, 1, width=7.5, height=3.6)
+    fig, axes = subplots(1, 1, width=7.5, height=4.4)
     ax = axes[0, 0]
     logit = bh[(bh.matrix == "logits") & (bh.tolerance == default_tol)]
     ax.errorbar(logit.head_dim, logit["mean"], yerr=logit.sd, label=f"logits $S$ ({default_tol})",
@@ -52,7 +52,7 @@ def rank_vs_head_size(tables: Tables) -> Figure:
     ax.set(xscale="log", xlabel="head size $d_h$", ylabel="numerical rank\n(mean ± sd over heads)",
            title=f"Random heads, n = {n}, standard temperature")
     ax.set_xticks(head_dims, [str(h) for h in head_dims])
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    _legend_under(ax)
     return fig
 
 
@@ -60,7 +60,7 @@ def temperature(tables: Tables) -> Figure:
     """Left: numerical rank of A against the logit multiplier, per tolerance. Right: effective rank."""
     n, head_dims = tables["params"]["n"], tables["params"]["head_dims"]
     bs, ref_dh = tables["by_scale"], tables["ref_dh"]
-    fig, axes = subplots(1, 2, width=7.5, height=3.4)
+    fig, axes = subplots(1, 2, width=7.5, height=4.2)
     ax = axes[0, 0]
     for style, tol in _per_tolerance(tables):
         g = bs[bs.tolerance == tol]
@@ -70,7 +70,7 @@ def temperature(tables: Tables) -> Figure:
     ax.text(1.0, (1 - 1 / np.e) * n - 1, "$(1-1/e)\\,n$", va="top", ha="center", fontsize="small", color="grey")
     ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="numerical rank of $A$",
            title=f"$d_h$ = {ref_dh}, $n$ = {n}")
-    ax.legend(title="tolerance", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    legend_below(ax, title="tolerance", fontsize="small", ncols=2)
     ax = axes[0, 1]
     eff = tables["effective"]
     for style, dh in zip(grey_safe_lines(len(head_dims)), head_dims):
@@ -78,7 +78,7 @@ def temperature(tables: Tables) -> Figure:
         ax.plot(g.scale, g.value, label=f"{dh}", **style)
     ax.set(xscale="log", xlabel="logit multiplier $k$", ylabel="effective rank of $A$",
            title="effective rank (no tolerance)")
-    ax.legend(title="$d_h$", fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4)
+    legend_below(ax, title="$d_h$", fontsize="small", ncols=4)
     return fig
 
 
@@ -125,7 +125,7 @@ def sparse_vs_dense(tables: Tables) -> Figure:
     within the ranks fitted). Right: worst error against head size at the largest n."""
     p, sparse, reach = tables["params"], tables["sparse"], tables["reach"]
     sparse_ns, sparse_kinds, sparse_ranks = p["sparse_ns"], p["sparse_kinds"], p["sparse_ranks"]
-    fig, axes = subplots(1, 2, width=7.5, height=3.0)
+    fig, axes = subplots(1, 2, width=7.5, height=3.8)
     styles = grey_safe_lines(len(sparse_kinds))
     best_s = sparse.groupby(["n", "kind", "target", "rank"], as_index=False)["tv_max"].min()
     n_big = max(sparse_ns)
@@ -143,7 +143,7 @@ def sparse_vs_dense(tables: Tables) -> Figure:
     axes[0][0].minorticks_off()
     _tolerance_line(axes[0][1], p["sparse_tol"])
     axes[0][1].set(yscale="log", xlabel="head size $r$", ylabel="worst target's max-row TV", title=f"$n$ = {n_big}")
-    _legend_right(axes[0][1])
+    _legend_under(axes[0][1])
     return fig
 
 
@@ -151,7 +151,7 @@ def causal(tables: Tables) -> Figure:
     """Worst fitted max-row TV of causal heads against head size minus floor(n/2), one line per n."""
     p, cz = tables["params"], tables["causal"]
     causal_ns = p["causal_ns"]
-    fig, axes = subplots(1, 1, width=6.0, height=3.2)
+    fig, axes = subplots(1, 1, width=6.0, height=4.2)
     ax = axes[0][0]
     for style, n in zip(grey_safe_lines(len(causal_ns)), causal_ns):
         b = cz[cz.n == n].groupby("rank")["fitted_tv"].max().clip(lower=1e-12)
@@ -159,7 +159,7 @@ def causal(tables: Tables) -> Figure:
     ax.axvline(0, color="grey", linestyle=":", linewidth=1)
     _tolerance_line(ax, p["vanish_tol"])
     ax.set(yscale="log", xlabel=r"head size minus $\lfloor n/2 \rfloor$", ylabel="worst target's max-row TV")
-    _legend_right(ax)
+    _legend_under(ax)
     return fig
 
 
@@ -170,7 +170,7 @@ def head_count(tables: Tables) -> Figure:
     paper's boundary h = d/n and the exact one h = d/(n - 1)."""
     p, per_layer = tables["params"], tables["per_layer"]
     heads, d_model, n = p["heads"], p["d_model"], p["n"]
-    fig, axes = subplots(1, 1, width=6.5, height=3.4)
+    fig, axes = subplots(1, 1, width=6.5, height=4.2)
     ax = axes[0][0]
     pos = {h: i for i, h in enumerate(heads)}
     for style, layer in zip(grey_safe_lines(2), ["standard", "fixed"]):
@@ -185,7 +185,7 @@ def head_count(tables: Tables) -> Figure:
     _tolerance_line(ax, p["vanish_tol"])
     ax.set(yscale="log", xlabel="number of heads $h$ (head size $d/h$ below)", ylabel="worst head's max-row TV")
     ax.set_xticks(range(len(heads)), [f"{h}\n{standard_head_dim(d_model, h)}" for h in heads])
-    _legend_right(ax)
+    _legend_under(ax)
     return fig
 
 
@@ -198,8 +198,8 @@ def theorem2_restarts(tables: Tables) -> Figure:
         e = t2[t2.layer == layer]["fit_error"].clip(lower=1e-12)
         ax.scatter(np.full(len(e), i) + np.linspace(-0.15, 0.15, len(e)), e, color=style["color"],
                    marker=style["marker"])
-    ax.set_xticks([0, 1], [f"standard (head size {standard_head_dim(p['t2_d'], p['t2_heads'])})",
-                           f"fixed ($d_p$ = {p['t2_head_dim']})"])
+    ax.set_xticks([0, 1], [f"standard\n(head size {standard_head_dim(p['t2_d'], p['t2_heads'])})",
+                           f"fixed\n($d_p$ = {p['t2_head_dim']})"])
     ax.set(yscale="log", ylabel="relative error", xlim=(-0.6, 1.6))
     return fig
 

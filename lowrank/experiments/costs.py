@@ -7,7 +7,11 @@ builders: :func:`lowrank.experiments.head_size_training.training_grids`,
 :func:`lowrank.experiments.rank_saturation.head_dim_grid`, ...), and ``rate`` is the measured
 cost of one unit of that operation on one device. ``tools/measure_costs.py`` measures the CPU
 rates by running the same code at a small size and prints them; the numbers below are its
-output on the build machine (one core of an AMD EPYC, torch 2.13 CPU, 2026-12-03). GPU rates
+output on the build machine (one core of an AMD EPYC, torch 2.13 CPU, 2026-12-03), except
+``heads_fit`` and ``layer_fit``, measured net of ``fit_iter`` on one core of an Intel Xeon
+(2026-12-04) as CPU time, since that machine was shared with training runs. A batched L-BFGS
+fit costs its iterations times (``fit_iter`` + the work of its batch): at the book's small
+sizes the loop's own cost dominates, at paper scale the work does. GPU rates
 are not measured yet: they are the CPU rates divided by an assumed speed-up (``GPU_SPEEDUP``),
 and ``tools/gpu_check.sh`` writes the measured ones to ``data/gpu_check/measured.json`` when a
 GPU is lent.
@@ -39,10 +43,10 @@ CPU_RATES: dict[str, float] = {
     # a long-grid nested draw (d_h to 8 n): per n^2 (max d_h + 300 grid points); set between its pilot's
     # 1.4e-11 of CPU time and 3.9e-11 of wall time on cores shared with two training jobs
     "nested_long": 2.3e-11,
-    "causal_iter": 1.3e-03,  # one iteration of a batched causal fit (small n: the loop's own cost)
+    "fit_iter": 1.3e-03,     # one iteration of a batched L-BFGS fit: the loop's own cost (autograd, line search)
     "lbfgs": 4.5e-09,        # an L-BFGS fit: per problem x restart x iteration cap x n^2 (r + 2)
-    "heads_fit": 2.0e-08,    # a head fit on inputs X: per head x restart x iteration cap x n (n + d) d_h
-    "layer_fit": 2.9e-07,    # a whole-layer fit: per restart x iteration cap x samples x n d (d + n)
+    "heads_fit": 8.3e-09,    # a head fit on inputs X, beyond fit_iter: per head x restart x iteration x n (n + d) d_h
+    "layer_fit": 2.3e-08,    # a whole-layer fit, beyond fit_iter: per restart x iteration x samples x n d (d + n)
     "train": 1.2e-11,        # language-model training: per flop of 6 x parameters x tokens
     "train_attn": 7.1e-09,   # language-model training: per head x n x token x layer
     "train_run": 3.1e-02,        # per training run: data, model, checkpoints, evaluation
@@ -59,7 +63,7 @@ CPU_RATES: dict[str, float] = {
 # Assumed speed-up of one GPU over one CPU core, per unit kind, until tools/gpu_check.sh has
 # measured it. Small float64 problems gain little; float32 Monte Carlo and bf16 training a lot.
 GPU_SPEEDUP: dict[str, float] = {
-    "svd": 5.0, "hardmax": 50.0, "nested": 50.0, "nested_long": 50.0, "causal_iter": 1.0, "lbfgs": 3.0,
+    "svd": 5.0, "hardmax": 50.0, "nested": 50.0, "nested_long": 50.0, "fit_iter": 1.0, "lbfgs": 3.0,
     "heads_fit": 3.0, "layer_fit": 3.0,
     "train": 600.0, "train_attn": 600.0, "train_run": 2.0, "retrieval": 5.0, "retrieval_run": 2.0, "minilm": 20.0,
     "truncation": 20.0, "classifier": 5.0, "bootstrap": 1.0, "worker_start": 1.0,

@@ -24,10 +24,10 @@ from types import ModuleType
 from typing import Any
 
 from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE,
-                       KIND_MEANING, MIN_LI, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
+                       KIND_MEANING, MIN_LI, NOT_JUDGED, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
                        WEAKER, Claim, Judgement, MissingEvidence)
-from ..params import Str
-from . import registry
+from ..params import IntList, Str
+from . import answers as _answers, registry
 from .claims import CLAIM_CHAPTERS, ChapterSource, Collection, collect_claims, load_module
 
 __all__ = ["estimate", "ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
@@ -35,13 +35,15 @@ __all__ = ["estimate", "ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collect
            "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
            "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
            "HEADLINE_KEYS", "run", "counts_by_kind", "found_sentence", "kinds_table",
-           "reading_table", "card_rows"]
+           "reading_table", "card_rows", "answers"]
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
 # lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
     chapters_dir=Str(doc="folder holding the executed chapter notebooks 01 to 07"),
+    practitioner_ns=IntList(2, 2**20, doc="sequence lengths n at which the answer states the head size a head "
+                                          "needs to express every attention pattern"),
 )
 CONSTRAINTS = ()
 # Parameters that name files or folders (lowrank.book.runner resolves them): a results store
@@ -49,8 +51,6 @@ CONSTRAINTS = ()
 PATHS = {"chapters_dir": "input_folder"}
 
 
-# What a row says in the verdict column when no rule could be applied (not one of the five verdicts).
-NOT_JUDGED = "not judged"
 
 
 # --- evidence and scale ----------------------------------------------------------------------
@@ -428,14 +428,17 @@ def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = 
                   sources: Iterable[ChapterSource] = CLAIM_CHAPTERS,
                   load: Callable[[str], ModuleType | None] = load_module,
                   untested: Iterable[Claim] | None = None,
-                  ledger: Callable[[str], str] | None = None) -> dict[str, Any]:
+                  ledger: Callable[[str], str] | None = None,
+                  practitioner_ns: Iterable[int] = ()) -> dict[str, Any]:
     """Collect, judge and tabulate: {'collection', 'rows', 'table' (links from a chapter page),
-    'brief' (links from intro.md), 'meanings'}. ``ledger(key)`` gives the rules ledger's note for a
-    claim (:func:`lowrank.experiments.ledger.notes`; default: no note)."""
+    'brief' (links from intro.md), 'meanings', 'practitioner_ns'}. ``ledger(key)`` gives the rules
+    ledger's note for a claim (:func:`lowrank.experiments.ledger.notes`; default: no note);
+    ``practitioner_ns`` are the sequence lengths the practitioner's answer states thresholds at."""
     collection = collect_claims(sources, load=load, untested=untested)
     rows = judge_claims(collection, values, scales, ledger=ledger)
     return {"collection": collection, "rows": rows, "table": verdict_table(rows),
-            "brief": verdict_table(rows, base="chapters/", brief=True), "meanings": meanings_table()}
+            "brief": verdict_table(rows, base="chapters/", brief=True), "meanings": meanings_table(),
+            "practitioner_ns": tuple(int(n) for n in practitioner_ns)}
 
 
 def run(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -446,36 +449,62 @@ def run(p: Mapping[str, Any]) -> dict[str, Any]:
 
     folder = Path(p["chapters_dir"])
     return run_synthesis(read_book_glue(folder, exclude=(registry.CHAPTERS[-1],)), read_scales(folder),
-                         ledger=ledger.notes())
+                         ledger=ledger.notes(), practitioner_ns=p.get("practitioner_ns", ()))
 
 
 HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
                  "ch08_kind_meanings", "ch08_counts_by_kind", "ch08_found_bhojanapalli", "ch08_found_min_li",
+                 "ch08_answers", "ch08_answers_brief", "ch08_answer_bhojanapalli", "ch08_answer_min_li",
+                 "ch08_practitioner",
+                 "ch08_practitioner_ns",
                  "ch08_n_amended",
                  *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
 
 
-def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None) -> dict[str, Any]:
-    """Every value chapter 08 glues: counts per verdict, the totals sentence, the brief and meanings tables.
-
-    ``cards(rows, brief=True)`` renders the landing page's brief table from :func:`card_rows` (the
-    book's verdict cards); without it the brief table is a plain styled table."""
+def answers(tables: Mapping[str, Any], *, brief: bool = False) -> dict[str, Any]:
+    """{'papers': each paper's :class:`~lowrank.experiments.answers.Answer`, 'practitioner': the
+    practitioner's sentences}, from the judged rows (:mod:`lowrank.experiments.answers`); ``brief``:
+    the training and pretrained claims counted, not quoted (the landing page)."""
     rows = tables["rows"]
-    counts = verdict_counts(rows)
+    return {"papers": tuple(_answers.paper_answer(rows, p, brief=brief) for p in (BHOJANAPALLI, MIN_LI)),
+            "practitioner": _answers.practitioner_answer(rows, tables.get("practitioner_ns", ()), brief=brief)}
+
+
+def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,
+             prose: Callable[..., Any] | None = None, counts: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """Every value chapter 08 glues: counts per verdict, the totals sentence, the answers, the brief
+    and meanings tables.
+
+    The book renders three of them (without a renderer each is plain): ``cards(rows, brief=True)``
+    the landing page's brief table from :func:`card_rows` (the book's verdict cards),
+    ``prose(answers, practitioner)`` the answers, ``counts(table)`` the counts by kind."""
+    rows = tables["rows"]
+    counts_table = counts_by_kind(rows)
+    verdicts = verdict_counts(rows)
+    said, brief_said = answers(tables), answers(tables, brief=True)
+    bho, minli = said["papers"]
+    practitioner = said["practitioner"]
+    text = prose or (lambda papers, practitioner=(): " ".join([*(a.text for a in papers), *practitioner]))
     brief = cards(card_rows(rows), brief=True) if cards is not None else style_table(tables["brief"])
     out: dict[str, Any] = {
-        "ch08_n_claims": sum(counts.values()),
+        "ch08_n_claims": sum(verdicts.values()),
         "ch08_totals": totals_sentence(rows),
         "ch08_silent": silent_sentence(tables["collection"]),
         "ch08_brief": brief,
         "ch08_verdict_meanings": style_table(tables["meanings"]),
         "ch08_kind_meanings": style_table(kinds_table()),
-        "ch08_counts_by_kind": counts_by_kind(rows).style.hide(axis="index"),
+        "ch08_counts_by_kind": counts(counts_table) if counts is not None else counts_table.style.hide(axis="index"),
         "ch08_found_bhojanapalli": found_sentence(rows, BHOJANAPALLI),
         "ch08_found_min_li": found_sentence(rows, MIN_LI),
+        "ch08_answers": text((bho, minli), practitioner),
+        "ch08_answers_brief": text(brief_said["papers"], brief_said["practitioner"]),
+        "ch08_answer_bhojanapalli": text((bho,)),
+        "ch08_answer_min_li": text((minli,)),
+        "ch08_practitioner": text((), practitioner),
+        "ch08_practitioner_ns": _answers.join_values(tables.get("practitioner_ns", ())),
         "ch08_n_amended": sum("amended" in r.ledger for r in rows),
     }
-    for v, n in counts.items():
+    for v, n in verdicts.items():
         out[f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}"] = n
     assert tuple(out) == HEADLINE_KEYS
     return out

@@ -17,7 +17,7 @@ from typing import Any
 from ..params import SCALES
 
 __all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "NEGLIGIBLE", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
-           "VERDICTS", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
+           "VERDICTS", "NOT_JUDGED", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
            "EMPIRICAL_KINDS", "KIND_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Judgement", "Claim",
            "MissingEvidence", "need", "is_missing"]
 
@@ -30,6 +30,8 @@ INCONCLUSIVE = "inconclusive"
 CONTRADICTED = "contradicted"
 NOT_TESTED = "not tested"
 VERDICTS = (REPRODUCED, CORRECTED, WEAKER, CONDITIONAL, NEGLIGIBLE, INCONCLUSIVE, CONTRADICTED, NOT_TESTED)
+# What a row of the verdict table says when no rule could be applied (its evidence is missing): not a verdict.
+NOT_JUDGED = "not judged"
 
 VERDICT_MEANING = {
     REPRODUCED: "the claim holds as stated, and the uncertainty excludes the alternative",

@@ -23,11 +23,12 @@ __all__ = ["INPUTS", "sample_inputs", "sample_qk", "sample_attention", "temperat
 
 # Bhojanapalli et al. (2020): Theorem 1 (representation) and Theorem 2 (fixed head size).
 from .representation import (ROW_SUM_TOL, Counterexample, centred_log, construction_check, head_logits,
-                             min_logit_rank, representation_weights, theorem1_counterexample)
+                             head_size_threshold, min_logit_rank, representation_weights, theorem1_counterexample)
 from .multihead import (HeadWeights, Separation, cost_table, embed_standard_in_fixed, head_weights,
                         layer_cost, separating_input, theorem2_layer)
 
-__all__ += ["ROW_SUM_TOL", "Counterexample", "centred_log", "construction_check", "head_logits", "min_logit_rank",
+__all__ += ["ROW_SUM_TOL", "Counterexample", "centred_log", "construction_check", "head_logits",
+            "head_size_threshold", "min_logit_rank",
             "representation_weights", "theorem1_counterexample", "HeadWeights", "Separation",
             "cost_table", "embed_standard_in_fixed", "head_weights", "layer_cost",
             "separating_input", "theorem2_layer"]

@@ -25,7 +25,7 @@ from ..rank import default_rtol
 __all__ = ["representation_weights", "head_logits", "min_logit_rank", "centred_log", "construction_check",
            "Counterexample", "theorem1_counterexample", "ROW_SUM_TOL", "logit_tail", "tv_from_logit_error",
            "tv_lower_bound", "truncation_tv", "causal_targets", "causal_rank_bound", "causal_tv_lower_bound",
-           "input_limited_logit_error", "input_limited_tv_bound"]
+           "input_limited_logit_error", "input_limited_tv_bound", "head_size_threshold"]
 
 ROW_SUM_TOL = 1e-10
 
@@ -79,6 +79,20 @@ def min_logit_rank(P, *, rtol: float | None = None) -> int:
         return 0
     tol = default_rtol(n, n) if rtol is None else rtol
     return int((sigma > tol * sigma[0]).sum())
+
+
+def head_size_threshold(n: int, *, causal: bool = False) -> int:
+    """The smallest head size at which one head can represent every attention pattern over n tokens.
+
+    n - 1 for bidirectional attention: a dense positive pattern P needs logits of the rank of its
+    row-centred log, n - 1 for a generic P (:func:`min_logit_rank`), and the row shift makes one
+    dimension free, one below the n of Bhojanapalli et al. For causal attention floor(n/2): only
+    the fully specified blocks below the diagonal constrain the logits, and the largest has rank
+    floor(n/2) for a generic P (:func:`causal_rank_bound`; chapter 02 fits heads that reach it).
+    """
+    if not (isinstance(n, int) and n >= 1):
+        raise ValueError(f"n must be a positive int (a sequence length), got {n!r}")
+    return n // 2 if causal else n - 1
 
 
 def _check_inputs(X) -> torch.Tensor:

@@ -141,4 +141,4 @@ def estimate(p) -> tuple[dict[str, float], str]:
         for m in p["many_ms"]:
             heads += m * p["many_restarts"] * MANY_MAX_ITER * n * (n + d) * r
             fits += p["many_restarts"]
-    return {"lbfgs": lb, "heads_fit": heads, "causal_iter": causal}, f"{fits:,} L-BFGS fits (each restart counted)"
+    return {"lbfgs": lb, "heads_fit": heads, "fit_iter": causal}, f"{fits:,} L-BFGS fits (each restart counted)"

@@ -40,8 +40,8 @@ key_sets = 20  # sampled key sets per head size
 query_sets = 100  # query sets per key set
 heads = [1, 2, 4, 8, 16]  # numbers of heads h, each with head size heads_d_model // h
 heads_d_model = 64  # model width shared by the heads
-near_ns = [32, 64, 128, 256, 512, 1024]     # n for near-orthonormal tokens, X X^T = I + E
-near_cs = [0.1, 1.0, 10.0]                  # |E_ij| = c n^-3/2 (c = 0, orthonormal, is the reference)
+near_ns = [32, 64, 128, 256, 512, 1024]     # n for near-orthonormal tokens (Gram matrix I + E)
+near_cs = [0.1, 1.0, 10.0]                  # off-diagonal size c of E, in units of n^-3/2 (c 0, orthonormal, is added)
 near_head_dims = [8, 64]                    # head sizes for the near-orthonormal tokens
 near_trials = 20                            # draws of E, W_q, W_k per n
 mla_ns = [64, 128, 256]                     # n for random multi-head latent attention (MLA) heads

@@ -22,7 +22,7 @@ from ...train import run_key
 from ...vision import ViTConfig, vit_run
 from ..shared.intervals import t_quantile
 from .classifier_rules import PLATEAU_MARGIN, format_layers, format_saturation
-from .reduction import equivalent_from
+from .reduction import LONG_STORE, equivalent_from
 from .rules import LEVEL
 
 __all__ = ["CLASSIFIER_EXPERIMENT", "LONG_CLASSIFIER_STORE", "PATCH", "classifier_configs",
@@ -30,7 +30,8 @@ __all__ = ["CLASSIFIER_EXPERIMENT", "LONG_CLASSIFIER_STORE", "PATCH", "classifie
            "classifier_headline"]
 
 CLASSIFIER_EXPERIMENT = "ch07_classifiers"
-LONG_CLASSIFIER_STORE = "data/results/07_classifiers_long.jsonl"
+# The classifiers share the retrieval study's committed store (experiment ch07_classifiers).
+LONG_CLASSIFIER_STORE = LONG_STORE
 # Everything of a run's config but its data set, head size, seed and depth: the recipes the pilots
 # settled on (lowrank.vision and lowrank.textclass document each field).
 # Patches of 4 x 4 pixels on 28 x 28 digits give 49 patches and a class token, n = 50, near the 65

@@ -20,7 +20,9 @@ from lowrank.theory import expected_distinct_columns, saturation_head_dim
 P05 = dict(seed=0, device="cpu", ns=[16, 32], head_dims=[1, 4, 64], n_trials=6, n_setting=24,
            setting_head_dims=[1, 8, 64], setting_trials=4, scales=[1.0, 64.0], rtols=[0.0, 0.001], energy=0.99,
            inputs=["orthonormal", "gaussian", "anisotropic"], d_model=64, key_set_n=16, key_head_dims=[1, 16],
-           key_sets=3, query_sets=20, heads=[1, 4], heads_d_model=16)
+           key_sets=3, query_sets=20, heads=[1, 4], heads_d_model=16, near_ns=[32, 64], near_cs=[1.0],
+           near_head_dims=[4], near_trials=3, mla_ns=[16], mla_latents=[1, 4, 16], mla_head_dim=4, mla_rope_dims=[0, 2],
+           mla_trials=3)
 P06 = dict(seed=0, device="cpu", ns=[16, 32, 64], max_head_dim=64, points_per_octave=2, rows_per_cell=256,
            min_trials=8, fractions=[0.5, 0.75, 0.9], increment=0.01, n_boot=2000, softmax_ns=[16, 32],
            softmax_max_head_dim=16, softmax_points_per_octave=2, softmax_trials=4, softmax_rtols=[0.0, 0.001])

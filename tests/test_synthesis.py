@@ -199,7 +199,7 @@ def test_untested_claims_are_listed_not_judged_and_need_no_chapter():
 def test_the_real_inventory_joins_and_every_row_has_a_kind():
     col = S.collect_claims()
     untested = [c for c in col.claims if c.rule is None]
-    assert len(untested) >= 10 and all(c.untested and c.where for c in untested)
+    assert len(untested) >= 5 and all(c.untested and c.where for c in untested)
     keys = {c.key for c in col.claims}
     # the claims the review listed as computed-but-unjudged or forgotten each have a row
     assert {"theorem1-counterexample", "saturation-increment", "too-few-heads-hurt", "head-size-past-n",

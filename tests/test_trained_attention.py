@@ -131,8 +131,13 @@ def test_headline_keys_and_values(tmp_path):
     assert again["retrieval"].test_acc.tolist() == tables["retrieval"].test_acc.tolist()
     recs = _truncation_records()
     tables["truncation"], tables["truncation_layers"] = ch.truncation_table(recs), ch.layer_table(recs)
+    empty = tmp_path / "cls.jsonl"
+    empty.touch()
+    grid = ch.classifier_configs(image_set="digits", head_dims=[1, 2], seeds=2, vit_layers=1, text_layers=1)
+    tables.update(ch.run_classifiers(grid, run=False, read_store=empty))
     h = ch.headline(tables)
     assert set(h) == set(ch.HEADLINE_KEYS)
+    assert h["ch07_cls_vit"] == "" and h["ch07_verdict_vit"].startswith("inconclusive")
     # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
     assert h["ch07_mini_dh"] == 4 and h["ch07_logit_range"] == "exactly 4"
     assert (h["ch07_logit_min"], h["ch07_logit_max"]) == (4, 4)
@@ -333,12 +338,12 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
     calls = {}
 
     def record(name):
-        def experiment(**kw):
-            calls[name] = kw
+        def experiment(*args, **kw):
+            calls[name] = {**kw, "args": args}
             return {name: True}
         return experiment
 
-    for name in ("run_pretrained", "run_retrieval", "run_truncation"):
+    for name in ("run_pretrained", "run_retrieval", "run_truncation", "run_classifiers"):
         monkeypatch.setattr(runs, name, record(name))
     threads = torch.get_num_threads()
     try:
@@ -346,7 +351,8 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
-    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation"}
+    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation", "run_classifiers"}
+    assert calls["run_classifiers"]["read_store"] == P["classifiers_long_store"]
     assert calls["run_pretrained"]["seq_lens"] == P["minilm_seq_lens"] and calls["run_pretrained"]["seed"] == P["seed"]
     ret, tr = calls["run_retrieval"], calls["run_truncation"]
     assert (ret["run"], ret["store"], ret["read_store"]) == (True, "mine.jsonl", P["retrieval_long_store"])

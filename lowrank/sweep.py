@@ -161,7 +161,7 @@ def record_problem(rec) -> str | None:
 def foreign_store(path: str | os.PathLike) -> str | None:
     """Why the file at ``path`` is not a results store a sweep may append to, or None (it does not
     exist, is empty, or its first line is a record of ours, :func:`record_problem`). Reads at most
-    the first 64 KiB line."""
+    the first line, up to 64 MiB (one record of a long grid can hold hundreds of KiB)."""
     path = Path(path)
     if path.is_dir():
         return "it is a folder; a results store is a .jsonl file"
@@ -170,9 +170,9 @@ def foreign_store(path: str | os.PathLike) -> str | None:
     if not path.is_file():
         return "it is not a regular file"
     with open(path, "rb") as f:
-        first = f.readline(1 << 16)
+        first = f.readline(1 << 26)
         while first and not first.strip():
-            first = f.readline(1 << 16)
+            first = f.readline(1 << 26)
     if not first:
         return None
     try:

@@ -149,6 +149,15 @@ def test_store_records_are_checked_when_read(tmp_path, change, why):
     assert record_problem(_record("good")) is None
 
 
+def test_a_store_whose_first_record_is_long_is_still_a_store(tmp_path):
+    path = tmp_path / "long.jsonl"
+    rec = _record("long")
+    rec["metrics"]["curve"] = [0.5] * 100_000  # about 500 KiB on one line, as a long grid writes
+    path.write_text(json.dumps(rec) + "\n")
+    assert len(path.read_text()) > 1 << 16
+    assert foreign_store(path) is None
+
+
 # --- run folders ----------------------------------------------------------------------------------
 
 def test_a_folder_holding_a_file_named_failed_is_not_a_failed_run(capsys, tmp_path):

@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from docutils import nodes  # noqa: E402
 from docutils.utils import new_document  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from lowrank.book import figures as F  # noqa: E402
 from lowrank.book.plotting import subplots  # noqa: E402
@@ -80,6 +81,22 @@ def test_side_legend_moves_below_in_the_narrow_variant():
     legend = narrow.axes[0].get_legend()
     anchor = legend.get_bbox_to_anchor().transformed(narrow.axes[0].transAxes.inverted())
     assert anchor.x0 < 1 and anchor.y0 < 0
+    plt.close(narrow)
+    plt.close(fig)
+
+
+def test_narrow_variant_keeps_errorbar_legend_entries_and_shared_x_tick_labels():
+    """A legend rebuilt under the stacked panels shows each errorbar series as drawn (marker and
+    line style, not the bars alone), and panels that shared an x axis each get its tick labels."""
+    fig, axes = subplots(2, 2, width=7.5, height=2.6, sharex=True, layout="constrained")
+    for ax in axes.flat:
+        ax.errorbar([1, 2, 3], [1, 4, 9], yerr=[0.5, 0.5, 0.5], marker="s", linestyle="--", label="series")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center")
+    narrow = F.narrow_copy(fig)
+    drawn = {(line.get_marker(), line.get_linestyle()) for line in narrow.legends[0].findobj(Line2D)}
+    assert {marker for marker, _ in drawn} & {"s"} and {style for _, style in drawn} & {"--"}
+    narrow.canvas.draw()
+    assert all(any(t.get_visible() and t.get_text() for t in ax.get_xticklabels()) for ax in narrow.axes)
     plt.close(narrow)
     plt.close(fig)
 

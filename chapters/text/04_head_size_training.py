@@ -216,7 +216,7 @@ plt.close(fig)
 # {numref}`fig-ch04-paired` and {numref}`tab-ch04-paired` collect the live run's comparisons: each is one model's validation loss minus another's, seed by seed, with the 95 % interval of the mean difference. An interval that excludes 0 is an effect this run detects; an interval that covers 0 bounds the effect that could have gone unnoticed by its half-width.
 
 # %% tags=["hide-input"]
-fig, axes = subplots(1, 1, width=7.0, height=2.8)
+fig, axes = subplots(1, 1, width=7.0, height=3.4)
 hs.figures.plot_comparisons(axes[0][0], hs.comparison_table(H))
 glue("ch04_fig_paired", fig, display=False)
 plt.close(fig)
@@ -282,7 +282,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 L = tables["long"]
-fig, axes = subplots(1, 1, width=6.4, height=3.2)
+fig, axes = subplots(1, 1, width=6.4, height=4.2)
 hs.figures.plot_recovery(axes[0][0], L["heads"], L["recovery"], h_max=H["ch04_long_gap_h"],
                          h_best=H["ch04_long_best_std_h"], recovery_steps=H["ch04_long_rec_steps"],
                          styles=grey_safe_lines)
@@ -318,7 +318,7 @@ plt.close(fig)
 #
 
 # %% tags=["hide-input"]
-fig, axes = subplots(1, 1, width=7.0, height=3.0)
+fig, axes = subplots(1, 1, width=7.0, height=3.4)
 hs.figures.plot_comparisons(axes[0][0], hs.comparison_table(H, "long_"))
 glue("ch04_fig_long_paired", fig, display=False)
 plt.close(fig)
@@ -365,7 +365,7 @@ hs.configuration_display(tables["long"]["configs"]).style.hide(axis="index").for
 
 # %% tags=["hide-input"]
 B = tables["budget"]
-fig, axes = subplots(1, 1, width=7.0, height=3.0)
+fig, axes = subplots(1, 1, width=7.0, height=3.8)
 hs.figures.plot_lr_check(axes[0][0], B["lr_check"], B["lr"])
 glue("ch04_fig_lr_check", fig, display=False)
 plt.close(fig)
@@ -391,7 +391,7 @@ fig, axes = subplots(2, 2, width=7.2, height=2.8, sharex=True)
 hs.figures.plot_budget_gaps([ax for row in axes for ax in row], B["comparisons"])
 for row in axes:
     row[0].set_ylabel("loss of a $-$ b (nats)")
-axes[0][0].legend(fontsize="small", loc="best")
+fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
 glue("ch04_fig_budget", fig, display=False)
 plt.close(fig)
 hs.figures.budget_display(B["comparisons"]).style.hide(axis="index")
@@ -412,10 +412,10 @@ hs.figures.budget_display(B["comparisons"]).style.hide(axis="index")
 # The rows of Table 2(B) and Fig. 4 are measured at one budget; {numref}`fig-ch04-one-budget` shows them.
 
 # %% tags=["hide-input"]
-fig, axes = subplots(1, 1, width=6.4, height=3.6)
+fig, axes = subplots(1, 1, width=6.4, height=4.4)
 hs.figures.plot_one_budget(axes[0][0], B["comparisons"], ["capacity", "pastn", "fewheads1", "fewheads2", "fewheads4"],
                            margin=H["ch04_budget_margin"])
-axes[0][0].legend(fontsize="small", loc="lower right")
+fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
 glue("ch04_fig_one_budget", fig, display=False)
 plt.close(fig)
 
@@ -431,9 +431,9 @@ plt.close(fig)
 # ### Why the sign flips: tokenizer against initialisation
 
 # %% tags=["hide-input"]
-fig, axes = subplots(1, 1, width=6.8, height=3.6)
+fig, axes = subplots(1, 1, width=6.8, height=4.6)
 hs.figures.plot_factorial(axes[0][0], B["effects"])
-axes[0][0].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small")
 glue("ch04_fig_factorial", fig, display=False)
 plt.close(fig)
 hs.figures.factorial_display(B["effects"]).style.hide(axis="index")

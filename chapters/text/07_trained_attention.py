@@ -16,7 +16,9 @@
 # %% [markdown]
 # # Attention ranks in trained models
 #
-# **Measured in a real pretrained encoder and in heads trained here: the logits of every head have rank at most $d_h$ (in every MiniLM head measured, exactly $d_h$ once $n > d_h$), while the rank of the attention matrix is whatever the chosen measure, and the precision behind its tolerance, make it.** Two retrieval tasks, every run trained until its loss stops falling, then ask Min & Li's model-reduction question: does accuracy stop improving where attention rank does, and does that point grow like $\log n$? ({ref}`sec-ch07-reduction`). Finally, every head of MiniLM is cut to a lower logit rank and judged by measures that can fail ({ref}`sec-ch07-truncation`).
+# In trained heads the logits have rank at most $d_h$; the rank of attention is whatever its measure and the precision of its tolerance make it.
+#
+# The bound holds in a pretrained encoder and in heads trained here. In every head of the encoder, MiniLM ($d_h$ = {glue:text}`ch07_mini_dh`), the logits have numerical rank {glue:text}`ch07_logit_range` once $n > d_h$ ({ref}`sec-ch07-pretrained`). Two retrieval tasks, every run trained until its loss stops falling, then ask Min & Li's model-reduction question: does accuracy stop improving where attention rank does, and does that point grow like $\log n$? ({ref}`sec-ch07-reduction`). A vision transformer and a news-topic classifier ask it again ({ref}`sec-ch07-classifiers`). Finally, every head of MiniLM is cut to a lower logit rank and judged by measures that can fail ({ref}`sec-ch07-truncation`).
 
 # %% tags=["parameters", "hide-input"]
 seed = 0                                     # random seed: text windows, initialisations, training
@@ -266,7 +268,7 @@ plt.close(fig)
 #
 # **Growth with $n$** (one-key task, whose grid has the most lengths): {glue:text}`ch07_red_laws`. **Out-of-range prediction**, as in {doc}`06_rank_saturation`: each law fitted to the intervals below the largest judged $n$ and asked where $d^*$ lies there: {glue:text}`ch07_red_pred`.
 #
-# **Verdict** (the rule was registered in the ledger before the first run; its sentence is below): **{glue:text}`ch07_verdict_reduction`**. The verdict rests on the one-key task for the growth law (its grid has the most lengths) and on both tasks for "accuracy saturates where rank does", because on the one-key task accuracy and hardmax rank / $n$ are nearly the same quantity.
+# **Verdict** (the rule was registered in the ledger before the first run; its sentence is below): {glue:text}`ch07_verdict_reduction`. The verdict rests on the one-key task for the growth law (its grid has the most lengths) and on both tasks for "accuracy saturates where rank does", because on the one-key task accuracy and hardmax rank / $n$ are nearly the same quantity.
 #
 # **What would decide it.** The runs stopped by the step cap are, by task and length: {glue:text}`ch07_ret_capped_where`. A length is judged only when every seed has plateau runs at every $d_h$, so a run still capped at the small head sizes, where $d^*$ lies, keeps its length out of the verdict, and a growth law needs three judged lengths. The runs capped at {glue:text}`ch07_ret_cap:,` steps are trained again to {glue:text}`ch07_ret_ext_cap:,`; the verdict does not guess what a run still capped would reach.
 
@@ -299,7 +301,7 @@ ch.classifier_status_table(tables)
 # Does accuracy stop rising where the attention rank does? Test accuracy (left) and the hardmax rank of $A$ over $n$ of every block (right) against the head size, mean and standard deviation over the seeds' plateau runs, for the vision transformer (top) and the BBC News classifier (bottom). A row without runs has none stored yet.
 # ```
 #
-# Verdicts (each rule registered before the grid's first run): vision transformers, **{glue:text}`ch07_verdict_vit`**; BBC News topics, **{glue:text}`ch07_verdict_text`**; saturation at every block, **{glue:text}`ch07_verdict_layers`**.
+# Verdicts (each rule registered before the grid's first run): vision transformers, {glue:text}`ch07_verdict_vit`; BBC News topics, {glue:text}`ch07_verdict_text`; saturation at every block, {glue:text}`ch07_verdict_layers`.
 
 # %% tags=["hide-input"]
 Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLASSIFIER_CLAIMS))

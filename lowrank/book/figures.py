@@ -219,6 +219,17 @@ def _wrap_tick_labels(fig: Figure, chars: int) -> None:
             ax.set_yticks(ax.get_yticks(), [textwrap.fill(label, chars) for label in labels])
 
 
+def _drawn_handles(fig: Figure, first=None) -> dict:
+    """Each legend label's artist as the axes drew it (those of ``first`` before the others'): a
+    legend keeps only a proxy of an errorbar series, without its marker, so a legend rebuilt from
+    its own handles would lose what tells the series apart in grey."""
+    out = {}
+    for ax in ([first] if first is not None else []) + fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            out.setdefault(label, handle)
+    return out
+
+
 def _one_column_below(fig: Figure) -> float:
     """An axes legend set below its axes in columns is rebuilt in one column (columns side by side
     would widen the narrow drawing); returns the height in inches the figure needs more."""
@@ -232,7 +243,9 @@ def _one_column_below(fig: Figure) -> float:
             continue
         texts = legend.get_texts()
         size = max([t.get_fontsize() for t in texts] + [NARROW_MIN_PT])
-        handles, labels = list(legend.legend_handles), [t.get_text() for t in texts]
+        labels = [t.get_text() for t in texts]
+        drawn = _drawn_handles(fig, ax)
+        handles = [drawn.get(label, h) for h, label in zip(legend.legend_handles, labels)]
         legend.remove()
         ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(anchor.x0, anchor.y0), ncols=1, fontsize=size)
         extra += len(labels) * size * 1.5 / 72
@@ -248,7 +261,8 @@ def _figure_legends_below(fig: Figure) -> None:
         texts = legend.get_texts()
         labels = [t.get_text() for t in texts]
         size = max([t.get_fontsize() for t in texts] + [NARROW_MIN_PT])
-        handles = list(legend.legend_handles)
+        drawn = _drawn_handles(fig)
+        handles = [drawn.get(label, h) for h, label in zip(legend.legend_handles, labels)]
         legend.remove()
         fig.legend(handles, labels, loc="outside lower center", ncols=1, fontsize=size)
 
@@ -274,6 +288,7 @@ def narrow_copy(fig: Figure) -> Figure | None:
             ax.set_subplotspec(stacked[row * ncols + col, 0])
             # Shared axes hide the inner panels' tick labels; stacked, every panel needs its own.
             ax.yaxis.set_tick_params(labelleft=True)
+            ax.xaxis.set_tick_params(labelbottom=True)
         copy.set_size_inches(NARROW_WIDTH, panel_height * nrows * ncols)
     else:
         copy.set_size_inches(NARROW_WIDTH, max(height, panel_height * nrows))

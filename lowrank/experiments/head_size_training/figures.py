@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from ...attention import standard_head_dim
 from . import budget
@@ -22,6 +23,22 @@ __all__ = ["plot_learning_curves", "plot_heads", "plot_matched", "plot_sizes", "
 
 # The symmetric-log axis of the recovery figure: linear within 0.05 nats of 0, where the gaps close.
 RECOVERY_TICKS = [-0.2, -0.1, -0.05, 0, 0.05, 0.1, 0.2, 0.5, 1]
+
+
+def _legend_under(ax, **kwargs) -> None:
+    """The axes' legend under the figure's plot, centred: beside the axes it would take the plotting
+    area's width, and inside it could cover a point or its label."""
+    ax.figure.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize="small", **kwargs)
+
+
+def _row_labels(ax, labels, *, above: float, fontsize: str = "small") -> None:
+    """Forest-plot rows labelled above their intervals (row i at y = i, first on top), so that the
+    plotting area keeps the figure's whole width instead of sharing it with long tick labels; at
+    most six x ticks, whose labels a phone's width keeps apart."""
+    for i, text in enumerate(labels):
+        ax.text(0.01, i - above, text, transform=ax.get_yaxis_transform(), fontsize=fontsize, va="bottom")
+    ax.set_yticks([])
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=5))
 
 
 def plot_learning_curves(axes, heads: pd.DataFrame, *, d: int, head_dim: int, styles, markersize: float) -> None:
@@ -52,9 +69,11 @@ def plot_heads(ax, heads: pd.DataFrame, *, head_dim: int, styles) -> None:
         ax.errorbar(sub.h, sub["mean"], yerr=sub["sem"].fillna(0), capsize=3,
                     label="standard ($d_h = d/h$)" if family == "standard" else f"fixed ($d_p$ = {head_dim})", **style)
     ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(s.h.unique()), [str(h) for h in sorted(s.h.unique())])
+    ax.minorticks_off()
     ax.set_xlabel("number of heads $h$")
     ax.set_ylabel("validation perplexity")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    _legend_under(ax, ncols=2)
 
 
 def plot_matched(ax, matched: pd.DataFrame, *, d: int, head_dim: int, baseline_heads: int, styles) -> None:
@@ -71,35 +90,40 @@ def plot_matched(ax, matched: pd.DataFrame, *, d: int, head_dim: int, baseline_h
             ax.annotate(f"d = {r.d}" if family == "standard" else f"h = {r.h}", (r.n_params / 1e3, r["mean"]),
                         textcoords="offset points", xytext=(5, 5) if family == "standard" else (5, -12),
                         fontsize="x-small")
+    ax.margins(x=0.12)  # room for the labels of the outermost points inside the axes
     ax.set_xlabel("parameters (thousands)")
     ax.set_ylabel("validation perplexity")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
+    _legend_under(ax, ncols=2)
 
 
 def plot_sizes(ax, sizes: pd.DataFrame, *, d: int, n_heads: int, styles) -> None:
     """Seed-mean validation perplexity against the head size (log axis) at ``n_heads`` heads and
     width ``d``, every point labelled with its parameter count."""
     z = summarise(sizes, ["d_h"])
-    ax.errorbar(z.d_h, z["mean"], yerr=z["sem"].fillna(0), capsize=3, label=f"h = {n_heads}, d = {d}",
-                **styles(1)[0])
+    ax.errorbar(z.d_h, z["mean"], yerr=z["sem"].fillna(0), capsize=3, **styles(1)[0])
     for _, r in z.iterrows():
         ax.annotate(f"{r.n_params / 1e3:.0f}k params", (r.d_h, r["mean"]), textcoords="offset points",
                     xytext=(4, 4), fontsize="x-small")
     ax.set_xscale("log", base=2)
+    ax.set_xticks(list(z.d_h), [str(v) for v in z.d_h])
+    ax.minorticks_off()
+    ax.margins(x=0.15)  # room for the parameter counts beside the outermost points
+    ax.set_title(f"h = {n_heads}, d = {d}", fontsize="medium")
     ax.set_xlabel("head size $d_p$")
     ax.set_ylabel("validation perplexity")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small")
 
 
 def plot_comparisons(ax, comparisons: pd.DataFrame) -> None:
     """Forest plot of :func:`.tables.comparison_table`'s rows: each paired difference of validation loss
     with its 95 % interval (none for one seed), the first comparison on top, 0 dashed."""
     cmp = comparisons
-    y = list(range(len(cmp)))[::-1]
+    y = list(range(len(cmp)))
     err = [(cmp["difference (nats)"] - cmp.lo).fillna(0), (cmp.hi - cmp["difference (nats)"]).fillna(0)]
     ax.errorbar(cmp["difference (nats)"], y, xerr=err, fmt="o", capsize=4, color="black")
     ax.axvline(0, color="grey", linewidth=1, linestyle="--")
-    ax.set_yticks(y, cmp.comparison, fontsize="small")
+    # One line each on a phone too: a label wrapped there would crowd the interval above it.
+    _row_labels(ax, cmp.comparison, above=0.18, fontsize="x-small")
+    ax.set_ylim(len(cmp) - 0.6, -0.75)
     ax.set_xlabel("difference in validation loss (nats / token)")
 
 
@@ -121,7 +145,7 @@ def plot_recovery(ax, long: pd.DataFrame, recovery: pd.DataFrame, *, h_max: int,
     ax.set_yticks(RECOVERY_TICKS, [f"{t:g}" for t in RECOVERY_TICKS])
     ax.set_xlabel("optimiser step")
     ax.set_ylabel("training loss difference (nats / token)")
-    ax.legend(loc="lower right", fontsize="small")  # below 0 stays empty while the fixed-head model is behind
+    _legend_under(ax, ncols=1)
 
 
 # What each row of budget.ROWS compares, as a panel title (a minus b; positive: the claim holds).
@@ -158,7 +182,7 @@ def plot_budget_gaps(axes, comps: pd.DataFrame) -> None:
             ax.errorbar(x, s["diff"], yerr=err, fmt=st["marker"] + "-", color=st["color"], capsize=3,
                         markersize=4, label=split)
         ax.axhline(0, color="grey", linewidth=1, linestyle="--")
-        ax.axhspan(-MARGIN, MARGIN, color="0.9", zorder=0)
+        ax.axhspan(-MARGIN, MARGIN, color="0.9", zorder=0, label=f"margin $\\pm${MARGIN:g} nats")
         ax.set_xscale("log")
         steps = sorted({x for v in budget.ROW_STEPS.values() for x in v})
         tokens = [t * budget.BASE["batch_size"] * budget.BASE["seq_len"] for t in steps]
@@ -190,11 +214,8 @@ def plot_one_budget(ax, comps: pd.DataFrame, rows, *, margin: float) -> None:
                 ax.errorbar([d], [y], xerr=[[d - lo], [hi - d]], fmt=st["marker"], color=st["color"], capsize=3,
                             markersize=4, label=split if i == 0 else None)
         labels.append(ROW_TITLES[row] + ("" if len(c) and c["n"].max() > 1 else " (not stored yet)"))
-    # Row labels sit above their intervals, so the plotting area keeps the figure's whole width.
-    for i, text in enumerate(labels):
-        ax.text(0.01, i - 0.32, text, transform=ax.get_yaxis_transform(), fontsize="small", va="bottom")
-    ax.set_yticks([])
-    ax.set_ylim(len(rows) - 0.45, -0.75)
+    _row_labels(ax, labels, above=0.32)
+    ax.set_ylim(len(rows) - 0.45, -0.85)
     ax.set_xlabel("loss of a $-$ b (nats), paired by seed")
 
 
@@ -208,7 +229,7 @@ def plot_lr_check(ax, check: pd.DataFrame, lr: float | None = None) -> None:
             ax.plot(s.lr, s.val_loss, marker=marker, color="black" if "fixed" in model else "grey", label=model)
         if lr is not None:
             ax.axvline(lr, color="grey", linestyle=":", linewidth=1, label=f"chosen rate, {lr:g}")
-        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+        _legend_under(ax, ncols=2)
     ax.set_xscale("log")
     ax.set_xticks(list(budget.LR_CHECK_RATES), [f"{r:g}" for r in budget.LR_CHECK_RATES])
     ax.minorticks_off()
@@ -220,14 +241,15 @@ def plot_factorial(ax, effects: pd.DataFrame) -> None:
     """Standard minus fixed at h = 32 in each cell of the factorial and each factor's effect, both
     splits, with 95 % intervals (horizontal bars; right of 0: the fixed head size is better)."""
     names = list(dict.fromkeys(effects.effect))
-    y = {n: len(names) - 1 - i for i, n in enumerate(names)}
-    for split, st, dy in (("validation", _SPLIT_STYLE["validation"], 0.12), ("test", _SPLIT_STYLE["test"], -0.12)):
+    y = {n: i for i, n in enumerate(names)}
+    for split, st, dy in (("validation", _SPLIT_STYLE["validation"], -0.12), ("test", _SPLIT_STYLE["test"], 0.12)):
         s = effects[(effects.split == split) & (effects.n > 0)]
         err = [(s["diff"] - s.lo).fillna(0), (s.hi - s["diff"]).fillna(0)]
         ax.errorbar(s["diff"], [y[n] + dy for n in s.effect], xerr=err, fmt=st["marker"], color=st["color"],
                     capsize=3, markersize=4, label=split)
     ax.axvline(0, color="grey", linewidth=1, linestyle="--")
-    ax.set_yticks(list(y.values()), list(y.keys()), fontsize="small")
+    _row_labels(ax, names, above=0.27)
+    ax.set_ylim(len(names) - 0.55, -0.8)
     ax.set_xlabel("difference in loss (nats / token)")
 
 

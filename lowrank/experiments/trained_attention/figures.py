@@ -76,8 +76,8 @@ def plot_patterns(axes, tables: Mapping[str, Any], *, lines: Lines) -> None:
     pat, layers = tables["patterns"], tables["model"]["layers"]
     n_max = int(tables["mini"].n.max())
     barrier = barrier_fraction(n_max)
-    for ax, col, xlabel in [(axes[0, 0], "neighbour", "share of queries whose argmax\nkey is $i-1$, $i$ or $i+1$"),
-                            (axes[0, 1], "to_first", "share of queries whose argmax\nkey is [CLS]")]:
+    for ax, col, xlabel in [(axes[0, 0], "neighbour", "share of queries whose\nargmax key is $i-1$, $i$ or $i+1$"),
+                            (axes[0, 1], "to_first", "share of queries whose\nargmax key is [CLS]")]:
         for style, layer in zip(lines(layers), range(layers)):
             d = pat[pat.layer == layer]
             ax.plot(d[col], d.rank_frac, linestyle="none", marker=style["marker"], color=style["color"],
@@ -85,7 +85,9 @@ def plot_patterns(axes, tables: Mapping[str, Any], *, lines: Lines) -> None:
         ax.axhline(barrier, color="black", linewidth=0.8, linestyle="--")
         ax.set(xlabel=xlabel, xlim=(-0.03, 1.03))
     axes[0, 0].set(ylabel=f"hardmax rank of $A$ / $n$ (n = {n_max})")
-    axes[0, 0].figure.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
+    # Under the panels: beside them the legend would take the plotting area's width.
+    axes[0, 0].figure.legend(*axes[0, 1].get_legend_handles_labels(), loc="outside lower center", ncols=layers,
+                             fontsize="x-small")
 
 
 def plot_layers(ax, tables: Mapping[str, Any], *, rtols: Sequence[float], lines: Lines) -> None:
@@ -106,7 +108,8 @@ def plot_layers(ax, tables: Mapping[str, Any], *, rtols: Sequence[float], lines:
     ax.axhline(barrier_fraction(n_max), color="black", linewidth=0.8, linestyle="--", label="barrier $1-(1-1/n)^n$")
     ax.set(xlabel="layer", ylabel="rank of $A$ / $n$", ylim=(0, 1.05), title=f"all-MiniLM-L6-v2 heads, n = {n_max}")
     ax.set_xticks(range(tables["model"]["layers"]))
-    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2)
+    # A figure legend under the axes: one anchored at a share of the axes' height can cover the x label.
+    ax.figure.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="x-small")
 
 
 def retrieval_status_table(tables: Mapping[str, Any]):
@@ -133,12 +136,14 @@ def plot_retrieval(axes, tables: Mapping[str, Any], *, ns: Sequence[int], lines:
                 axes[row, col].errorbar(m.index, m["mean"], yerr=m["std"].fillna(0), capsize=2, label=f"n = {n}",
                                         **style)
                 axes[row, col].plot(cap.head_dim, cap[value], linestyle="none", marker="x", color=style["color"])
-        axes[row, 0].set(ylabel=f"{TASK_NAMES[task]} task: test accuracy")
-        axes[row, 1].set(ylabel=f"{TASK_NAMES[task]} task: {hard} / n")
+        # Two lines: on one, a label is longer than its panel is high and runs into the next.
+        axes[row, 0].set(ylabel=f"{TASK_NAMES[task]} task:\ntest accuracy")
+        axes[row, 1].set(ylabel=f"{TASK_NAMES[task]} task:\n{hard} / n")
     for ax in axes[1]:
         ax.set(xscale="log", xlabel="query/key size $d_h$")
         _ticks(ax.xaxis, [1, 2, 4, 8, 16])
-    axes[0, 0].figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
+    axes[0, 0].figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=len(ns),
+                             fontsize="x-small")
 
 
 def plot_saturation(axes, tables: Mapping[str, Any], *, ns: Sequence[int], head_dims: Sequence[int],
@@ -184,8 +189,8 @@ def _agreement_axes(ax_overlap, ax_similarity) -> None:
     """Titles, labels and the rule's levels on the panels of measures (a) and (b)."""
     ax_overlap.axhline(1 - NEIGHBOUR_MARGIN, color="black", linewidth=0.8, linestyle="--")
     ax_similarity.axhline(SIMILARITY_LEVEL, color="black", linewidth=0.8, linestyle="--")
-    ax_overlap.set(title="(a) top-10 neighbours kept", ylabel="share (mean over articles)")
-    ax_similarity.set(title="(b) similarity correlation", ylabel="Pearson r with the full model")
+    ax_overlap.set(title="(a) neighbours", ylabel="share of the top 10 kept")
+    ax_similarity.set(title="(b) similarities", ylabel="Pearson r with the full model")
 
 
 def plot_truncation(axes, tables: Mapping[str, Any], *, ns: Sequence[int], folds: int, lines: Lines) -> None:
@@ -199,7 +204,7 @@ def plot_truncation(axes, tables: Mapping[str, Any], *, ns: Sequence[int], folds
     _agreement_axes(axes[0, 0], axes[0, 1])
     axes[0, 2].set(title="(c) topic probe", ylabel=f"accuracy ({folds}-fold CV, ± s.e.)")
     for ax in axes[0]:
-        ax.set(xscale="log", xlabel="logit rank $r$ of every head")
+        ax.set(xscale="log", xlabel="logit rank $r$\nof every head")
         _ticks(ax.xaxis, [1, 2, 4, 8, 16, 32])
     axes[0, 0].figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=4,
                              fontsize="x-small")
@@ -216,7 +221,8 @@ def plot_truncation_layers(axes, tables: Mapping[str, Any], *, ranks: Sequence[i
     for ax in axes[0]:
         ax.set(xscale="log", xlabel="logit rank $r$ of one layer's heads")
         _ticks(ax.xaxis, ranks)
-    axes[0, 0].figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right upper", fontsize="x-small")
+    axes[0, 0].figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center",
+                             ncols=max(1, lay.layer.nunique()), fontsize="x-small")
 
 
 def check_summary(H: Mapping[str, Any], P: Mapping[str, Any]) -> str:
@@ -273,14 +279,22 @@ def plot_classifiers(axes, tables: Mapping[str, Any], *, head_dims: Sequence[int
                 q = per.groupby("head_dim")["v"].agg(["mean", "std"])
                 axes[row, 1].errorbar(q.index, q["mean"], yerr=q["std"].fillna(0), capsize=2, label=f"block {layer + 1}",
                                       **style)
-            axes[row, 1].legend(fontsize="small", loc="lower right")
         axes[row, 0].set(ylabel=f"{_CLASSIFIER_NAMES[kind]}:\ntest accuracy")
-        axes[row, 1].set(ylabel=f"{hard} / n")
+        axes[row, 1].set(ylabel=f"{_CLASSIFIER_NAMES[kind]}:\n{hard} / n")
         for ax in axes[row]:
             ax.set_xscale("log", base=2)
             _ticks(ax.xaxis, list(head_dims))
     for ax in axes[-1]:
         ax.set_xlabel("head size $d_h$")
+    # One legend of the blocks under the panels (a block has one style in both rows): inside a
+    # panel it would cover the curves of the deeper blocks.
+    blocks = {}
+    for ax in axes[:, 1]:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            blocks.setdefault(label, h)
+    if blocks:
+        axes[0, 0].figure.legend(blocks.values(), blocks.keys(), loc="outside lower center", ncols=len(blocks),
+                                 fontsize="small")
 
 
 def classifier_status_table(tables: Mapping[str, Any]):

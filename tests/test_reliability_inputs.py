@@ -134,12 +134,12 @@ def test_an_offline_pip_is_named_as_offline():
 
 @pytest.mark.slow
 def test_a_run_estimated_over_a_week_is_refused_unless_forced(tmp_path):
-    """Twice the restarts of the longest committed set: refused before the kernel with the estimate;
-    --force lets it through."""
+    """Six times the restarts of the longest committed set (about twelve days): refused before the
+    kernel with the estimate; --force lets it through."""
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "lowrank", "run", "03", "--scale", "paper", "-p", "restarts", "4", "--dry-run"]
+    cmd = [sys.executable, "-m", "lowrank", "run", "03", "--scale", "paper", "-p", "restarts", "12", "--dry-run"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 2, out.stderr
     line = out.stderr.strip().splitlines()[-1]

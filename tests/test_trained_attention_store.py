@@ -13,6 +13,7 @@ import torch
 
 from lowrank.experiments import ledger
 from lowrank.experiments import trained_attention as ch
+from lowrank.experiments.trained_attention.classifiers import CLASSIFIER_EXPERIMENT, classifier_run
 from lowrank.retrieval import train_retrieval
 
 from helpers import store_records
@@ -40,14 +41,23 @@ def _rule_before_data(claim):
     return (unseen or events)[-1]
 
 
+# The claims each experiment's records are judged by: a record must descend from every one's rule.
+JUDGED_BY = {
+    ch.RETRIEVAL_EXPERIMENT: ("minli-model-reduction",),
+    ch.TRUNCATION_EXPERIMENT: ("minli-truncation",),
+    CLASSIFIER_EXPERIMENT: ("minli-vit-plateau", "minli-imdb-plateau", "minli-layers"),
+}
+
+
 def test_records_come_from_a_clean_checkout_holding_their_rules():
-    rules = {c: _rule_before_data(c) for c in ("minli-model-reduction", "minli-truncation")}
+    rules = {c: _rule_before_data(c) for claims in JUDGED_BY.values() for c in claims}
     for r in _records():
         rev = r["provenance"]["git_revision"]
         assert not rev.endswith("+dirty"), f"record {r['key']} was trained from a modified checkout ({rev})"
-        claim = "minli-model-reduction" if r["experiment"] == ch.RETRIEVAL_EXPERIMENT else "minli-truncation"
-        after = ledger.committed_after(rules[claim], rev)
-        assert after is not False, f"record {r['key']} ({rev}) predates the rule of {claim} that judges it"
+        assert r["experiment"] in JUDGED_BY, f"record {r['key']}: no claim judges experiment {r['experiment']!r}"
+        for claim in JUDGED_BY[r["experiment"]]:
+            after = ledger.committed_after(rules[claim], rev)
+            assert after is not False, f"record {r['key']} ({rev}) predates the rule of {claim} that judges it"
 
 
 def test_every_retrieval_run_records_its_plateau_status():
@@ -76,3 +86,24 @@ def test_cheapest_stored_retrieval_run_reproduces():
     assert math.isclose(m["test_loss"], stored["test_loss"], rel_tol=LOSS_REL_TOL, abs_tol=1e-6), (
         m["test_loss"], stored["test_loss"])
     assert m["hardmax_rank"] == pytest.approx(stored["hardmax_rank"], abs=0.05 * cheapest["config"]["n"])
+
+
+@pytest.mark.slow
+def test_cheapest_stored_classifier_run_reproduces():
+    recs = [r for r in _records() if r["experiment"] == CLASSIFIER_EXPERIMENT]
+    if not recs:
+        pytest.skip("the store holds no classifier run yet")
+    cheapest = min(recs, key=lambda r: r["wall_s"])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the store was written with one thread
+    try:
+        m = classifier_run(cheapest["config"])
+    finally:
+        torch.set_num_threads(threads)
+    stored = cheapest["metrics"]
+    assert (m["plateau"], m["steps_run"]) == (stored["plateau"], stored["steps_run"]), cheapest["config"]
+    assert abs(m["test_acc"] - stored["test_acc"]) <= ACC_TOL + 3 * stored["test_acc_se"], (
+        m["test_acc"], stored["test_acc"], cheapest["config"])
+    assert math.isclose(m["test_loss"], stored["test_loss"], rel_tol=LOSS_REL_TOL, abs_tol=1e-6), (
+        m["test_loss"], stored["test_loss"])
+    assert m["hardmax_rank"] == pytest.approx(stored["hardmax_rank"], rel=0.05)

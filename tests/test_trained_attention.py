@@ -135,9 +135,13 @@ def test_headline_keys_and_values(tmp_path):
     empty.touch()
     grid = ch.classifier_configs(image_set="digits", head_dims=[1, 2], seeds=2, vit_layers=1, text_layers=1)
     tables.update(ch.run_classifiers(grid, run=False, read_store=empty))
+    tables.update(ch.run_latent(ch.latent_configs(kv_latents=[2, 4], seeds=1, head_dim=4, rope_dim=2, d_model=8,
+                                                  n_heads=2, n_layers=1, seq_len=8, steps=2, batch_size=2, lr=1e-3),
+                                rank_windows=2))
     h = ch.headline(tables)
     assert set(h) == set(ch.HEADLINE_KEYS)
     assert h["ch07_cls_vit"] == "" and h["ch07_verdict_vit"].startswith("inconclusive")
+    assert h["ch07_verdict_mla_bound"] == "reproduced" and h["ch07_verdict_mla"].startswith("inconclusive")
     # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
     assert h["ch07_mini_dh"] == 4 and h["ch07_logit_range"] == "exactly 4"
     assert (h["ch07_logit_min"], h["ch07_logit_max"]) == (4, 4)

@@ -328,7 +328,7 @@ Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c i
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=3.6, sharex=True)
 ch.plot_latent(axes, tables, lines=grey_safe_lines)
-legend_below(axes[0], ncols=1, fontsize="small")
+legend_below(axes[0, 0], ncols=1, fontsize="small")
 glue("ch07_fig_mla", fig, display=False)
 plt.close(fig)
 ch.latent_table(tables)

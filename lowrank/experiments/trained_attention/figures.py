@@ -324,6 +324,7 @@ def plot_latent(axes, tables: Mapping[str, Any], *, lines: Lines) -> None:
     over heads and windows, and the mean over heads of each head's largest) with the layer's bound;
     right, the hardmax rank of A / n, mean and sd over seeds, with each seed's line. The caller puts
     the left panel's legend under it."""
+    axes = np.asarray(axes).ravel()
     runs, heads = tables["mla_runs"], tables["mla_heads"]
     s = latent_summary(runs, heads)
     lat = s.kv_latent.to_numpy()

@@ -347,7 +347,7 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
             return {name: True}
         return experiment
 
-    for name in ("run_pretrained", "run_retrieval", "run_truncation", "run_classifiers"):
+    for name in ("run_pretrained", "run_retrieval", "run_truncation", "run_classifiers", "run_latent"):
         monkeypatch.setattr(runs, name, record(name))
     threads = torch.get_num_threads()
     try:
@@ -355,7 +355,11 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
-    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation", "run_classifiers"}
+    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation", "run_classifiers",
+                                         "run_latent"}
+    mla = calls["run_latent"]
+    assert mla["rank_windows"] == P["mla_rank_windows"]
+    assert [c["kv_latent"] for c in mla["args"][0]][:len(P["mla_kv_latents"])] == P["mla_kv_latents"]
     assert calls["run_classifiers"]["read_store"] == P["classifiers_long_store"]
     assert calls["run_pretrained"]["seq_lens"] == P["minilm_seq_lens"] and calls["run_pretrained"]["seed"] == P["seed"]
     ret, tr = calls["run_retrieval"], calls["run_truncation"]

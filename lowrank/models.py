@@ -1,7 +1,8 @@
 """Transformer models with an independent head size, and BERT-style parameter counting.
 
 One body (:class:`Transformer`: embeddings, ``n_layers`` blocks on
-:class:`lowrank.attention.MultiHeadAttention`) and three heads: :class:`CausalLM`,
+:class:`lowrank.attention.MultiHeadAttention`, or on :class:`lowrank.mla.MultiHeadLatentAttention`
+with ``attention="mla"``) and three heads: :class:`CausalLM`,
 :class:`MaskedLM` (BERT-style 80/10/10 masking, :func:`mask_tokens`) and
 :class:`SequenceClassifier`. Shapes: ids (B, n) int64, hidden states (B, n, d_model),
 LM logits (B, n, vocab_size), class logits (B, n_classes).
@@ -18,8 +19,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, standard_head_dim
+from .mla import MultiHeadLatentAttention
 
-__all__ = ["INITS", "residual_output_std", "TransformerConfig", "Transformer", "CausalLM", "MaskedLM", "SequenceClassifier",
+__all__ = ["INITS", "ATTENTIONS", "residual_output_std", "TransformerConfig", "Transformer", "CausalLM", "MaskedLM", "SequenceClassifier",
            "mask_tokens", "bert_parameter_count", "count_parameters", "IGNORE_INDEX"]
 
 IGNORE_INDEX = -100
@@ -29,11 +31,21 @@ IGNORE_INDEX = -100
 # (attention's W_O and the feed-forward layer's second linear), see :func:`residual_output_std`.
 INITS = ("bert", "scaled")
 BERT_STD = 0.02
+# Attention kinds (TransformerConfig.attention): "standard" is lowrank.attention's layer; "mla" is
+# lowrank.mla's multi-head latent attention (keys and values from a latent of width kv_latent, a
+# decoupled rotary part of width rope_dim), with the head size as its content query/key size.
+ATTENTIONS = ("standard", "mla")
 
 
 @dataclass
 class TransformerConfig:
-    """Shape of a Transformer. ``d_ff=None`` means 4 * d_model; ``head_dim=None`` standard heads."""
+    """Shape of a Transformer. ``d_ff=None`` means 4 * d_model; ``head_dim=None`` standard heads.
+
+    ``attention="mla"`` builds every block on multi-head latent attention of latent width
+    ``kv_latent`` (required then) and rotary width ``rope_dim`` (even; 0 leaves the rotary part
+    out); the head size is its content size and its value size. MLA applies no dropout to its
+    attention weights (the residual dropout stays). ``kv_latent`` and ``rope_dim`` must be left
+    at None and 0 with standard attention."""
     vocab_size: int
     d_model: int = 128
     n_layers: int = 2
@@ -46,6 +58,9 @@ class TransformerConfig:
     norm: str = "post"
     tie_embeddings: bool = True
     init: str = "bert"
+    attention: str = "standard"
+    kv_latent: int | None = None
+    rope_dim: int = 0
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "max_len"):
@@ -64,6 +79,18 @@ class TransformerConfig:
             raise ValueError(f"norm must be 'post' (BERT, the paper) or 'pre', got {self.norm!r}")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if self.attention not in ATTENTIONS:
+            raise ValueError(f"attention must be one of {ATTENTIONS}, got {self.attention!r}")
+        if self.attention == "mla":
+            v = self.kv_latent
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"kv_latent must be a positive int with attention='mla', got {v!r}")
+            r = self.rope_dim
+            if not isinstance(r, int) or isinstance(r, bool) or r < 0 or r % 2:
+                raise ValueError(f"rope_dim must be an even non-negative int, got {r!r}")
+        elif self.kv_latent is not None or self.rope_dim != 0:
+            raise ValueError(f"kv_latent and rope_dim belong to attention='mla'; with attention="
+                             f"{self.attention!r} leave them at None and 0, got {self.kv_latent!r} and {self.rope_dim!r}")
 
     @property
     def head_size(self) -> int:
@@ -83,8 +110,12 @@ class Block(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.pre = cfg.norm == "pre"
-        self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.head_dim, causal=cfg.causal,
-                                       dropout=cfg.dropout)
+        if cfg.attention == "mla":
+            self.attn = MultiHeadLatentAttention(cfg.d_model, cfg.n_heads, kv_latent=cfg.kv_latent,
+                                                 head_dim=cfg.head_size, rope_dim=cfg.rope_dim, causal=cfg.causal)
+        else:
+            self.attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.head_dim, causal=cfg.causal,
+                                           dropout=cfg.dropout)
         self.ln1 = nn.LayerNorm(cfg.d_model)
         self.ff = nn.Sequential(nn.Linear(cfg.d_model, cfg.ff_size), nn.GELU(),
                                 nn.Linear(cfg.ff_size, cfg.d_model))

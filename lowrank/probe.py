@@ -1,6 +1,7 @@
 """Read attention out of a model: pre-softmax logits and probabilities per layer and head.
 
-Works on ``lowrank`` models (any module tree holding :class:`lowrank.attention.MultiHeadAttention`)
+Works on ``lowrank`` models (any module tree holding :class:`lowrank.attention.MultiHeadAttention`
+or :class:`lowrank.mla.MultiHeadLatentAttention`)
 and on Hugging Face ``transformers`` models whose attention goes through the attention-function
 registry (BERT, RoBERTa, DistilBERT, GPT-2, Llama/Mistral/Qwen with rotary embeddings and
 grouped-query attention, ViT, ...; :mod:`lowrank.probe_hf`).
@@ -11,6 +12,7 @@ a Hugging Face model, a function registered in its ``AttentionInterface`` receiv
 and keys after any rotary embedding, the scale and the mask. From them the probe forms, in float64,
 
     logits = scale * Q K^T              (B, h, n, n), before any mask
+                                        (MLA: scale * (Q_C K_C^T + Q_R K_R^T), rotary part included)
     probs  = softmax(logits + mask)     (B, h, n, n), rows sum to 1
 
 then checks that ``probs`` reproduces the model's own probabilities to ``atol`` (max abs
@@ -41,6 +43,7 @@ from torch import nn
 
 from . import probe_hf
 from .attention import MultiHeadAttention, hardmax, row_softmax
+from .mla import MultiHeadLatentAttention
 from .rank import rank_report
 
 __all__ = ["MEASURES", "ProbeMismatchError", "AttentionSite", "LayerAttention", "attention_sites",
@@ -73,19 +76,23 @@ class LayerAttention:
 
 
 def attention_sites(model: nn.Module) -> list[AttentionSite]:
-    """The :class:`lowrank.attention.MultiHeadAttention` modules of ``model`` in forward order (layer 0 first).
+    """The :class:`lowrank.attention.MultiHeadAttention` and :class:`lowrank.mla.MultiHeadLatentAttention`
+    modules of ``model`` in forward order (layer 0 first).
 
     Hugging Face models have no sites: their attention is read through the attention-function
     registry (:mod:`lowrank.probe_hf`), call by call.
     """
     sites = [AttentionSite(i, name, "lowrank", m) for i, (name, m) in
-             enumerate((name, m) for name, m in model.named_modules() if isinstance(m, MultiHeadAttention))]
+             enumerate((name, m) for name, m in model.named_modules() if isinstance(m, _SITE_TYPES))]
     if not sites:
         raise ValueError(
             f"no self-attention module found in {type(model).__name__}: the probe reads "
-            "lowrank.attention.MultiHeadAttention and Hugging Face transformers models whose attention "
+            "lowrank.attention.MultiHeadAttention, lowrank.mla.MultiHeadLatentAttention and Hugging Face transformers models whose attention "
             "goes through their AttentionInterface")
     return sites
+
+
+_SITE_TYPES = (MultiHeadAttention, MultiHeadLatentAttention)
 
 
 def _mismatch(layer: int, name: str, diff: float, atol: float) -> ProbeMismatchError:
@@ -99,13 +106,21 @@ def _recompute(site: AttentionSite, args: tuple, kwargs: dict, atol: float):
     against the module's own."""
     x = args[0] if args else kwargs.get("hidden_states", kwargs.get("x"))
     m = site.module
-    q, k, _ = m.qkv(x)
     mask_in = kwargs.get("attn_mask")
     mask = m._mask(x.shape[1], mask_in, torch.float64, x.device)  # additive, float64, or None
     own = m.probs(x, attn_mask=mask_in)
-    logits = (q.double() @ k.double().transpose(-2, -1)) * m.scale
+    if isinstance(m, MultiHeadLatentAttention):
+        # The content and rotary parts summed, as the layer's definition reads (k_R shared by the heads).
+        p = m.parts(x)
+        logits = (p.q_c.double() @ p.k_c.double().transpose(-2, -1)
+                  + p.q_r.double() @ p.k_r.double().transpose(-2, -1)) * m.scale
+        use_hardmax = False
+    else:
+        q, k, _ = m.qkv(x)
+        logits = (q.double() @ k.double().transpose(-2, -1)) * m.scale
+        use_hardmax = m.hardmax
     masked = logits if mask is None else logits + mask
-    probs = hardmax(masked) if m.hardmax else row_softmax(masked)
+    probs = hardmax(masked) if use_hardmax else row_softmax(masked)
     diff = (probs - own.double()).abs().max().item()
     if not diff <= atol:
         raise _mismatch(site.layer, site.name, diff, atol)

@@ -204,7 +204,8 @@ def test_the_real_inventory_joins_and_every_row_has_a_kind():
     # the claims the review listed as computed-but-unjudged or forgotten each have a row
     assert {"theorem1-counterexample", "saturation-increment", "too-few-heads-hurt", "head-size-past-n",
             "bert-large-more-heads-hurt", "minli-vit-plateau", "minli-imdb-plateau", "minli-lemma1",
-            "minli-multihead-068", "minli-mla", "minli-near-orthonormal", "minli-layers"} <= keys
+            "minli-multihead-068", "minli-mla", "minli-near-orthonormal", "minli-layers", "minli-mla-trained",
+            "mla-logit-bound-trained"} <= keys
 
 
 def _rows(counts, kind="", paper="P"):

@@ -135,9 +135,13 @@ def test_headline_keys_and_values(tmp_path):
     empty.touch()
     grid = ch.classifier_configs(image_set="digits", head_dims=[1, 2], seeds=2, vit_layers=1, text_layers=1)
     tables.update(ch.run_classifiers(grid, run=False, read_store=empty))
+    tables.update(ch.run_latent(ch.latent_configs(kv_latents=[2, 4], seeds=1, head_dim=4, rope_dim=2, d_model=8,
+                                                  n_heads=2, n_layers=1, seq_len=8, steps=2, batch_size=2, lr=1e-3),
+                                rank_windows=2))
     h = ch.headline(tables)
     assert set(h) == set(ch.HEADLINE_KEYS)
     assert h["ch07_cls_vit"] == "" and h["ch07_verdict_vit"].startswith("inconclusive")
+    assert h["ch07_verdict_mla_bound"] == "reproduced" and h["ch07_verdict_mla"].startswith("inconclusive")
     # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
     assert h["ch07_mini_dh"] == 4 and h["ch07_logit_range"] == "exactly 4"
     assert (h["ch07_logit_min"], h["ch07_logit_max"]) == (4, 4)
@@ -343,7 +347,7 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
             return {name: True}
         return experiment
 
-    for name in ("run_pretrained", "run_retrieval", "run_truncation", "run_classifiers"):
+    for name in ("run_pretrained", "run_retrieval", "run_truncation", "run_classifiers", "run_latent"):
         monkeypatch.setattr(runs, name, record(name))
     threads = torch.get_num_threads()
     try:
@@ -351,7 +355,11 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(threads)
-    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation", "run_classifiers"}
+    assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation", "run_classifiers",
+                                         "run_latent"}
+    mla = calls["run_latent"]
+    assert mla["rank_windows"] == P["mla_rank_windows"]
+    assert [c["kv_latent"] for c in mla["args"][0]][:len(P["mla_kv_latents"])] == P["mla_kv_latents"]
     assert calls["run_classifiers"]["read_store"] == P["classifiers_long_store"]
     assert calls["run_pretrained"]["seq_lens"] == P["minilm_seq_lens"] and calls["run_pretrained"]["seed"] == P["seed"]
     ret, tr = calls["run_retrieval"], calls["run_truncation"]

@@ -18,7 +18,7 @@
 #
 # In trained heads the logits have rank at most $d_h$; the rank of attention is whatever its measure and the precision of its tolerance make it.
 #
-# The bound holds in a pretrained encoder and in heads trained here. In every head of the encoder, MiniLM ($d_h$ = {glue:text}`ch07_mini_dh`), the logits have numerical rank {glue:text}`ch07_logit_range` once $n > d_h$ ({ref}`sec-ch07-pretrained`). Two retrieval tasks, every run trained until its loss stops falling, then ask Min & Li's model-reduction question: does accuracy stop improving where attention rank does, and does that point grow like $\log n$? ({ref}`sec-ch07-reduction`). A vision transformer and a news-topic classifier ask it again ({ref}`sec-ch07-classifiers`). Finally, every head of MiniLM is cut to a lower logit rank and judged by measures that can fail ({ref}`sec-ch07-truncation`).
+# The bound holds in a pretrained encoder and in heads trained here. In every head of the encoder, MiniLM ($d_h$ = {glue:text}`ch07_mini_dh`), the logits have numerical rank {glue:text}`ch07_logit_range` once $n > d_h$ ({ref}`sec-ch07-pretrained`). Two retrieval tasks, every run trained until its loss stops falling, then ask Min & Li's model-reduction question: does accuracy stop improving where attention rank does, and does that point grow like $\log n$? ({ref}`sec-ch07-reduction`). A vision transformer and a news-topic classifier ask it again ({ref}`sec-ch07-classifiers`), and small language models on multi-head latent attention check its logit bound and ask whether rank saturates in the latent ({ref}`sec-ch07-mla`). Finally, every head of MiniLM is cut to a lower logit rank and judged by measures that can fail ({ref}`sec-ch07-truncation`).
 
 # %% tags=["parameters", "hide-input"]
 seed = 0                                     # random seed: text windows, initialisations, training
@@ -63,6 +63,18 @@ classifiers_head_dims = [1, 2, 4, 8, 16, 32]  # head sizes d_h of both classifie
 classifiers_seeds = 5                        # seeds per head size and data set
 classifiers_vit_layers = 2                   # blocks of the vision transformer
 classifiers_text_layers = 4                  # blocks of the BBC News classifier
+mla_kv_latents = [2, 4, 8, 16, 32]           # latent sizes kv_latent of the MLA language models
+mla_seeds = 3                                # seeds per kv_latent
+mla_head_dim = 16                            # content query/key size d_h of every MLA head
+mla_rope_dim = 4                             # decoupled rotary query/key size (even)
+mla_d_model = 32                             # width of the MLA language models
+mla_heads = 2                                # heads per block
+mla_layers = 1                               # blocks
+mla_seq_len = 32                             # tokens per sequence n
+mla_steps = 150                              # optimiser steps per model
+mla_batch = 16                               # sequences per step
+mla_lr = 0.003                               # peak learning rate (warm-up, cosine decay)
+mla_rank_windows = 32                        # held-out test windows ranked per model
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -70,7 +82,7 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, subplots, use_style
+from lowrank.book.plotting import grey_safe_lines, legend_below, subplots, use_style
 from lowrank.experiments import trained_attention as ch
 
 use_style()
@@ -273,7 +285,8 @@ plt.close(fig)
 # **What would decide it.** The runs stopped by the step cap are, by task and length: {glue:text}`ch07_ret_capped_where`. A length is judged only when every seed has plateau runs at every $d_h$, so a run still capped at the small head sizes, where $d^*$ lies, keeps its length out of the verdict, and a growth law needs three judged lengths. The runs capped at {glue:text}`ch07_ret_cap:,` steps are trained again to {glue:text}`ch07_ret_ext_cap:,`; the verdict does not guess what a run still capped would reach.
 
 # %% tags=["hide-input"]
-Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLAIMS[1:] if c not in ch.CLASSIFIER_CLAIMS))
+Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLAIMS[1:]
+                   if c not in ch.CLASSIFIER_CLAIMS and c not in ch.LATENT_CLAIMS))
 
 # %% [markdown]
 # (sec-ch07-classifiers)=
@@ -305,6 +318,38 @@ ch.classifier_status_table(tables)
 
 # %% tags=["hide-input"]
 Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.CLASSIFIER_CLAIMS))
+
+# %% [markdown]
+# (sec-ch07-mla)=
+# ## Multi-head latent attention in a trained model
+#
+# {doc}`05_rank_barrier` measured random heads of multi-head latent attention (MLA, the attention of DeepSeek-V2 and V3; `lowrank.mla`): keys and values of every head come from one shared latent of size kv_latent, and a decoupled rotary part of size rope_dim carries positions. There the logits of a head have rank at most $\min(d_h, \text{kv\_latent}) + \text{rope\_dim}$ (capped by $d$ and $n$), and the rank of attention was asked to rise with the latent and saturate. Here the same questions are asked of trained weights: small causal language models on {glue:text}`ch07_mla_data` whose blocks attend through MLA (`TransformerConfig(attention="mla")`, trained by the book's training engine `lowrank.train`; {glue:text}`ch07_mla_sizes`), at kv_latent {glue:text}`ch07_mla_latents`, {glue:text}`ch07_mla_seeds` seeds each. Each model is then read on {glue:text}`ch07_mla_windows` held-out windows of the test split by `lowrank.probe`, in float64: the numerical rank of every head's logits $S$ (before the causal mask, at the float64 default tolerance {glue:text}`ch07_mla_tol`) against the layer's bound, and the hardmax rank of its attention $A$ (distinct argmax columns). Validation losses lie between {glue:text}`ch07_mla_loss_lo:.2f` and {glue:text}`ch07_mla_loss_hi:.2f` nats, against {glue:text}`ch07_mla_uniform:.2f` for a uniform guess; the {glue:text}`ch07_mla_heads` trained heads took {glue:text}`ch07_mla_cpu_s:.0f` s of CPU to train and read ({numref}`tab-ch07-mla`, {numref}`fig-ch07-mla`).
+
+# %% tags=["hide-input"]
+fig, axes = subplots(1, 2, width=7.5, height=3.6, sharex=True)
+ch.plot_latent(axes, tables, lines=grey_safe_lines)
+legend_below(axes[0, 0], ncols=1, fontsize="small")
+glue("ch07_fig_mla", fig, display=False)
+plt.close(fig)
+ch.latent_table(tables)
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch07-mla
+#
+# No trained MLA head exceeds its logit bound. Per latent size kv_latent: the bound on the rank of one head's logits $S$, the largest numerical rank of $S$ over every head and held-out window (float64 default tolerance), the share of heads whose largest rank reaches the bound, the hardmax rank of $A$ over $n$ (mean ± standard deviation over seeds of each model's mean over heads and windows), and the seed-mean validation loss and next-token accuracy.
+# ```
+#
+# ```{glue:figure} ch07_fig_mla
+# :name: fig-ch07-mla
+#
+# The latent bounds the logits of a trained MLA head; the attention's hardmax rank moves little with it. Left: the numerical rank of the logits $S$ (float64 default tolerance) against kv_latent, largest over heads and windows and the mean over heads of each head's largest, with the layer's bound $\min(d_h, \text{kv\_latent}) + \text{rope\_dim}$. Right: the hardmax rank of $A$ over $n$, mean ± standard deviation over seeds (grey: each seed).
+# ```
+#
+# Verdicts (both rules registered in the rules ledger before these models were trained): the bound on every trained head, {glue:text}`ch07_verdict_mla_bound`; the rank of attention rising with the latent and saturating, paired by seed, {glue:text}`ch07_verdict_mla`. Between the smallest and the largest latent the seed-mean hardmax rank of $A$ goes from {glue:text}`ch07_mla_frac_lo:.3f`$\,n$ to {glue:text}`ch07_mla_frac_hi:.3f`$\,n$.
+
+# %% tags=["hide-input"]
+Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c in ch.LATENT_CLAIMS))
 
 # %% [markdown]
 # (sec-ch07-truncation)=

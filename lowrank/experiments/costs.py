@@ -56,6 +56,9 @@ CPU_RATES: dict[str, float] = {
     "truncation": 9.3e-04,   # one MiniLM token forward in the truncation probe: per token
     # a classifier trained to its plateau: per second its pilot took on one core (chapter 07 counts them)
     "classifier": 1.0,
+    # a training step of chapter 07's small MLA language model (batch 16 of n = 32, width 32), its share
+    # of the run's evaluation and head ranks included; pilot on a core shared with two training jobs
+    "mla_step": 1.2e-02,
     "bootstrap": 2.6e-06,
     "worker_start": 2.5e+00,  # a sweep worker process: start and import lowrank (paid once, in parallel)    # a bootstrap replicate of a saturation curve: per replicate x cell
 }
@@ -66,7 +69,7 @@ GPU_SPEEDUP: dict[str, float] = {
     "svd": 5.0, "hardmax": 50.0, "nested": 50.0, "nested_long": 50.0, "fit_iter": 1.0, "lbfgs": 3.0,
     "heads_fit": 3.0, "layer_fit": 3.0,
     "train": 600.0, "train_attn": 600.0, "train_run": 2.0, "retrieval": 5.0, "retrieval_run": 2.0, "minilm": 20.0,
-    "truncation": 20.0, "classifier": 5.0, "bootstrap": 1.0, "worker_start": 1.0,
+    "truncation": 20.0, "classifier": 5.0, "mla_step": 2.0, "bootstrap": 1.0, "worker_start": 1.0,
 }
 
 

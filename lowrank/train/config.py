@@ -41,6 +41,9 @@ class TrainConfig:
     norm: str = "post"
     tie_embeddings: bool = True
     init: str = "bert"               # 'bert' (trunc-normal 0.02) or 'scaled' (residual outputs by fan-in and depth)
+    attention: str = "standard"      # 'standard' or 'mla' (multi-head latent attention, lowrank.mla)
+    kv_latent: int | None = None     # MLA: width of the shared key-value latent (required with 'mla')
+    rope_dim: int = 0                # MLA: width of the decoupled rotary query and key (even)
     batch_size: int = 16
     steps: int = 200
     lr: float = 1e-3
@@ -111,11 +114,13 @@ class TrainConfig:
         return cls(**d)
 
     def to_dict(self) -> dict:
-        """Every field, except ``init`` when it is the default 'bert': the run key of every
-        config written before ``init`` existed stays what it was (stored runs stay valid)."""
+        """Every field, except those at the default of a field added later (``init`` 'bert',
+        ``attention`` 'standard', ``kv_latent`` None, ``rope_dim`` 0): the run key of every config
+        written before they existed stays what it was (stored runs stay valid)."""
         d = asdict(self)
-        if d["init"] == "bert":
-            del d["init"]
+        for name, default in _LATER_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
         return d
 
     def model_config(self, *, vocab_size: int) -> TransformerConfig:
@@ -123,7 +128,12 @@ class TrainConfig:
             vocab_size=vocab_size, d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
             head_dim=self.head_dim, d_ff=self.d_ff, max_len=self.seq_len + (1 if self.task == "classify" else 0),
             dropout=self.dropout, causal=self.task == "lm", norm=self.norm,
-            tie_embeddings=self.tie_embeddings, init=self.init)
+            tie_embeddings=self.tie_embeddings, init=self.init, attention=self.attention,
+            kv_latent=self.kv_latent, rope_dim=self.rope_dim)
+
+
+# Fields added after stores were written, with the defaults that leave a run key unchanged.
+_LATER_DEFAULTS = {"init": "bert", "attention": "standard", "kv_latent": None, "rope_dim": 0}
 
 
 def short(value, limit: int = 80) -> str:

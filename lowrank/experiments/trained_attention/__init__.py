@@ -6,6 +6,9 @@
 - :mod:`.truncation`: every MiniLM head cut to logit rank r, judged by neighbour overlap,
   similarity correlation, a topic probe, and layer by layer.
 - :mod:`.rules`: the four claims' rules and their thresholds (registered in the rules ledger).
+- :mod:`.latent`, :mod:`.latent_rules`: small language models on multi-head latent attention at
+  several latent sizes, their heads' logit rank against the layer's bound and their attention's
+  rank, and the two claims' rules.
 - :mod:`.runs`: :func:`run`, the chapter's parameters mapped onto the three experiments.
 - :mod:`.figures`: the chapter's figures and tables, drawn from :func:`run`'s tables.
 
@@ -32,14 +35,16 @@ from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS as _RULE_CLAIMS, COSIN
 from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbour_overlap, probe_documents,
                          redundant_ranks, run_truncation, similarity_correlation, truncation_configs,
                          truncation_headline, truncation_run, truncation_table)
-from .runs import retrieval_arguments, run, truncation_arguments
-from .figures import (LAW_LABELS, check_summary, classifier_status_table, plot_classifiers, plot_layers, plot_patterns, plot_ranks_vs_n, plot_retrieval,
+from .latent import LATENT_KEYS, latent_configs, latent_headline, latent_summary, paired_saturation, run_latent
+from .latent_rules import LATENT_CLAIMS, rule_mla_trained_bound, rule_mla_trained_saturation
+from .runs import latent_arguments, retrieval_arguments, run, truncation_arguments
+from .figures import (LAW_LABELS, check_summary, classifier_status_table, latent_table, plot_classifiers, plot_latent, plot_layers, plot_patterns, plot_ranks_vs_n, plot_retrieval,
                       plot_saturation, plot_truncation, plot_truncation_layers, retrieval_status_table,
                       truncation_display, windows_table)
 
 from .estimate import estimate, memory, run_keys
 
-CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS
+CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS + LATENT_CLAIMS
 from .schema import CONSTRAINTS, SCHEMA, PATHS
 
 __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
@@ -57,7 +62,9 @@ __all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "
            "plot_truncation_layers", "retrieval_status_table", "truncation_display", "windows_table", "headline",
            "HEADLINE_KEYS", "CLASSIFIER_CLAIMS", "rule_layers", "rule_text_plateau", "rule_vit_plateau",
            "LONG_CLASSIFIER_STORE", "classifier_configs", "classifier_headline", "run_classifiers",
-           "classifier_status_table", "plot_classifiers"]
+           "classifier_status_table", "plot_classifiers", "LATENT_KEYS", "LATENT_CLAIMS", "latent_configs",
+           "latent_headline", "latent_summary", "paired_saturation", "run_latent", "rule_mla_trained_bound",
+           "rule_mla_trained_saturation", "latent_arguments", "latent_table", "plot_latent"]
 
 _PRETRAINED_KEYS = (
     "ch07_mini_layers", "ch07_mini_heads", "ch07_mini_dh", "ch07_mini_maps",
@@ -98,8 +105,8 @@ _TRUNCATION_KEYS = (
 )
 _CLASSIFIER_KEYS = ("ch07_cls_scale", "ch07_cls_vit_data", "ch07_cls_vit_stored", "ch07_cls_vit", "ch07_cls_text_data",
                     "ch07_cls_text_stored", "ch07_cls_text", "ch07_cls_layers", "ch07_cls_layers_what")
-_VERDICT_NAMES = ("mechanism", "barrier", "reduction", "truncation", "vit", "text", "layers")
-HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS, *_CLASSIFIER_KEYS,
+_VERDICT_NAMES = ("mechanism", "barrier", "reduction", "truncation", "vit", "text", "layers", "mla_bound", "mla")
+HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS, *_CLASSIFIER_KEYS, *LATENT_KEYS,
                  *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES))
 
 
@@ -112,7 +119,7 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
     """Every number chapter 07 glues, from the tables of :func:`run`."""
     coarse = coarse_tolerance(tables["rtols"])
     out = {**pretrained_headline(tables, coarse), **retrieval_headline(tables, _join),
-           **truncation_headline(tables, _join), **classifier_headline(tables)}
+           **truncation_headline(tables, _join), **classifier_headline(tables), **latent_headline(tables)}
     for name, claim in zip(_VERDICT_NAMES, CLAIMS):
         out[f"ch07_verdict_{name}"] = claim.judge(out).label
     assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))

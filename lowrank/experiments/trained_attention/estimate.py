@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .classifiers import classifier_configs
 from .reduction import grid_configs
-from .runs import classifier_arguments, retrieval_arguments, truncation_arguments
+from .latent import latent_configs
+from .runs import classifier_arguments, latent_arguments, retrieval_arguments, truncation_arguments
 from .truncation import truncation_configs
 
 __all__ = ["retrieval_configs_at", "truncation_configs_at", "classifier_configs_at", "classifier_seconds", "estimate", "memory", "run_keys", "PLATEAU_SHARE"]
@@ -55,6 +56,11 @@ def estimate(p) -> tuple[dict[str, float], str]:
     if classifiers:
         out["classifier"] = sum(classifier_seconds(c) for c in classifiers)
         what.append(f"{len(classifiers)} classifier trainings")
+    mla = latent_configs(**latent_arguments(p))
+    # per step, scaled from the pilot's batch of 16 x 32 tokens at width 32 by tokens and width
+    out["mla_step"] = sum(c["steps"] * c["batch_size"] * c["seq_len"] / 512 * max(1.0, c["d_model"] / 32)
+                          * c["n_layers"] for c in mla)
+    what.append(f"{len(mla)} MLA language models")
     truncated = truncation_configs_at(p)
     if truncated:
         docs = 5 * p["truncation_per_class"]

@@ -16,11 +16,13 @@ from matplotlib.ticker import NullLocator
 from ...rank import DEFAULT_TOL, FLOAT32_TOL, rank_label
 from .minilm import barrier_fraction, coarse_tolerance, per_head_fractions, tolerance_names
 from .reduction import TASK_NAMES, grid_intervals, law_bands, plateau_table
+from .latent import latent_summary
 from .rules import NEIGHBOUR_MARGIN, SIMILARITY_LEVEL
 
 __all__ = ["LAW_LABELS", "windows_table", "plot_ranks_vs_n", "plot_patterns", "plot_layers",
            "retrieval_status_table", "plot_retrieval", "plot_saturation", "truncation_display",
-           "plot_truncation", "plot_truncation_layers", "check_summary", "plot_classifiers", "classifier_status_table"]
+           "plot_truncation", "plot_truncation_layers", "check_summary", "plot_classifiers", "classifier_status_table",
+           "plot_latent", "latent_table"]
 
 Lines = Callable[[int], list[dict]]
 # The growth laws of :data:`.rules.LAWS` as the figures write them.
@@ -253,6 +255,8 @@ def check_summary(H: Mapping[str, Any], P: Mapping[str, Any]) -> str:
         f"verdicts: mechanism {H['ch07_verdict_mechanism']!r}; barrier {H['ch07_verdict_barrier'].split(':')[0]!r}; "
         f"model reduction {H['ch07_verdict_reduction'].split(':')[0]!r}; truncation "
         f"{H['ch07_verdict_truncation'].split(':')[0]!r}",
+        f"MLA language models, kv_latent in [{H['ch07_mla_latents']}]: {H['ch07_mla_heads']} heads, logit bound "
+        f"verdict {H['ch07_verdict_mla_bound']!r}",
     ])
 
 
@@ -313,3 +317,45 @@ def classifier_status_table(tables: Mapping[str, Any]):
             row[f"d_h = {d}"] = (f"{at.test_acc.mean():.3f} / {at.rank_frac.mean():.2f}" if len(at) else "-")
         rows.append(row)
     return pd.DataFrame(rows).style.hide(axis="index")
+
+
+def plot_latent(axes, tables: Mapping[str, Any], *, lines: Lines) -> None:
+    """The MLA language models against kv_latent: left, the numerical rank of the logits S (largest
+    over heads and windows, and the mean over heads of each head's largest) with the layer's bound;
+    right, the hardmax rank of A / n, mean and sd over seeds, with each seed's line. The caller puts
+    the left panel's legend under it."""
+    axes = np.asarray(axes).ravel()
+    runs, heads = tables["mla_runs"], tables["mla_heads"]
+    s = latent_summary(runs, heads)
+    lat = s.kv_latent.to_numpy()
+    tol = rank_label("numerical rank", DEFAULT_TOL, "S")
+    per_head = heads.groupby(["kv_latent", "seed", "layer", "head"])["logit_rank"].max().groupby("kv_latent").mean()
+    a, b, c = lines(3)
+    axes[0].plot(lat, s.bound, **{**a, "marker": None}, label="bound $\\min(d_h, \\mathrm{kv}) + r$")
+    axes[0].plot(lat, s.logit_max, **{**b, "linestyle": "none"}, label="largest over heads")
+    axes[0].plot(lat, per_head.loc[lat].to_numpy(), **c, label="mean over heads")
+    axes[0].set(ylabel=f"{tol.split(' of ')[0]}\nof $S$")
+    frac = heads.assign(f=heads.hardmax_rank / heads.n).groupby(["kv_latent", "seed"])["f"].mean().unstack("seed")
+    for seed in frac.columns:
+        axes[1].plot(frac.index, frac[seed], color="0.75", linewidth=0.8)
+    axes[1].errorbar(lat, s.frac, yerr=s.frac_sd.fillna(0), capsize=2, **a)
+    axes[1].set(ylabel=f"{rank_label('hardmax rank', '', 'A')} / n")
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        _ticks(ax.xaxis, [int(v) for v in lat])
+        ax.set_xlabel("latent size kv_latent")
+
+
+def latent_table(tables: Mapping[str, Any]):
+    """Per kv_latent: the logit bound, the largest numerical rank of S, the share of heads at the
+    bound, hardmax rank of A / n (mean and sd over seeds) and validation loss and accuracy."""
+    s = latent_summary(tables["mla_runs"], tables["mla_heads"])
+    out = pd.DataFrame({
+        "kv_latent": s.kv_latent, "bound on rank S": s.bound,
+        f"largest {rank_label('numerical rank', DEFAULT_TOL, 'S')}": s.logit_max,
+        "heads at the bound": s.at_bound.map(lambda v: f"{v:.0%}"),
+        "hardmax rank of A / n": [f"{m:.3f} ± {sd:.3f}" for m, sd in zip(s.frac, s.frac_sd)],
+        "validation loss (nats)": s.val_loss.map(lambda v: f"{v:.3f}"),
+        "validation accuracy": s.val_acc.map(lambda v: f"{v:.3f}"),
+    })
+    return out.style.hide(axis="index")

@@ -7,11 +7,12 @@ from typing import Any
 import torch
 
 from .classifiers import classifier_configs, run_classifiers
+from .latent import latent_configs, run_latent
 from .minilm import run_pretrained
 from .reduction import run_retrieval
 from .truncation import run_truncation
 
-__all__ = ["retrieval_arguments", "truncation_arguments", "classifier_arguments", "run"]
+__all__ = ["retrieval_arguments", "truncation_arguments", "classifier_arguments", "latent_arguments", "run"]
 
 
 def retrieval_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -38,13 +39,22 @@ def classifier_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
                 text_layers=p["classifiers_text_layers"], seed=p["seed"])
 
 
+def latent_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The MLA grid's keywords (of :func:`.latent.latent_configs`) from the chapter's parameters."""
+    return dict(kv_latents=p["mla_kv_latents"], seeds=p["mla_seeds"], seed=p["seed"], head_dim=p["mla_head_dim"],
+                rope_dim=p["mla_rope_dim"], d_model=p["mla_d_model"], n_heads=p["mla_heads"],
+                n_layers=p["mla_layers"], seq_len=p["mla_seq_len"], steps=p["mla_steps"],
+                batch_size=p["mla_batch"], lr=p["mla_lr"])
+
+
 def run(P: Mapping[str, Any]) -> dict[str, Any]:
     """Every table chapter 07 shows and :func:`headline` reads, from its validated parameters.
 
     MiniLM's ranks are measured here. The retrieval grid is trained into ``retrieval_store`` when
     ``retrieval_run`` (finished runs are skipped by run key, so an interrupted run resumes; None: a
     temporary file) and then read back, or read from ``retrieval_long_store`` (never written); the
-    truncation likewise with ``truncation_run``, into the same store.
+    truncation likewise with ``truncation_run``, into the same store. The MLA language models are
+    trained here at every scale (seconds each at the default).
     """
     if P["threads"]:
         torch.set_num_threads(P["threads"])
@@ -57,4 +67,5 @@ def run(P: Mapping[str, Any]) -> dict[str, Any]:
                                  read_store=P["retrieval_long_store"]))
     tables.update(run_classifiers(classifier_configs(**classifier_arguments(P)), run=P["classifiers_run"],
                                   store=P["classifiers_store"], read_store=P["classifiers_long_store"]))
+    tables.update(run_latent(latent_configs(**latent_arguments(P)), rank_windows=P["mla_rank_windows"]))
     return tables

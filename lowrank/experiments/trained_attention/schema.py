@@ -52,6 +52,18 @@ SCHEMA = dict(
     classifiers_seeds=Int(1, 1000, doc="seeds per head size and data set"),
     classifiers_vit_layers=Int(1, 64, doc="blocks of the vision transformer"),
     classifiers_text_layers=Int(1, 64, doc="blocks of the BBC News classifier"),
+    mla_kv_latents=IntList(1, 4096, doc="latent sizes kv_latent of the MLA language models, ascending (at least two)"),
+    mla_seeds=Int(1, 1000, doc="seeds per kv_latent of the MLA language models"),
+    mla_head_dim=Int(1, 4096, doc="content query/key (and value) size d_h of every MLA head"),
+    mla_rope_dim=Int(0, 4096, doc="size of the decoupled rotary query and key of every MLA head (even)"),
+    mla_d_model=Int(1, 4096, doc="width of the MLA language models"),
+    mla_heads=Int(1, 256, doc="heads per block of the MLA language models"),
+    mla_layers=Int(1, 64, doc="blocks of the MLA language models"),
+    mla_seq_len=Int(2, 4096, doc="tokens per sequence n of the MLA language models"),
+    mla_steps=Int(1, 10_000_000, doc="optimiser steps of every MLA language model"),
+    mla_batch=Int(1, 65536, doc="sequences per optimiser step"),
+    mla_lr=Float(1e-6, 1.0, doc="peak learning rate (AdamW, warm-up then cosine decay)"),
+    mla_rank_windows=Int(1, 100_000, doc="held-out windows of the test split whose attention is ranked per model"),
 )
 CONSTRAINTS = (
     Constraint(("minilm_seq_lens", "minilm_counts"), same_length("minilm_seq_lens", "minilm_counts")),
@@ -59,6 +71,11 @@ CONSTRAINTS = (
     Constraint(("retrieval_head_dims",), ascending("retrieval_head_dims")),
     Constraint(("retrieval_ns",), ascending("retrieval_ns")),
     Constraint(("classifiers_head_dims",), ascending("classifiers_head_dims")),
+    Constraint(("mla_kv_latents",), ascending("mla_kv_latents")),
+    Constraint(("mla_kv_latents",), lambda p: None if len(p["mla_kv_latents"]) >= 2 else
+               f"mla_kv_latents = {p['mla_kv_latents']} needs at least two latent sizes (a rise and an increment)"),
+    Constraint(("mla_rope_dim",), lambda p: None if p["mla_rope_dim"] % 2 == 0 else
+               f"mla_rope_dim = {p['mla_rope_dim']} must be even (RoPE rotates pairs of columns)"),
     Constraint(("retrieval_max_steps", "retrieval_extended_cap"), lambda p: None if p["retrieval_extended_cap"] is None
                or p["retrieval_extended_cap"] > p["retrieval_max_steps"] else
                f"retrieval_extended_cap = {p['retrieval_extended_cap']} must exceed retrieval_max_steps = "

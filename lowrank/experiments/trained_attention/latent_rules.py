@@ -1,0 +1,128 @@
+"""Chapter 07's trained multi-head latent attention: the rules of its two claims.
+
+Small causal language models on lowrank.mla's layer are trained at several latent sizes
+kv_latent, several seeds each (:mod:`.latent`). One rule checks the layer's logit-rank bound on
+every trained head (a theorem: one head above it contradicts it); the other asks whether the
+attention's hardmax rank rises with kv_latent and saturates by Min & Li's increment criterion,
+paired by seed. Written and registered before the runs they judge.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from ..verdicts import BOOK, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, TRAINING, WEAKER, Claim, Judgement, need
+
+__all__ = ["MLA_TRAINED_INCREMENT", "MIN_MLA_SEEDS", "LEARNED_NATS", "format_bound", "parse_bound",
+           "format_saturation", "parse_saturation", "rule_mla_trained_bound", "rule_mla_trained_saturation",
+           "LATENT_CLAIMS"]
+
+# Min & Li's own saturation criterion (their Table 2, as R25 Reviewer 2 quotes it): the rank has
+# saturated when its relative increment per doubling falls below about 0.01; chapter 05's MLA rule
+# and chapter 06 use the same number.
+MLA_TRAINED_INCREMENT = 0.01
+# The fewest seeds whose paired differences give a t interval with two degrees of freedom.
+MIN_MLA_SEEDS = 3
+# A language model whose validation loss is not at least this many nats below the uniform guess
+# ln V has not learnt the text's statistics, and its attention is still the initialisation's; one nat
+# is about what a unigram model of a small BPE vocabulary gains over the uniform guess.
+LEARNED_NATS = 1.0
+
+_BOUND_KEYS = ("heads", "windows", "n", "excess", "at")
+_SAT_KEYS = ("seeds", "latent_first", "latent_prev", "latent_last", "rise", "rise_lo", "rise_hi", "increment",
+             "increment_lo", "increment_hi", "loss", "uniform")
+
+
+def format_bound(p: Mapping[str, Any]) -> str:
+    """'heads:windows:n:excess:at': heads measured, held-out windows each, their length, the largest
+    logit rank minus the bound over heads and windows, the share of heads reaching the bound."""
+    return ":".join(f"{float(p[k]):g}" for k in _BOUND_KEYS)
+
+
+def parse_bound(text: str) -> dict[str, float] | None:
+    if not text:
+        return None
+    return dict(zip(_BOUND_KEYS, (float(v) for v in str(text).split(":"))))
+
+
+def format_saturation(p: Mapping[str, Any]) -> str:
+    """The saturation evidence, colon-separated in the order of ``_SAT_KEYS``: seeds, the grid's
+    first, second-largest and largest kv_latent, the paired rise of hardmax rank / n (mean, 95 % t
+    interval), the relative increment per doubling over the last step (mean, 95 % t interval), the
+    largest seed-mean validation loss over the grid and ln V."""
+    return ":".join(f"{float(p[k]):.6g}" for k in _SAT_KEYS)
+
+
+def parse_saturation(text: str) -> dict[str, float] | None:
+    if not text:
+        return None
+    return dict(zip(_SAT_KEYS, (float(v) for v in str(text).split(":"))))
+
+
+def rule_mla_trained_bound(h: Mapping[str, Any]) -> Judgement:
+    """Every head of the language models trained with multi-head latent attention, on held-out windows: contradicted when any head's logit matrix S (before the causal mask, recomputed in float64) has numerical rank at the float64 default tolerance above its layer's bound min(d_h, kv_latent, d, n) + min(rope_dim, n), capped at n; reproduced when none does; inconclusive when no head was measured.
+
+    A theorem of lowrank.mla checked on trained weights: one head above the bound contradicts it.
+    """
+    p = parse_bound(need(h, "ch07_mla_bound"))
+    data = need(h, "ch07_mla_data")
+    if p is None or p["heads"] < 1:
+        return Judgement(INCONCLUSIVE, f"at CPU scale, on {data}: no trained head measured",
+                         "no head was measured, so no excess could be seen")
+    ev = (f"at CPU scale, on {data} ({need(h, 'ch07_mla_sizes')}; kv_latent {need(h, 'ch07_mla_latents')}): "
+          f"{int(p['heads'])} trained heads, {int(p['windows'])} held-out windows of n = {int(p['n'])} each; largest "
+          f"numerical rank of S ({need(h, 'ch07_mla_tol')}, float64) minus the bound {int(p['excess']):+d}; "
+          f"{p['at']:.0%} of the heads reach the bound")
+    if p["excess"] > 0:
+        return Judgement(CONTRADICTED, ev)
+    return Judgement(REPRODUCED, ev)
+
+
+def rule_mla_trained_saturation(h: Mapping[str, Any]) -> Judgement:
+    """Language models trained with multi-head latent attention at every kv_latent of the grid, several seeds each: inconclusive with fewer than 3 seeds or when some latent's seed-mean validation loss is not 1 nat below ln V (not trained); with hardmax rank / n of A per run (mean over heads and held-out windows) and differences paired by seed, contradicted when the 95 % t interval of the rise from the smallest to the largest kv_latent lies below 0; inconclusive when it contains 0; else reproduced when the 95 % t interval of the relative increment per doubling over the grid's last step lies below 0.01 (Min & Li's saturation criterion), reproduced in a weaker form (the rank rises but does not saturate inside the grid) when it lies at or above 0.01, inconclusive when it contains 0.01.
+
+    Min & Li say their results are verified in MLA; chapter 05 asks it of random heads, this rule
+    of trained ones.
+    """
+    p = parse_saturation(need(h, "ch07_mla_saturation"))
+    data = need(h, "ch07_mla_data")
+    if p is None:
+        return Judgement(INCONCLUSIVE, f"at CPU scale, on {data}: no run stored", "no run to judge")
+    ev = (f"at CPU scale, on {data} ({need(h, 'ch07_mla_sizes')}; kv_latent {need(h, 'ch07_mla_latents')}, "
+          f"{int(p['seeds'])} seeds): hardmax rank / n of A, paired by seed; rise from kv_latent "
+          f"{int(p['latent_first'])} to {int(p['latent_last'])} {p['rise']:+.4f} (95 % t interval {p['rise_lo']:+.4f} "
+          f"to {p['rise_hi']:+.4f}); relative increment per doubling from {int(p['latent_prev'])} to "
+          f"{int(p['latent_last'])} {p['increment']:+.4f} ({p['increment_lo']:+.4f} to {p['increment_hi']:+.4f}), "
+          f"criterion {MLA_TRAINED_INCREMENT}; largest seed-mean validation loss {p['loss']:.2f} nats (ln V = "
+          f"{p['uniform']:.2f})")
+    if p["seeds"] < MIN_MLA_SEEDS or not math.isfinite(p["rise_lo"]):
+        return Judgement(INCONCLUSIVE, ev, f"{int(p['seeds'])} seeds, fewer than {MIN_MLA_SEEDS}: no paired interval")
+    if p["loss"] > p["uniform"] - LEARNED_NATS:
+        return Judgement(INCONCLUSIVE, ev, f"the models are not trained: validation loss {p['loss']:.2f} is not "
+                                           f"{LEARNED_NATS:g} nat below ln V")
+    if p["rise_hi"] < 0:
+        return Judgement(CONTRADICTED, ev)
+    if p["rise_lo"] <= 0:
+        return Judgement(INCONCLUSIVE, ev, f"a rise of the rank with the latent smaller than the interval's half "
+                                           f"width, {(p['rise_hi'] - p['rise_lo']) / 2:.4f} n, is not detectable")
+    if p["increment_hi"] < MLA_TRAINED_INCREMENT:
+        return Judgement(REPRODUCED, ev)
+    if p["increment_lo"] >= MLA_TRAINED_INCREMENT:
+        return Judgement(WEAKER, ev, f"the rank rises with the latent but still grows by {p['increment']:.3f} per "
+                                     f"doubling at the grid's end: no saturation inside the grid")
+    return Judgement(INCONCLUSIVE, ev, f"the increment's interval contains {MLA_TRAINED_INCREMENT}: an increment "
+                                       f"closer to it than {(p['increment_hi'] - p['increment_lo']) / 2:.4f} is not "
+                                       "resolved")
+
+
+LATENT_CLAIMS: tuple[Claim, ...] = (
+    Claim("mla-logit-bound-trained", BOOK, "07", "sec-ch07-mla",
+          "In trained MLA models (at CPU scale, on Shakespeare) every head's logits have rank at most "
+          "min(d_h, kv_latent) + rope_dim", rule_mla_trained_bound, kind=TRAINING,
+          where="this book (lowrank.mla)"),
+    Claim("minli-mla-trained", MIN_LI, "07", "sec-ch07-mla",
+          "The results are verified in multi-head latent attention (MLA) as used in DeepSeek-V3: in a trained "
+          "model (at CPU scale, on Shakespeare) attention rank rises with the latent size and saturates",
+          rule_mla_trained_saturation, kind=TRAINING, where="ICLR 2026 abstract"),
+)

@@ -633,7 +633,7 @@ def visit(site, browser):
             result.dom["figures"] = tab.evaluate(FIGURE_PROBE)
             shot = screenshot_path(page, width)
             shot.parent.mkdir(parents=True, exist_ok=True)
-            tab.screenshot(path=str(shot), full_page=True)
+            tab.screenshot(path=str(shot), full_page=True, timeout=180_000)  # long pages on a loaded machine
         finally:
             context.close()
         seen[page.path, width] = result

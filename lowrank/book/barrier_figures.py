@@ -153,8 +153,10 @@ def near(t: Mapping[str, Any]):
     for ax in axes[0]:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("sequence length $n$")
-    axes[0, 0].set_ylabel(f"hardmax rank of $A$ / $n$, $d_h$ = {int(top.head_dim.max())}")
-    axes[0, 1].set_ylabel("change from orthonormal tokens / $n$")
+    axes[0, 0].set_title(f"hardmax rank of $A$, $d_h$ = {int(top.head_dim.max())}", fontsize="small")
+    axes[0, 0].set_ylabel("rank / $n$")
+    axes[0, 1].set_title("change from orthonormal tokens", fontsize="small")
+    axes[0, 1].set_ylabel("change / $n$")
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=3, fontsize="small")
     return fig
 

@@ -9,7 +9,7 @@ grouped-query attention, ViT, ...; :mod:`lowrank.probe_hf`).
 How: for a lowrank model, a forward hook on every attention module sees the hidden states
 entering it and its mask, and recomputes queries and keys with the module's own projections; for
 a Hugging Face model, a function registered in its ``AttentionInterface`` receives the queries
-and keys after any rotary embedding, the scale and the mask. From them the probe forms, in float64,
+and keys after any rotary embedding, the scale and the mask. From them the probe forms, in float64::
 
     logits = scale * Q K^T              (B, h, n, n), before any mask
                                         (MLA: scale * (Q_C K_C^T + Q_R K_R^T), rotary part included)

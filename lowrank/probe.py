@@ -76,8 +76,8 @@ class LayerAttention:
 
 
 def attention_sites(model: nn.Module) -> list[AttentionSite]:
-    """The :class:`lowrank.attention.MultiHeadAttention` and :class:`lowrank.mla.MultiHeadLatentAttention`
-    modules of ``model`` in forward order (layer 0 first).
+    """Every attention module of ``model`` that the probe reads, in forward order (layer 0 first):
+    the book's :class:`~lowrank.attention.MultiHeadAttention` and :class:`~lowrank.mla.MultiHeadLatentAttention`.
 
     Hugging Face models have no sites: their attention is read through the attention-function
     registry (:mod:`lowrank.probe_hf`), call by call.

@@ -208,6 +208,9 @@ def test_headline_glues_the_answers_as_text_and_through_a_renderer():
     html = rendered["ch08_answers"].html
     assert rendered["ch08_answers_brief"].html.count('class="book-answer-lede"') == 2
     assert html.count('class="book-answer"') == 2 and html.count('class="book-answer-lede"') == 2
+    # every paper's answering sentence comes before any paper's details
+    assert html.rindex('class="book-answer-lede"') < html.index('class="book-answer-details"')
+    assert html.count('class="book-answer-details"') == 2
     assert f"<strong>{BHOJANAPALLI}</strong>" in html and "<code>head_dim</code>" in html
     assert "\\(n - 1\\)" in html and "\\(\\lfloor n/2 \\rfloor\\)" in html  # typeset by the book's MathJax
     assert "Min &amp; Li" in html  # escaped

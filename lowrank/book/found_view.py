@@ -44,18 +44,25 @@ def _prose(text: str) -> str:
 
 
 def answers_html(answers: Iterable, practitioner: Sequence[str] = ()) -> Html:
-    """One paragraph per answer (``lead`` in bold, its answering sentence marked
-    ``book-answer-lede``, then its details), then the practitioner's sentences in one paragraph."""
+    """Each answer's answering sentence first, one short paragraph per paper (``lead`` in bold, the
+    sentence marked ``book-answer-lede``), then the practitioner's sentences, then each answer's
+    details: on a phone's first screen the reader gets every paper's answer before any detail."""
+    answers = list(answers)
     parts = ['<div class="book-answers tex2jax_process mathjax_process">']
     for a in answers:
-        lead = f"<strong>{html.escape(a.lead)}</strong> " if a.lead else ""
-        details = f" {_prose(' '.join(a.details))}" if a.details else ""
-        parts.append(f'<p class="book-answer">{lead}<span class="book-answer-lede">{_prose(a.answer)}</span>'
-                     f'{details}</p>')
+        parts.append(f'<p class="book-answer">{_lead(a)}<span class="book-answer-lede">{_prose(a.answer)}</span></p>')
     if practitioner:
         parts.append(f'<p class="book-practitioner">{_prose(" ".join(practitioner))}</p>')
+    for a in answers:
+        if a.details:
+            more = f"<strong>More on {html.escape(a.lead)}.</strong> " if a.lead else ""
+            parts.append(f'<p class="book-answer-details">{more}{_prose(" ".join(a.details))}</p>')
     parts.append("</div>")
     return Html("".join(parts), "answers")
+
+
+def _lead(answer) -> str:
+    return f"<strong>{html.escape(answer.lead)}</strong> " if answer.lead else ""
 
 
 def counts_html(table) -> Html:

@@ -55,14 +55,13 @@ def answers_html(answers: Iterable, practitioner: Sequence[str] = ()) -> Html:
         parts.append(f'<p class="book-practitioner">{_prose(" ".join(practitioner))}</p>')
     for a in answers:
         if a.details:
-            more = f"<strong>More on {html.escape(a.lead)}.</strong> " if a.lead else ""
-            parts.append(f'<p class="book-answer-details">{more}{_prose(" ".join(a.details))}</p>')
+            parts.append(f'<p class="book-answer-details">{_lead(a, "More on ", ".")}{_prose(" ".join(a.details))}</p>')
     parts.append("</div>")
     return Html("".join(parts), "answers")
 
 
-def _lead(answer) -> str:
-    return f"<strong>{html.escape(answer.lead)}</strong> " if answer.lead else ""
+def _lead(answer, before: str = "", after: str = "") -> str:
+    return f"<strong>{before}{html.escape(answer.lead)}{after}</strong> " if answer.lead else ""
 
 
 def counts_html(table) -> Html:

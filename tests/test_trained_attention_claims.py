@@ -259,3 +259,26 @@ def test_model_reduction_row_names_the_scale_of_its_runs():
     # Judged on the committed long store, the row must say "long" even when the notebook ran at default.
     claim = next(c for c in ch.CLAIMS if c.key == "minli-model-reduction")
     assert claim.scale_key == "ch07_ret_scale" and claim.scale_key in ch.HEADLINE_KEYS
+
+
+def test_the_opening_answer_groups_every_verdict_under_its_word():
+    from lowrank.experiments.trained_attention import _ABOUT, answer_text
+    labels = ["contradicted", "reproduced", "inconclusive: too few lengths", "contradicted",
+              "reproduced in a weaker form", "reproduced", "inconclusive: x", "reproduced", "contradicted"]
+    text = answer_text(labels)
+    # Reproduced first, then the weaker form, contradicted and inconclusive; each claim named once.
+    assert text.index("Reproduced:") < text.index("Reproduced in a weaker form:") < text.index("Contradicted:") \
+        < text.index("Inconclusive:")
+    for about in _ABOUT:
+        assert text.count(about) == 1
+    contradicted = text.split("Contradicted: ")[1].split(".")[0]
+    assert contradicted.split("; ") == [_ABOUT[0], _ABOUT[3], _ABOUT[8]]
+    assert "too few lengths" not in text
+    with pytest.raises(ValueError, match="8 verdicts for 9 claims"):
+        answer_text(labels[:-1])
+
+
+def test_the_opening_answer_names_a_verdict_word_outside_the_usual_four():
+    from lowrank.experiments.trained_attention import answer_text
+    text = answer_text(["not tested"] + ["reproduced"] * 8)
+    assert text.startswith("Reproduced: ") and text.endswith("Not tested: logits of rank at most the head size in trained heads.")

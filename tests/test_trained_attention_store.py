@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from lowrank.experiments import ledger
 from lowrank.experiments import trained_attention as ch
@@ -23,6 +24,9 @@ STORE = Path(__file__).resolve().parents[1] / ch.LONG_STORE
 # machine; another CPU may round differently, so allow 0.005 of accuracy (a few binomial standard
 # errors of a 10,000-sequence test set) and 2 % of the test loss.
 ACC_TOL, LOSS_REL_TOL = 0.005, 0.02
+# The grid's own step cap, from the parameter set that wrote the store.
+GRID_CAP = yaml.safe_load((STORE.parents[2] / "chapters/params/long/07_trained_attention.yaml").read_text())[
+    "retrieval_max_steps"]
 
 
 def _records():
@@ -107,3 +111,16 @@ def test_cheapest_stored_classifier_run_reproduces():
     assert math.isclose(m["test_loss"], stored["test_loss"], rel_tol=LOSS_REL_TOL, abs_tol=1e-6), (
         m["test_loss"], stored["test_loss"])
     assert m["hardmax_rank"] == pytest.approx(stored["hardmax_rank"], rel=0.05)
+
+
+def test_runs_past_the_cap_descend_from_the_cap_extension():
+    """A retrieval run with a step cap above the grid's was trained under the cap extension, so its
+    checkout must hold the first ledger event that names EXTENDED_CAP (registered before any such run)."""
+    events = [e for e in ledger.read_ledger() if e.claim == "minli-model-reduction"]
+    first_cap = next(e for e in events if e.thresholds.get("EXTENDED_CAP") == ch.EXTENDED_CAP)
+    for r in _records():
+        if r["experiment"] != ch.RETRIEVAL_EXPERIMENT or int(r["config"]["max_steps"]) <= GRID_CAP:
+            continue
+        assert int(r["config"]["max_steps"]) == ch.EXTENDED_CAP, f"record {r['key']}: cap {r['config']['max_steps']}"
+        after = ledger.committed_after(first_cap, r["provenance"]["git_revision"])
+        assert after is not False, f"record {r['key']} predates the cap extension"

@@ -18,6 +18,8 @@
 #
 # In trained heads the logits have rank at most $d_h$; the rank of attention is whatever its measure and the precision of its tolerance make it.
 #
+# What the trained models say, each claim judged by the rule it was registered with in the rules ledger: {glue:text}`ch07_answer` The sections below give the evidence, the scale and the rule's reason for each.
+#
 # The bound holds in a pretrained encoder and in heads trained here. In every head of the encoder, MiniLM ($d_h$ = {glue:text}`ch07_mini_dh`), the logits have numerical rank {glue:text}`ch07_logit_range` once $n > d_h$ ({ref}`sec-ch07-pretrained`). Two retrieval tasks, every run trained until its loss stops falling, then ask Min & Li's model-reduction question: does accuracy stop improving where attention rank does, and does that point grow like $\log n$? ({ref}`sec-ch07-reduction`). A vision transformer and a news-topic classifier ask it again ({ref}`sec-ch07-classifiers`), and small language models on multi-head latent attention check its logit bound and ask whether rank saturates in the latent ({ref}`sec-ch07-mla`). Finally, every head of MiniLM is cut to a lower logit rank and judged by measures that can fail ({ref}`sec-ch07-truncation`).
 
 # %% tags=["parameters", "hide-input"]

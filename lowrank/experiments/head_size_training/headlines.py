@@ -408,7 +408,8 @@ def _trend_text(comps: pd.DataFrame, row: str) -> str:
 def _budget_status(stored: int, planned: int, cpu_h: float) -> str:
     """Whether the budget store holds every planned run (each counted once), and the training time
     it took, as a phrase."""
-    hours = f"{cpu_h:.1f} hours of one core's training"
+    # Wall time, not CPU time: a run paused on a shared machine counts its pause, so this bounds the cost above.
+    hours = f"{cpu_h:.1f} hours of wall time summed over the runs, one core each, an upper bound on their compute"
     if stored >= planned:
         return f"complete: every one of the {planned} planned runs is stored ({hours})"
     return f"partial: {stored} of the {planned} planned runs are stored so far ({hours})"

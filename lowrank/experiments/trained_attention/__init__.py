@@ -47,7 +47,7 @@ from .estimate import estimate, memory, run_keys
 CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS + LATENT_CLAIMS
 from .schema import CONSTRAINTS, SCHEMA, PATHS
 
-__all__ = ["estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
+__all__ = ["answer_text", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
            "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
            "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "capped_configs", "extended", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
            "plateau_table", "read_retrieval_store", "retrieval_configs", "retrieval_run",
@@ -106,13 +106,34 @@ _TRUNCATION_KEYS = (
 _CLASSIFIER_KEYS = ("ch07_cls_scale", "ch07_cls_vit_data", "ch07_cls_vit_stored", "ch07_cls_vit", "ch07_cls_text_data",
                     "ch07_cls_text_stored", "ch07_cls_text", "ch07_cls_layers", "ch07_cls_layers_what")
 _VERDICT_NAMES = ("mechanism", "barrier", "reduction", "truncation", "vit", "text", "layers", "mla_bound", "mla")
+# What each verdict is about, for the chapter's opening sentence (the order of _VERDICT_NAMES).
+_ABOUT = ("logits of rank at most the head size in trained heads", "Min & Li's rank barrier as a ceiling on trained heads",
+          "model reduction on the retrieval tasks", "MiniLM's heads cut to a logit rank near log n",
+          "accuracy plateauing where rank saturates in vision transformers on digits",
+          "rank and accuracy saturating together on BBC News topics",
+          "rank saturating alike at every layer",
+          "the logit bound of trained multi-head latent attention",
+          "rank saturating in the latent of trained multi-head latent attention")
 HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS, *_CLASSIFIER_KEYS, *LATENT_KEYS,
-                 *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES))
+                 *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES), "ch07_answer")
 
 
 def _join(xs: Sequence[Any]) -> str:
     xs = [str(x) for x in xs]
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+def answer_text(labels: Sequence[str]) -> str:
+    """The chapter's verdicts grouped by their verdict word, one sentence each, in the order of
+    :data:`_ABOUT` (``labels``: every verdict label, such as ``"inconclusive: ..."``)."""
+    if len(labels) != len(_ABOUT):
+        raise ValueError(f"{len(labels)} verdicts for {len(_ABOUT)} claims")
+    groups: dict[str, list[str]] = {}
+    for label, about in zip(labels, _ABOUT):
+        groups.setdefault(str(label).split(":")[0].strip(), []).append(about)
+    first = ("reproduced", "reproduced in a weaker form", "contradicted", "inconclusive")
+    order = [w for w in first if w in groups] + [w for w in groups if w not in first]
+    return " ".join(f"{w[0].upper()}{w[1:]}: {'; '.join(groups[w])}." for w in order)
 
 
 def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -122,5 +143,6 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
            **truncation_headline(tables, _join), **classifier_headline(tables), **latent_headline(tables)}
     for name, claim in zip(_VERDICT_NAMES, CLAIMS):
         out[f"ch07_verdict_{name}"] = claim.judge(out).label
+    out["ch07_answer"] = answer_text([out[f"ch07_verdict_{name}"] for name in _VERDICT_NAMES])
     assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))
     return out

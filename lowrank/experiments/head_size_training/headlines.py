@@ -452,15 +452,17 @@ def _gap_reading(H: Mapping) -> str:
 
 
 _VERDICT_READING = {
-    "reproduced": "the fixed head size has the lower loss, as the paper finds",
-    "contradicted": "the standard head size has the lower loss, against the paper",
-    "no effect larger than the margin": "neither is better by more than the margin",
+    "reproduced": "A fixed head size wins at h = 32, as the paper finds",
+    "contradicted": "Standard heads win at h = 32, against the paper",
+    "no effect larger than the margin": "Neither wins at h = 32 by more than the margin",
 }
 
 
 def _answer(H: Mapping) -> str:
-    """The chapter's answer, first on the page, in a few lines: the decisive row (h = 32, standard
-    minus fixed, at the largest budget) with its interval and verdict, or how far its runs are."""
+    """The chapter's answer, first on the page and short enough for four lines on a phone: the
+    verdict of the decisive row (h = 32, standard minus fixed, at the largest budget), then its
+    budget, seeds and validation interval (the page's next sentence gives the test split), or how
+    far its runs are."""
     p = "ch04_rule_budget_gap_"
     j = CLAIMS[1].judge(H)
     tokens = f"{H[p + 'tokens'] / 1e6:.1f} M tokens a run"
@@ -468,10 +470,10 @@ def _answer(H: Mapping) -> str:
         return (f"Open at this scale: the decisive runs, standard against fixed head size at h = 32 with {tokens} "
                 f"and {int(H[p + 'planned']) // 2} seeds, are still training ({int(H[p + 'stored'])} of "
                 f"{int(H[p + 'planned'])} stored).")
-    reading = _VERDICT_READING.get(j.verdict, f"the rule cannot decide: {j.qualifier}")
-    return (f"At {tokens} and {int(H[p + 'val_n'])} seeds, standard heads at h = 32 minus a fixed head size is "
-            f"{H[p + 'val_diff']:+.3f} nats of validation loss ({H[p + 'val_lo']:+.3f} to {H[p + 'val_hi']:+.3f}; "
-            f"test {H[p + 'test_diff']:+.3f}): {reading}.")
+    reading = _VERDICT_READING.get(j.verdict, f"The rule cannot decide: {j.qualifier}")
+    return (f"{reading}: over {int(H[p + 'val_n'])} seeds of {H[p + 'tokens'] / 1e6:.1f} M tokens, standard minus "
+            f"fixed validation loss is {H[p + 'val_diff']:+.3f} nats ({H[p + 'val_lo']:+.3f} to "
+            f"{H[p + 'val_hi']:+.3f}).")
 
 
 def _budget_verdicts(H: Mapping) -> str:

@@ -317,6 +317,24 @@ def test_law_bands_cover_the_intervals_of_the_laws_that_fit():
     assert table.loc["a + b ln n", "pred_lo"] <= 10 and table.loc["a + b ln n", "pred_hi"] > 9
 
 
+def test_deciding_text_gives_each_fitting_law_its_range_past_the_largest_judged_length():
+    import pandas as pd
+    from lowrank.experiments.trained_attention.reduction import deciding_text
+
+    pts = pd.DataFrame({"n": [16, 32, 64], "a_lo": [2, 2, 2], "a_hi": [3, 3, 4]})
+    text = deciding_text(pts, factors=(2, 8))
+    parts = text.split("; ")
+    assert [p.split(",")[0] for p in parts] == ["at n = 128", "at n = 512"]
+    # ln n grows slower than a power of n: at n = 512 its largest d* lies below the power law's
+    log_hi = float(parts[1].split("a + b ln n ")[1].split(" to ")[1].split(",")[0])
+    pow_hi = float(parts[1].split("c n^alpha ")[1].split(" to ")[1].split(",")[0])
+    assert log_hi < pow_hi
+    assert deciding_text(pts.iloc[:2]) == ""
+    # intervals no law fits (a jump up, then down) leave nothing to decide
+    bad = pd.DataFrame({"n": [16, 32, 64], "a_lo": [1, 30, 1], "a_hi": [2, 31, 2]})
+    assert deciding_text(bad).startswith("nowhere: no growth law fits every interval")
+
+
 def test_truncating_one_layer_leaves_the_others_whole():
     from lowrank.pretrained import truncate_logit_rank
 

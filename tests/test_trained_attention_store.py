@@ -15,6 +15,7 @@ import yaml
 from lowrank.experiments import ledger
 from lowrank.experiments import trained_attention as ch
 from lowrank.experiments.trained_attention.classifiers import CLASSIFIER_EXPERIMENT, classifier_run
+from lowrank.provenance import cpu_name
 from lowrank.retrieval import train_retrieval
 
 from helpers import store_records
@@ -94,6 +95,10 @@ def test_cheapest_stored_retrieval_run_reproduces():
 
 @pytest.mark.slow
 def test_cheapest_stored_classifier_run_reproduces():
+    """On the CPU model that wrote it, the run reproduces to its step and float tolerance. A run of
+    several thousand steps through MKL's vendor-specific kernels does not survive a change of CPU
+    vendor bit for bit, so on another CPU it must land inside the spread of its own config's seeds
+    (the store's other seeds bound what a correct engine produces), which a broken engine would not."""
     recs = [r for r in _records() if r["experiment"] == CLASSIFIER_EXPERIMENT]
     if not recs:
         pytest.skip("the store holds no classifier run yet")
@@ -105,12 +110,29 @@ def test_cheapest_stored_classifier_run_reproduces():
     finally:
         torch.set_num_threads(threads)
     stored = cheapest["metrics"]
-    assert (m["plateau"], m["steps_run"]) == (stored["plateau"], stored["steps_run"]), cheapest["config"]
-    assert abs(m["test_acc"] - stored["test_acc"]) <= ACC_TOL + 3 * stored["test_acc_se"], (
-        m["test_acc"], stored["test_acc"], cheapest["config"])
-    assert math.isclose(m["test_loss"], stored["test_loss"], rel_tol=LOSS_REL_TOL, abs_tol=1e-6), (
-        m["test_loss"], stored["test_loss"])
+    assert m["plateau"] == stored["plateau"], cheapest["config"]
     assert m["hardmax_rank"] == pytest.approx(stored["hardmax_rank"], rel=0.05)
+    if cheapest["provenance"].get("cpu") == cpu_name():
+        assert m["steps_run"] == stored["steps_run"], cheapest["config"]
+        assert abs(m["test_acc"] - stored["test_acc"]) <= ACC_TOL + 3 * stored["test_acc_se"], (
+            m["test_acc"], stored["test_acc"], cheapest["config"])
+        assert math.isclose(m["test_loss"], stored["test_loss"], rel_tol=LOSS_REL_TOL, abs_tol=1e-6), (
+            m["test_loss"], stored["test_loss"])
+        return
+    same = _seeds_of(recs, cheapest["config"])
+    assert len(same) >= 3, "too few seeds of this config to bound a run on another CPU"
+    for key, slack in (("steps_run", cheapest["config"]["eval_every"] * cheapest["config"]["patience"]),
+                       ("test_acc", ACC_TOL + 3 * stored["test_acc_se"]),
+                       ("test_loss", LOSS_REL_TOL * stored["test_loss"])):
+        values = [r["metrics"][key] for r in same]
+        assert min(values) - slack <= m[key] <= max(values) + slack, (key, m[key], sorted(values))
+
+
+def _seeds_of(recs: list[dict], config: dict) -> list[dict]:
+    """The records whose config differs from ``config`` in the seed only."""
+    def bare(c):
+        return {k: v for k, v in c.items() if k != "seed"}
+    return [r for r in recs if bare(r["config"]) == bare(config)]
 
 
 def test_runs_past_the_cap_descend_from_the_cap_extension():

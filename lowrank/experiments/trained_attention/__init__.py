@@ -89,7 +89,7 @@ _RETRIEVAL_KEYS = (
     "ch07_ret_capped", "ch07_ret_plateau_tol", "ch07_ret_margin", "ch07_ret_acc_se_max", "ch07_ret_acc_min",
     "ch07_ret_acc_max", "ch07_ret_corr", "ch07_ret_pair_corr", "ch07_ret_bounded", "ch07_ret_cases",
     *(f"ch07_red_{t}{s}" for t in ("single", "pair") for s in ("", "_runs", "_grid", "_plateau", "_judged", "_text")),
-    "ch07_ret_capped_where", "ch07_red_laws", "ch07_red_pred",
+    "ch07_ret_capped_where", "ch07_red_laws", "ch07_red_pred", "ch07_red_decide",
     "ch07_bar_ret_dh", "ch07_bar_ret_ns", "ch07_bar_ret_runs", "ch07_bar_ret_above", "ch07_bar_ret_mean",
     "ch07_bar_ret_lo", "ch07_bar_ret_hi", "ch07_bar_ret_share_lo", "ch07_bar_ret_share_hi", "ch07_bar_ret_spread",
     "ch07_ret_git", "ch07_ret_code", "ch07_ret_dates", "ch07_ret_machine", "ch07_ret_cpu", "ch07_ret_cpu_min",

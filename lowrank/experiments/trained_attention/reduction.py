@@ -34,7 +34,7 @@ from .rules import LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, format
 __all__ = ["RETRIEVAL_EXPERIMENT", "LONG_STORE", "TASK_NAMES", "retrieval_configs", "grid_configs", "retrieval_run",
            "extended", "capped_configs",
            "retrieval_table", "read_retrieval_store", "run_retrieval", "equivalent_from",
-           "grid_intervals", "plateau_table", "law_table", "law_bands", "retrieval_headline"]
+           "grid_intervals", "plateau_table", "law_table", "law_bands", "deciding_text", "retrieval_headline"]
 
 RETRIEVAL_EXPERIMENT = "ch07_retrieval"
 LONG_STORE = "data/results/07_trained_attention_long.jsonl"
@@ -303,6 +303,25 @@ def law_bands(points: pd.DataFrame, ns: Sequence[float]) -> dict[str, tuple[np.n
     return out
 
 
+def deciding_text(points: pd.DataFrame, factors: Sequence[int] = (2, 4, 8)) -> str:
+    """Which outcomes at lengths past the largest judged n would exclude a growth law: at each n
+    (``factors`` times that length) the range of d*(n) of every law that fits every grid interval
+    now. A grid interval there lying wholly outside a law's range excludes that law; one inside
+    every range decides nothing. Empty when fewer than three lengths are judged."""
+    if len(points) < 3:
+        return ""
+    n_top = int(points.n.max())
+    ns = [n_top * f for f in factors]
+    bands = law_bands(points, ns)
+    if not bands:
+        return "nowhere: no growth law fits every interval, so no further length is needed to exclude one"
+    parts = []
+    for i, n in enumerate(ns):
+        ranges = ", ".join(f"{law} {max(lo[i], 0.0):.1f} to {hi[i]:.1f}" for law, (lo, hi) in bands.items())
+        parts.append(f"at n = {n}, {ranges}")
+    return "; ".join(parts)
+
+
 def _interval_text(lo: float, hi: float) -> str:
     return f"({lo:g}, {hi:g}]" if math.isfinite(hi) else f"above {lo:g}"
 
@@ -376,6 +395,7 @@ def retrieval_headline(t: Mapping[str, Any], join) -> dict[str, Any]:
     else:
         out["ch07_red_laws"] = f"not decided: {len(single_pts)} length(s) judged, three needed"
         out["ch07_red_pred"] = "no prediction: fewer than three lengths judged"
+    out["ch07_red_decide"] = deciding_text(single_pts) or "nowhere yet (fewer than three lengths are judged)"
     # The barrier, on the retrieval heads of the widest d_h (one-key task, plateau runs, every n).
     top = runs[(runs.task == "single") & (runs.head_dim == dims[-1]) & plateau]
     excess = (top.hardmax_rank / top.n - top.n.map(lambda n: expected_distinct_columns(int(n)) / int(n))).to_numpy()

@@ -55,7 +55,7 @@ def assert_numbers_come_from(text, rows, ns=()):
     asked for, or the theory's threshold at one; no other number may be typed."""
     allowed = {str(k) for k in range(len(rows) + 1)}
     for r in rows:
-        allowed |= numbers_in(f"{r.paper} {r.statement} {r.qualifier} {r.chapter}")
+        allowed |= numbers_in(f"{r.paper} {r.statement} {r.qualifier} {r.chapter} {r.evidence}")
     for n in ns:
         allowed |= {str(n), str(head_size_threshold(n)), str(head_size_threshold(n, causal=True))}
     assert numbers_in(text) <= allowed, (numbers_in(text) - allowed, text)
@@ -216,3 +216,22 @@ def test_headline_glues_the_answers_as_text_and_through_a_renderer():
     assert "Min &amp; Li" in html  # escaped
     counts = rendered["ch08_counts_by_kind"].html
     assert 'data-label="proof check"' in counts and "counts-zero" in counts and "verdict-badge" in counts
+
+
+def test_the_full_practitioner_answer_quotes_the_decoupling_effect_once_it_is_decided():
+    evidence = ("at h = 32, standard minus fixed loss: validation +0.051 nats (95% interval +0.028 to +0.073, 9 seeds); "
+                "test +0.078 nats (95% interval +0.061 to +0.094, 9 seeds); change over the last doubling: +0.004 nats")
+    coupled = dataclasses.replace(row(REPRODUCED, TRAINING, 0, key=A.DECOUPLE_KEY), evidence=evidence)
+    rows = [r for r in decided() if not (r.kind == TRAINING and r.statement.endswith("claim a holds"))] + [coupled]
+    said = A.practitioner_answer(rows, (64,))
+    assert said[-1] == ("On decoupling the head size from d/h itself, reproduced at the scale of the long CPU runs, "
+                        "the book measured: at h = 32, standard minus fixed loss: validation +0.051 nats (95% interval "
+                        "+0.028 to +0.073, 9 seeds); test +0.078 nats (95% interval +0.061 to +0.094, 9 seeds).")
+    assert "last doubling" not in " ".join(said)
+    assert_numbers_come_from(" ".join(said), rows, (64,))
+    for s in said:
+        assert_reads(s)
+    # the landing page counts and does not quote; an undecided decoupling row has no effect to quote
+    assert not any("decoupling" in s for s in A.practitioner_answer(rows, (64,), brief=True))
+    open_row = dataclasses.replace(coupled, verdict=INCONCLUSIVE)
+    assert not any("decoupling" in s for s in A.practitioner_answer([*rows[:-1], open_row], (64,)))

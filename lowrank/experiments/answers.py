@@ -24,7 +24,7 @@ from ..theory.representation import head_size_threshold
 from .verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI, NEGLIGIBLE,
                        NOT_JUDGED, NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER)
 
-__all__ = ["THESIS", "THRESHOLD_KEY", "CAUSAL_THRESHOLD_KEY", "Answer", "paper_answer", "practitioner_answer",
+__all__ = ["THESIS", "THRESHOLD_KEY", "CAUSAL_THRESHOLD_KEY", "DECOUPLE_KEY", "Answer", "paper_answer", "practitioner_answer",
            "gist", "scale_phrase", "join_values"]
 
 # What each paper answers to the book's question, in its own terms; the verdicts say how much of it holds.
@@ -36,6 +36,11 @@ THESIS = {
 # and the book's own causal one.
 THRESHOLD_KEY = "head-size-threshold"
 CAUSAL_THRESHOLD_KEY = "causal-threshold"
+# The training claim that answers the practitioner's question (decouple the head size from d/h?),
+# whose measured effect the full practitioner's answer quotes once it is decided.
+DECOUPLE_KEY = "bhojanapalli-fixed-heads-training"
+# How many "; "-separated parts of that row's evidence the answer quotes: the effect on each split.
+DECOUPLE_PARTS = 2
 
 THEORY_KINDS = (PROOF_CHECK, SIMULATION)
 EVIDENCE_KINDS = (TRAINING, PRETRAINED)
@@ -279,4 +284,9 @@ def practitioner_answer(rows: Iterable, ns: Sequence[int], *, brief: bool = Fals
             if undecided else "")
     names = "; the verdict table names them" if brief else ""
     out.append(f"The training evidence, at the scale of {where}, {_join(parts)}{tail}{names}.")
+    decouple = by_key.get(DECOUPLE_KEY)
+    if not brief and decouple is not None and decouple in decided and decouple.evidence:
+        effect = "; ".join(decouple.evidence.split("; ")[:DECOUPLE_PARTS])
+        out.append(f"On decoupling the head size from d/h itself, {_WORD[_verdict(decouple)]} at the scale of "
+                   f"{scale_phrase([decouple])}, the book measured: {effect}.")
     return tuple(out)

@@ -24,8 +24,8 @@ from ..theory.representation import head_size_threshold
 from .verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI, NEGLIGIBLE,
                        NOT_JUDGED, NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER)
 
-__all__ = ["THESIS", "THRESHOLD_KEY", "CAUSAL_THRESHOLD_KEY", "DECOUPLE_KEY", "Answer", "paper_answer", "practitioner_answer",
-           "gist", "scale_phrase", "join_values"]
+__all__ = ["THESIS", "THRESHOLD_KEY", "CAUSAL_THRESHOLD_KEY", "DECOUPLE_KEY", "Answer", "paper_answer",
+           "practitioner_answer", "gist", "scale_phrase", "join_values"]
 
 # What each paper answers to the book's question, in its own terms; the verdicts say how much of it holds.
 THESIS = {

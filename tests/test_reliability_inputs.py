@@ -146,3 +146,25 @@ def test_a_run_estimated_over_a_week_is_refused_unless_forced(tmp_path):
     assert "days of wall time" in line and "--force" in line and len(out.stderr.strip().splitlines()) == 1
     forced = subprocess.run(cmd + ["--force"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert forced.returncode == 0 and "estimate:" in forced.stdout
+
+
+# --- python -m lowrank.experiments.head_size_training (the budget store) --------------------------
+
+@pytest.mark.parametrize("args, words", [
+    (["--store", "FOLDER"], ["--store must name a .jsonl file"]),
+    (["--store", "s.jsonl", "--workers", "0"], ["--workers must be a positive int"]),
+    (["--store", "s.jsonl", "--shard", "3/2"], ["--shard"]),
+])
+def test_the_budget_command_refuses_bad_input_in_one_line(tmp_path, args, words):
+    """Run as a user would (a fresh interpreter): one error line on stderr and nothing else, no
+    Python warning about the module being imported twice, and no store written."""
+    import subprocess
+    import sys
+
+    (tmp_path / "FOLDER").mkdir()
+    cmd = [sys.executable, "-m", "lowrank.experiments.head_size_training", *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 2, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and all(w in out.stderr for w in words), out.stderr
+    assert not (tmp_path / "s.jsonl").exists()

@@ -4,7 +4,7 @@ and the powered seeds, the doubled budget, Fig. 4 and Table 2(B) added to it.
 Grids of causal-LM runs on the recipe of the chapter's long-scale sweep (d = 64, n = 64,
 two pre-LN layers, BPE vocabulary 512, batch 32, cosine decay after 100 warm-up steps, scaled
 initialisation, one torch thread), written to one resumable store through :func:`lowrank.sweep.sweep`
-and run in this order by :func:`run` (``python -m lowrank.experiments.head_size_training.budget``):
+and run in this order by :func:`run` (``python -m lowrank.experiments.head_size_training``):
 
 1. :func:`lr_check_grid`: standard and fixed head size at h = 32, every rate of
    :data:`LR_CHECK_RATES`, :data:`LR_CHECK_STEPS` steps, one seed. The rate the budget extension
@@ -125,7 +125,7 @@ STEP_COST_S = {"standard h = 4": 0.063, "standard h = 16": 0.104, "standard h = 
                "head size 32, h = 1": 0.022, "head size 32, h = 2": 0.035, "head size 32, h = 4": 0.070,
                "head size 32, h = 8": 0.200}
 
-RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head_size_training.budget "
+RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head_size_training "
                   "--store runs/04_head_size_budget.jsonl > runs/04_head_size_budget.log 2>&1 &")
 
 
@@ -432,7 +432,7 @@ def factorial_effects(fact: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.head_size_training.budget",
+    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.head_size_training",
                                  description="Train chapter 04's budget store (resumable by run key).")
     ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
     ap.add_argument("--shard", default=None, help="i/N: train only this share of every grid")
@@ -455,5 +455,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # works too, but Python warns: the package has imported this module already
     raise SystemExit(main())

@@ -239,10 +239,12 @@ def _values(ns: Sequence[int], causal: bool = False) -> str:
     return _join([f"{head_size_threshold(int(n), causal=causal)} at n = {int(n)}" for n in ns])
 
 
-def practitioner_answer(rows: Iterable, ns: Sequence[int], *, brief: bool = False) -> tuple[str, ...]:
+def practitioner_answer(rows: Iterable, ns: Sequence[int], *, brief: bool = False,
+                        quote_decouple: bool = True) -> tuple[str, ...]:
     """For someone choosing ``head_dim``: the head size a head needs to express every pattern over
     n tokens, at each n of ``ns`` (:func:`lowrank.theory.representation.head_size_threshold`), as far
-    as the threshold claims hold; then what the training claims do and do not support."""
+    as the threshold claims hold; then what the training claims do and do not support, and
+    (``quote_decouple``, when no abstract's sentences say it first) the decoupling row's effect."""
     rows = [r for r in rows if r.statement != "(no claim collected)"]
     by_key = {r.key: r for r in rows if r.key}
     out = []
@@ -285,7 +287,7 @@ def practitioner_answer(rows: Iterable, ns: Sequence[int], *, brief: bool = Fals
     names = "; the verdict table names them" if brief else ""
     out.append(f"The training evidence, at the scale of {where}, {_join(parts)}{tail}{names}.")
     decouple = by_key.get(DECOUPLE_KEY)
-    if not brief and decouple is not None and decouple in decided and decouple.evidence:
+    if not brief and quote_decouple and decouple is not None and decouple in decided and decouple.evidence:
         effect = "; ".join(decouple.evidence.split("; ")[:DECOUPLE_PARTS])
         out.append(f"On decoupling the head size from d/h itself, {_WORD[_verdict(decouple)]} at the scale of "
                    f"{scale_phrase([decouple])}, the book measured: {effect}.")

@@ -27,7 +27,7 @@ from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED,
                        KIND_MEANING, MIN_LI, NOT_JUDGED, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
                        WEAKER, Claim, Judgement, MissingEvidence)
 from ..params import IntList, Str
-from . import answers as _answers, registry
+from . import abstract as _abstract, answers as _answers, registry
 from .claims import CLAIM_CHAPTERS, ChapterSource, Collection, collect_claims, load_module
 
 __all__ = ["estimate", "ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
@@ -431,14 +431,15 @@ def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = 
                   ledger: Callable[[str], str] | None = None,
                   practitioner_ns: Iterable[int] = ()) -> dict[str, Any]:
     """Collect, judge and tabulate: {'collection', 'rows', 'table' (links from a chapter page),
-    'brief' (links from intro.md), 'meanings', 'practitioner_ns'}. ``ledger(key)`` gives the rules
+    'brief' (links from intro.md), 'meanings', 'practitioner_ns', 'values' (the values judged,
+    whose fields the abstract quotes)}. ``ledger(key)`` gives the rules
     ledger's note for a claim (:func:`lowrank.experiments.ledger.notes`; default: no note);
     ``practitioner_ns`` are the sequence lengths the practitioner's answer states thresholds at."""
     collection = collect_claims(sources, load=load, untested=untested)
     rows = judge_claims(collection, values, scales, ledger=ledger)
     return {"collection": collection, "rows": rows, "table": verdict_table(rows),
             "brief": verdict_table(rows, base="chapters/", brief=True), "meanings": meanings_table(),
-            "practitioner_ns": tuple(int(n) for n in practitioner_ns)}
+            "practitioner_ns": tuple(int(n) for n in practitioner_ns), "values": dict(values)}
 
 
 def run(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -463,11 +464,19 @@ HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "c
 
 def answers(tables: Mapping[str, Any], *, brief: bool = False) -> dict[str, Any]:
     """{'papers': each paper's :class:`~lowrank.experiments.answers.Answer`, 'practitioner': the
-    practitioner's sentences}, from the judged rows (:mod:`lowrank.experiments.answers`); ``brief``:
-    the training and pretrained claims counted, not quoted (the landing page)."""
+    practitioner's sentences}, from the judged rows; ``brief``: the abstract of
+    :mod:`lowrank.experiments.abstract` (the landing page and the README), each paper's sentences
+    as one answer; else chapter 08's full answers (:mod:`lowrank.experiments.answers`), whose
+    practitioner's part opens with the abstract's parameter-matched comparison."""
     rows = tables["rows"]
-    return {"papers": tuple(_answers.paper_answer(rows, p, brief=brief) for p in (BHOJANAPALLI, MIN_LI)),
-            "practitioner": _answers.practitioner_answer(rows, tables.get("practitioner_ns", ()), brief=brief)}
+    said = _abstract.abstract(rows, tables.get("values", {}))
+    if brief:
+        return {"papers": tuple(_answers.Answer(p, " ".join(s)) for p, s in said["papers"]),
+                "practitioner": said["practitioner"]}
+    matched = said["practitioner"]
+    return {"papers": tuple(_answers.paper_answer(rows, p) for p in (BHOJANAPALLI, MIN_LI)),
+            "practitioner": (*matched, *_answers.practitioner_answer(rows, tables.get("practitioner_ns", ()),
+                                                                     quote_decouple=not matched))}
 
 
 def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,

@@ -1,0 +1,245 @@
+"""What the book found, as an abstract: the landing page's answer box and the top of the README.
+
+A paper's abstract does this job in 150 to 250 words, so this text is short on purpose: per paper,
+the thesis, what holds in theory and simulation (with the one correction or condition that
+matters), and how many of its training and pretrained claims are decided, with their verdicts;
+then the practitioner's choice of ``head_dim`` in two sentences. The practitioner's sentences lead
+with the parameter-matched comparison (a standard model widened to the parameters of a model with
+many fixed-size heads), because a choice of head size is a choice at a fixed budget; the second
+says what adding parameters through a fixed head size buys, and that it is not parameter-matched.
+
+Everything is read from chapter 08's judged rows (:class:`lowrank.experiments.synthesis.Row`) and
+from the evidence fields chapter 04 glues for those two comparisons (``ch04_rule_budget_<row>_*``:
+``what``, ``test_diff``, ``test_lo``, ``test_hi``, ``test_n``, ``param_gap``); nothing is typed.
+Rule internals (trends per doubling, floors, margins) stay in chapter 08, one click away. A
+comparison whose fair version (each model at its own tuned learning rate) is still being stored
+is said to be re-run, and its numbers are labelled as those of one shared learning rate.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .answers import THESIS, scale_phrase
+from .verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI, NEGLIGIBLE,
+                       NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER)
+
+__all__ = ["MATCH_KEY", "GAP_KEY", "MATCH_FIELDS", "GAP_FIELDS", "paper_abstract", "practitioner_abstract",
+           "abstract", "abstract_text"]
+
+# The rows the practitioner's sentences rest on, and the prefixes of the fields chapter 04 glues for them.
+MATCH_KEY = "bhojanapalli-parameter-matched"
+GAP_KEY = "bhojanapalli-fixed-heads-training"
+MATCH_FIELDS = "ch04_rule_budget_match_"
+GAP_FIELDS = "ch04_rule_budget_gap_"
+# The split an abstract quotes: the learning rate and budget are chosen on validation, so test reports.
+SPLIT = "test"
+
+_THEORY = (PROOF_CHECK, SIMULATION)
+_EVIDENCE = (TRAINING, PRETRAINED)
+_WORD = {REPRODUCED: "reproduced", CORRECTED: "reproduced with a correction", WEAKER: "hold in a weaker form",
+         CONDITIONAL: "hold only under conditions", NEGLIGIBLE: "show no effect beyond the margin",
+         CONTRADICTED: "contradicted", INCONCLUSIVE: "inconclusive"}
+_PAREN = re.compile(r"\s*\([^()]*\)")
+# An inconclusive row waiting for its learning-rate grid: "learning-rate grid: 12 of 90 runs stored".
+_GRID = re.compile(r"learning[- ]rate grid", re.I)
+
+
+def _verdict(r) -> str:
+    return r.verdict if r.verdict in VERDICTS else "not judged yet"
+
+
+def _clause(text: str) -> str:
+    """A qualifier's first clause without its parentheses: 'the exact head-size threshold is n - 1,
+    one below the paper's n'."""
+    first = text.split("; ")[0].split(": ")[0]
+    return _PAREN.sub("", first).strip().rstrip(".")
+
+
+def _name(r) -> str:
+    """A claim's short name inside a sentence: its statement up to a colon ('saturation'), else the
+    whole statement quoted."""
+    s = r.statement.rstrip(".")
+    head = s.split(": ")[0]
+    if head == s or len(head.split()) > 6:
+        return f"“{s}”"
+    return head[0].lower() + head[1:] if head[1:2].islower() else head
+
+
+def _names(rows: list) -> list[str]:
+    """Short names, one per idea: 'saturation by the paper's own criterion' goes with 'saturation'."""
+    names = list(dict.fromkeys(_name(r) for r in rows))
+    return [n for n in names if not any(n != m and n.startswith(m) for m in names)]
+
+
+def _join(parts: Sequence[str]) -> str:
+    parts = list(parts)
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1] if parts else ""
+
+
+def _theory_sentence(rows: list) -> str:
+    """In theory and simulation: holds / holds in part, with the one correction, condition or
+    contradiction that matters most (a contradiction first, then a condition, then a correction)."""
+    kinds = {r.kind for r in rows}
+    where = "In simulation" if kinds == {SIMULATION} else "In theory" if kinds == {PROOF_CHECK} \
+        else "In theory and simulation"
+    by = {v: [r for r in rows if _verdict(r) == v] for v in VERDICTS}
+    decided = [r for r in rows if _verdict(r) in VERDICTS and _verdict(r) != INCONCLUSIVE]
+    notes = []
+    if by[CONTRADICTED]:
+        names = _names(by[CONTRADICTED])
+        notes.append(f"{_join(names)} {'is' if len(names) == 1 else 'are'} contradicted")
+    if by[CONDITIONAL]:
+        r = by[CONDITIONAL][0]
+        name = _name(r)
+        notes.append(f"{'' if name.startswith('“') else 'the '}{name} holds only for {_clause(r.qualifier)}")
+    if by[CORRECTED] and not notes:
+        notes.append(f"sharpened: {_clause(by[CORRECTED][0].qualifier)}")
+    if not decided:
+        return f"{where} it is not decided yet."
+    holds = not by[CONTRADICTED] and not by[CONDITIONAL] and not by[WEAKER]
+    gist = "it holds" if holds else "it holds in part"
+    return f"{where} {gist}" + (f", {notes[0]}" if len(notes) == 1 else f": {'; '.join(notes)}" if notes else "") + "."
+
+
+def _evidence_sentence(rows: list, untested: int) -> str:
+    """'In trained models, at the scale of the long CPU runs, 4 of 7 claims are decided: 2
+    reproduced, 2 contradicted; 3 are inconclusive (2 until their learning-rate grid is stored).'"""
+    open_rows = [r for r in rows if _verdict(r) not in VERDICTS or _verdict(r) == INCONCLUSIVE]
+    decided = [r for r in rows if r not in open_rows]
+    models = "trained and pretrained models" if {r.kind for r in rows} == set(_EVIDENCE) else \
+        "pretrained models" if {r.kind for r in rows} == {PRETRAINED} else "trained models"
+    head = f"In {models} ({scale_phrase(rows)}), {len(decided)} of {len(rows)} " \
+           f"{'claim is' if len(rows) == 1 else 'claims are'} decided"
+    counts = Counter(_verdict(r) for r in decided)
+    told = [f"{counts[v]} {_WORD[v]}" for v in VERDICTS if counts[v]]
+    text = head + (f": {_join(told)}" if told else "")
+    if open_rows:
+        waiting = sum(bool(_GRID.search(r.qualifier)) for r in open_rows)
+        text += (f"; {'all ' if not decided else ''}{len(open_rows)} {'is' if len(open_rows) == 1 else 'are'} open"
+                 + (f" ({waiting} until {'its' if waiting == 1 else 'their'} learning-rate grid is stored)"
+                    if waiting else ""))
+    if untested:
+        text += f"; {untested} more {'is' if untested == 1 else 'are'} not tested"
+    return text + "."
+
+
+def paper_abstract(rows: Iterable, paper: str) -> tuple[str, ...]:
+    """Two or three sentences for ``paper``: the thesis, theory and simulation, trained models."""
+    mine = [r for r in rows if r.paper == paper and r.statement != "(no claim collected)"]
+    if not mine:
+        return ("make no claim the book lists.",)
+    thesis = THESIS.get(paper, "make claims about attention's rank")
+    out = [f"argue that {thesis}."]
+    theory = [r for r in mine if r.kind in _THEORY and _verdict(r) != NOT_TESTED]
+    evidence = [r for r in mine if r.kind in _EVIDENCE and _verdict(r) != NOT_TESTED]
+    untested = sum(_verdict(r) == NOT_TESTED for r in mine)
+    if theory:
+        out.append(_theory_sentence(theory))
+    if evidence:
+        out.append(_evidence_sentence(evidence, untested))
+    elif untested:
+        out.append(f"The book does not test its {untested} training {'claim' if untested == 1 else 'claims'}.")
+    return tuple(out)
+
+
+def _num(x: Any) -> float:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return math.nan
+    return x
+
+
+def _nats(x: float) -> str:
+    return f"{abs(x):.3f}".rstrip("0").rstrip(".") if abs(x) >= 0.001 else f"{abs(x):.1g}"
+
+
+def _arms(what: str) -> tuple[str, str] | None:
+    """('standard d = 112, h = 4', 'fixed h = 32 at d = 64 (d_p = 16)') from a field ``what`` of
+    the form 'A minus B loss' (an optional leading 'at ..., ' names what both arms share)."""
+    m = re.fullmatch(r"(?:at (?P<shared>[^,]+), )?(?P<a>.+?) minus (?P<b>.+?) loss", what.strip())
+    if not m:
+        return None
+    a, b = m["a"], m["b"]
+    if m["shared"]:
+        a, b = f"{a} at {m['shared']}", f"{b} at {m['shared']}"
+    return a, b
+
+
+def _effect(values: Mapping[str, Any], prefix: str) -> str | None:
+    """'{A} reached a test loss 0.034 nats lower (95 % interval 0.012 to 0.057, 9 seeds) than {B}',
+    or None without the fields."""
+    f = {k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)}
+    arms = _arms(str(f.get("what", "")))
+    diff, lo, hi, n = (_num(f.get(f"{SPLIT}_{x}")) for x in ("diff", "lo", "hi", "n"))
+    if arms is None or not all(math.isfinite(x) for x in (diff, lo, hi, n)) or n < 1:
+        return None
+    # the arm with the lower loss is the subject: "A reached a loss 0.03 nats lower than B"
+    a, b = arms if diff <= 0 else arms[::-1]
+    if diff > 0:
+        lo, hi = -hi, -lo
+    # the interval as magnitudes in the same direction as the effect when it excludes 0
+    if lo > 0 or hi < 0:
+        ends = sorted((abs(lo), abs(hi)))
+        interval = f"95 % interval {_nats(ends[0])} to {_nats(ends[1])}"
+    else:
+        interval = f"95 % interval {lo:+.3f} to {hi:+.3f}, which contains 0"
+    return f"{a} reached a {SPLIT} loss {_nats(diff)} nats lower ({interval}, {int(n)} seeds) than {b}"
+
+
+def _row_state(r) -> tuple[str, bool]:
+    """(how the row's verdict reads in a clause, whether its fair re-run is still being stored)."""
+    if r is None:
+        return "not judged yet", False
+    if _verdict(r) == INCONCLUSIVE and _GRID.search(r.qualifier):
+        return "being re-run", True
+    return _verdict(r), False
+
+
+def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[str, ...]:
+    """Two sentences for someone choosing ``head_dim``: the parameter-matched comparison first,
+    then what adding parameters through a fixed head size buys, said to be not parameter-matched."""
+    by_key = {r.key: r for r in rows if r.key}
+    match, gap = by_key.get(MATCH_KEY), by_key.get(GAP_KEY)
+    if match is None and gap is None:
+        return ()
+    out = []
+    state, pending = _row_state(match)
+    effect = _effect(values, MATCH_FIELDS)
+    share = _num(values.get(MATCH_FIELDS + "param_gap"))
+    within = f" ({share:.0%} apart)".replace("%", " %") if math.isfinite(share) else ""
+    where = f" in {scale_phrase([match])}" if match is not None else ""
+    if pending and effect:
+        out.append(f"Choosing `head_dim` at about equal parameters{within}: the fair comparison, each model at "
+                   f"its own tuned learning rate, is being re-run; at one shared learning rate{where}, {effect}.")
+    elif effect:
+        out.append(f"Choosing `head_dim` at about equal parameters{within}{where}: {effect}; verdict: {state}.")
+    else:
+        out.append(f"Choosing `head_dim` at about equal parameters: the book's comparison is {state}.")
+    state, pending = _row_state(gap)
+    effect = _effect(values, GAP_FIELDS)
+    if effect:
+        label = "at one shared learning rate while its fair re-run is stored, " if pending else ""
+        out.append(f"Adding parameters through a fixed head size: {label}{effect}, "
+                   f"but not at equal parameters" + (f" ({state})." if not pending and gap is not None else "."))
+    return tuple(out)
+
+
+def abstract(rows: Iterable, values: Mapping[str, Any]) -> dict[str, Any]:
+    """{'papers': ((paper, sentences), ...), 'practitioner': sentences} for both papers."""
+    rows = list(rows)
+    return {"papers": tuple((p, paper_abstract(rows, p)) for p in (BHOJANAPALLI, MIN_LI)),
+            "practitioner": practitioner_abstract(rows, values)}
+
+
+def abstract_text(said: Mapping[str, Any]) -> str:
+    """The abstract as plain text, one paragraph per paper and one for the practitioner (the
+    README's opening; formulas in their plain forms, names in backticks)."""
+    paras = [f"**{paper}** " + " ".join(sentences) for paper, sentences in said["papers"]]
+    if said["practitioner"]:
+        paras.append(" ".join(said["practitioner"]))
+    return "\n\n".join(paras)

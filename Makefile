@@ -8,7 +8,7 @@
 #   make gpu-check  first thing on a GPU: CUDA tests, smoke sets on CUDA, timed slice (tools/gpu_check.sh)
 #   make pdf        the whole book as one PDF, _build/pdf/book.pdf (committed outputs, offline, headless Chromium)
 #   make notebooks  re-execute chapters/*.ipynb in place at default parameters (committed outputs),
-#                   then refresh their text sources chapters/text/*.py
+#                   then refresh their text sources chapters/text/*.py and the README's answer
 #   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
 #                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
 #   make clean      remove build outputs and caches (keeps .venv); make distclean also drops .venv
@@ -49,7 +49,8 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: help setup data book gpu-check pdf notebooks test clean distclean
 
 help:
-	@sed -n 's/^#   make /  make /p' $(firstword $(MAKEFILE_LIST))
+	@# the header's target lines and the lines that continue them (indented past the target names)
+	@sed -n -e 's/^#   make /  make /p' -e 's/^# \( \{18\}\)/\1/p' $(firstword $(MAKEFILE_LIST))
 
 setup: $(STAMP)
 
@@ -96,6 +97,7 @@ pdf: setup
 notebooks: setup data
 	$(BIN)/python tools/execute_notebooks.py $(CHAPTERS)
 	$(BIN)/python tools/sync_sources.py
+	$(BIN)/python -m lowrank.book.readme
 
 # The browser test reads the book that render_book.py has just written, so it runs last, on its own.
 test: setup data

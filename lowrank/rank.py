@@ -232,7 +232,7 @@ def rank_report(A, *, rtols: Sequence[float | str | None] = (None, 1e-6, 1e-3),
     Wide form (default): one row per matrix (``index`` is its flat position in the batch),
     one column per (measure, tolerance), e.g. ``numerical_rank[rtol=max(m,n)eps]``,
     ``numerical_rank[rtol=1e-06]``, ``effective_rank``, ``stable_rank``,
-    ``energy_rank[0.99]``, ``hardmax_rank``; an ``rtols`` entry FLOAT32 gives
+    ``energy_rank[energy=0.99]``, ``hardmax_rank``; an ``rtols`` entry FLOAT32 gives
     ``numerical_rank[rtol=max(m,n)eps_float32]`` (see :func:`tolerance_label`). Long form (``long=True``): columns
     ``index, m, n, measure, tolerance, value``.
     """

@@ -1,5 +1,5 @@
-"""The counts of the committed stores that README.md and data/results/README_07.md state in prose
-are the stores' own: a store grown without its README updated fails here."""
+"""The counts of the committed stores that docs/operations.md and data/results/README_07.md state in
+prose are the stores' own: a store grown without its notes updated fails here."""
 from __future__ import annotations
 
 import re
@@ -15,7 +15,7 @@ from lowrank.train import run_key
 from helpers import store_records
 
 ROOT = Path(__file__).resolve().parents[1]
-README, README_07 = ROOT / "README.md", ROOT / "data/results/README_07.md"
+README, README_07 = ROOT / "docs/operations.md", ROOT / "data/results/README_07.md"
 LONG_07 = yaml.safe_load((ROOT / "chapters/params/long/07_trained_attention.yaml").read_text())
 
 

@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     execution.add_argument("--allow-cpu", action="store_true",
                            help="run a parameter set that declares '# requires: gpu' without CUDA")
     execution.add_argument("--force", action="store_true",
-                           help="run even when the estimate is over a day of wall time")
+                           help="run even when the estimate is over a week of wall time")
     execution.add_argument("--kernel", metavar="NAME", help="Jupyter kernel (default: the notebook's)")
     execution.add_argument("--no-progress", action="store_true", help="hide papermill's progress bar")
     execution.add_argument("--log-output", action="store_true",

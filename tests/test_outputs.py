@@ -65,3 +65,32 @@ def test_run_kernels_ask_the_book_style_for_svg_as_well(tmp_path, monkeypatch):
     monkeypatch.delenv(outputs.FORMATS_ENV)
     use_style()
     assert seen == [("png2x", "svg"), ("png2x",)] and os.environ.get(outputs.FORMATS_ENV) is None
+
+
+def test_glued_html_values_are_stored_as_what_they_show_never_as_a_repr(tmp_path):
+    nb = new_notebook()
+    nb.cells = [new_code_cell("glue", outputs=[
+        _glued("ch08_answers", {"text/html": "<div><p><strong>Min &amp; Li</strong> argue <em>that</em>.</p></div>",
+                                "text/plain": "Html(answers)"}),
+        _glued("ch08_counts", {"text/html": TABLE, "text/plain": "<pandas.io.formats.style.Styler at 0x7f00>"})])]
+    path = tmp_path / "08_synthesis.ipynb"
+    nbformat.write(nb, path)
+    files = tmp_path / "files"
+    files.mkdir()
+    results = outputs.write_outputs(path, files)
+    assert results["ch08_answers"] == "Min & Li argue that ."
+    assert results["ch08_counts"] == [{"heads h": 1, "rank": 0.12}, {"heads h": "2, 4", "rank": 1.0}]
+
+
+def test_no_committed_chapter_stores_a_repr_in_its_results(tmp_path):
+    import re
+    from pathlib import Path
+
+    chapters = sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.ipynb"))
+    assert len(chapters) == 8
+    for notebook in chapters:
+        files = tmp_path / notebook.stem
+        files.mkdir()
+        text = json.dumps(outputs.write_outputs(notebook, files), default=repr)
+        found = re.findall(r'"(<[^"]*\bat 0x[0-9a-f]+>|\w+\([a-z ]*\)|<Figure[^"]*>)"', text)
+        assert not found, f"{notebook.name}: results.json would hold reprs {found[:3]}"

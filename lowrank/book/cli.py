@@ -68,6 +68,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="run folder (default: runs/<chapter>/<UTC time>-<parameter hash>/)")
     run.add_argument("--dry-run", action="store_true",
                      help="check everything, print the plan, start no kernel")
+    run.add_argument("--html", action="store_true",
+                     help="also render the run as the chapter's page: OUTDIR/page.html, the run's numbers in its prose")
 
     lst = sub.add_parser("list", parents=[common], help="chapters, their parameters and parameter sets")
     lst.add_argument("chapter", nargs="?", help="show only this chapter")
@@ -269,8 +271,13 @@ def _run(args, root, command: str) -> int:
         for name, value in plan.injected.items():
             print(f"set:        {name} = {value!r}  ({plan.sources[name]})")
         print(f"estimate:   {_cost_text(plan.cost)}")
-        print(f"would write {Path(outdir).resolve()}")
+        print(f"would write {Path(outdir).resolve()}" + (f" and its page, {runner_page().PAGE}" if args.html else ""))
         return 0
+    # What is about to run, before the kernel starts (a run of hours says so first); on stderr with
+    # the progress bar, so that stdout stays the run's results and a reader that quit stops nothing.
+    said = ", ".join(f"{name} = {value!r}" for name, value in plan.injected.items()) or "the chapter's defaults"
+    print(f"lowrank: running {chapter.name} at scale {plan.scale} with {said}\n"
+          f"lowrank: estimate: {_cost_text(plan.cost)}", file=sys.stderr, flush=True)
     for attempt in range(10):
         try:
             done = runner.execute(plan, outdir, progress_bar=not args.no_progress, log_output=args.log_output,
@@ -284,7 +291,18 @@ def _run(args, root, command: str) -> int:
     for text in _headline_outputs(done / chapter.path.name):
         print(text.rstrip())
     print(f"lowrank: {chapter.name} finished; run folder: {done}")
+    if args.html:
+        page = runner_page()
+        changed = page.changed_parameters(plan.injected, runner.notebook_parameters(chapter, papermill=False))
+        print(f"lowrank: page: {page.render_page(book, done / chapter.path.name, done, scale=plan.scale, changed=changed, command=command)}")
     return 0
+
+
+def runner_page():
+    """:mod:`lowrank.book.page`, imported when a page is asked for (it needs the book's tools)."""
+    from . import page
+
+    return page
 
 
 def _cost_text(cost) -> str:

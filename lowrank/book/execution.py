@@ -4,6 +4,7 @@ See :mod:`lowrank.book.runner` for the run folder's layout and what is kept when
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -19,7 +20,8 @@ from .planning import RunPlan
 from .records import mark_failed, now, run_record, write_record
 from .run_folders import check_outdir, failed_path, our_failed_run, take_lock
 
-__all__ = ["RUN_DIR_ENV", "results_dir", "kernel_manager_with_env", "execute", "execute_in_place"]
+__all__ = ["RUN_DIR_ENV", "results_dir", "kernel_manager_with_env", "execute", "execute_in_place", "cell_label",
+           "named_cells"]
 
 RUN_DIR_ENV = "LOWRANK_RUN_DIR"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -60,6 +62,43 @@ def kernel_manager_with_env(env: dict[str, str], log: Path | None = None) -> typ
             return await super().start_kernel(env=merged, **kw)
 
     return _KernelWithEnv
+
+
+# How much of a cell's first line the progress bar shows beside its number.
+_LABEL_CHARS = 36
+
+
+def cell_label(cells, cell) -> str:
+    """'cell 9/23 tables = ch.run(P)': the cell's place among the notebook's cells and its first
+    line of code (a leading comment, NBVAL markers aside, when it has one), or a text cell's heading."""
+    index = next((i for i, c in enumerate(cells) if c is cell), None)
+    where = f"cell {index + 1}/{len(cells)}" if index is not None else "cell"
+    lines = [" ".join(ln.split()) for ln in str(cell.get("source") or "").splitlines() if ln.strip()]
+    if cell.get("cell_type") == "markdown":  # text: its heading, if it has one
+        lines = [ln for ln in lines if ln.startswith("#")][:1] or ["(text)"]
+    lines = [ln for ln in lines if not ln.startswith("# NBVAL")] or [""]
+    first = lines[0].lstrip("# ").strip()
+    if len(first) > _LABEL_CHARS:
+        first = first[:_LABEL_CHARS - 3].rstrip() + "..."
+    return f"{where} {first}".rstrip()
+
+
+@contextlib.contextmanager
+def named_cells():
+    """Papermill's progress bar, while inside, names the cell it is on (papermill's own hook for a
+    cell's description, which otherwise reads a ``papermill_description=`` comment)."""
+    from papermill.engines import NotebookExecutionManager as manager
+
+    original = manager.get_cell_description
+
+    def describe(self, cell, escape_str="papermill_description="):
+        return original(self, cell, escape_str) or (cell_label(self.nb.cells, cell) if cell is not None else None)
+
+    manager.get_cell_description = describe
+    try:
+        yield
+    finally:
+        manager.get_cell_description = original
 
 
 def execute(plan: RunPlan, outdir: Path, *, progress_bar: bool = True, log_output: bool = False,
@@ -107,7 +146,7 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
     kernel_log = tmp / "kernel.log"
     streams = {"stdout_file": _Copy(sys.stdout), "stderr_file": _Copy(sys.stderr)} if log_output else {}
     try:
-        with quiet_papermill():
+        with quiet_papermill(), named_cells():
             pm.execute_notebook(str(plan.chapter.path), str(notebook), parameters=plan.injected,
                                 kernel_name=plan.kernel, cwd=str(plan.chapter.path.parent),
                                 execution_timeout=timeout, progress_bar=progress_bar,

@@ -8,8 +8,10 @@ After a chapter ran, :func:`write_outputs` reads its executed notebook and write
 - every table the page shows (a pandas table in a cell's HTML output) as
   ``<chapter prefix>_table_<k>.csv``, numbered in page order.
 
-It returns the chapter's glued values for ``results.json`` with each figure's repr replaced by
-the files that hold it, and a ``"tables"`` entry naming the CSV files.
+It returns the chapter's glued values for ``results.json`` as plain values: each figure as the
+files that hold it, each glued HTML value (a styled table, the answers, the verdict cards) as what
+it shows, a table as its records (one dict per row, keyed by the header) and anything else as its
+text, never Python's repr of the object; and a ``"tables"`` entry naming the CSV files.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from typing import Any
 
 from ..glued import RECORD_PREFIX, read_glue
 
-__all__ = ["FORMATS_ENV", "kernel_env", "write_outputs", "html_tables"]
+__all__ = ["FORMATS_ENV", "kernel_env", "write_outputs", "html_tables", "html_value"]
 
 FORMATS_ENV = "LOWRANK_FIGURE_FORMATS"  # read by lowrank.book.plotting.use_style
 
@@ -53,6 +55,38 @@ def html_tables(html: str) -> list[list[list[str]]]:
     return out
 
 
+def _cell(text: str) -> Any:
+    """A table cell as a number when it is one ('0.034', '1,024'), else its text."""
+    plain = text.replace(",", "")
+    try:
+        return int(plain)
+    except ValueError:
+        pass
+    try:
+        return float(plain)
+    except ValueError:
+        return text
+
+
+def _records(rows: list[list[str]]) -> list[dict[str, Any]]:
+    """Rows of cell texts, the first the header, as records; a header cell left empty is named by
+    its position (a pandas index column)."""
+    header = [h or f"column_{i + 1}" for i, h in enumerate(rows[0])]
+    return [dict(zip(header, (_cell(c) for c in row))) for row in rows[1:]]
+
+
+def html_value(html: str) -> Any:
+    """What a glued HTML value shows, as plain data: its table's records (a list of them for
+    several tables), or, without a table, its text on one line."""
+    from bs4 import BeautifulSoup
+
+    tables = html_tables(html)
+    if tables:
+        records = [_records(t) for t in tables]
+        return records[0] if len(records) == 1 else records
+    return " ".join(BeautifulSoup(html, "html.parser").get_text(" ").split())
+
+
 def write_outputs(notebook: Path, files: Path) -> dict[str, Any]:
     """Write the figures and tables of an executed notebook into ``files``; return its results
     (glued values, figures as ``{"png": "files/KEY.png", "svg": ...}``, ``"tables"``)."""
@@ -78,6 +112,8 @@ def write_outputs(notebook: Path, files: Path) -> dict[str, Any]:
                     svg.write_text(_text(data[RECORD_PREFIX + "image/svg+xml"]), encoding="utf8")
                     saved["svg"] = f"files/{svg.name}"
                 results[key] = saved
+            elif meta and RECORD_PREFIX + "text/html" in data:
+                results[meta["name"]] = html_value(_text(data[RECORD_PREFIX + "text/html"]))
             elif not meta and "text/html" in data:
                 for rows in html_tables(_text(data["text/html"])):
                     name = f"ch{prefix}_table_{len(tables) + 1}"

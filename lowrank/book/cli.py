@@ -367,40 +367,10 @@ def _headline_outputs(notebook: Path) -> list[str]:
 
 def _list(args, root) -> int:
     from . import runner
-    from .sets import set_info
-    from .params import SCHEMAS
+    from .listing import list_text
 
-    if args.chapter:
-        chapters = [runner.resolve_chapter(args.chapter, root)]
-    elif root is None:
+    if not args.chapter and root is None:
         raise runner.UsageError("no book found: run from the book's folder or pass --root")
-    else:
-        chapters = runner.list_chapters(root)
-    for chapter in chapters:
-        print(f"{chapter.name}  {chapter.title()}")
-        scales = chapter.param_sets()
-        print(f"  parameter sets: {', '.join(scales) or 'none'}   (lowrank run {chapter.name.split('_')[0]} --scale SET)")
-        for scale in scales:
-            header = runner.parameter_file_header(chapter.param_file(scale))
-            print(f"    {scale}: " + "\n      ".join(textwrap.wrap(" ".join(header.split()), 96) or ["(no header)"]))
-        # estimates and allowed ranges load the chapter's module (torch): only for one chapter, so
-        # that the overview stays instant
-        if chapter.name in SCHEMAS and not args.chapter:
-            print(f"    estimates, measured times and allowed values: lowrank list {chapter.name.split('_')[0]}")
-        elif chapter.name in SCHEMAS:
-            for scale in ("default", *[s for s in scales if s != "smoke"]):
-                info = set_info(root or chapter.path.parent.parent, chapter.path, scale)
-                print(f"    {scale}: needs {info.hardware}; computes on {'a GPU' if info.devices == 'cuda' else 'the CPU'}; "
-                      f"estimate: {info.estimate_text()}; {info.measured.text()}")
-        spec = SCHEMAS.get(chapter.name, {}) if args.chapter else {}
-        if args.chapter and not spec:
-            print("  no schema: the chapter is not in lowrank/experiments/registry.py")
-        params = runner.notebook_parameters(chapter, papermill=False)
-        w_name = max((len(n) for n in params), default=0)
-        w_default = max((len(p["default_text"]) for p in params.values()), default=0)
-        for name, info in params.items():
-            allowed = f"  [{spec[name].allowed()}]" if name in spec else ""
-            unread = "" if info["papermill"] is not False else "  (papermill's parser skips this line: remove '=' from its comment)"
-            print(f"  {name:<{w_name}} = {info['default_text']:<{w_default}}  # {info['help']}{allowed}{unread}")
-        print()
+    for line in list_text(root, args.chapter):
+        print(line)
     return 0

@@ -27,6 +27,7 @@ import datetime as _dt
 import hashlib
 import inspect
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -236,6 +237,15 @@ def committed_after(event: Event, revision: str, path: str | Path = LEDGER_PATH)
     return {0: True, 1: False}.get(out.returncode)
 
 
+# A reason or note may cite the project's tracker ("Issues 24 and 25: ..."); the reader of the
+# book has no such tracker, so the verdict table shows the reason without the citation.
+_CITED = re.compile(r"\s*\(issues? \d+(?:(?:,| and) \d+)*\)|\bissues? \d+(?:(?:,| and) \d+)*[:,]?\s*", re.I)
+
+
+def _public(text: str) -> str:
+    return _CITED.sub("", text).strip()
+
+
 def ledger_note(claim: str, events: Iterable[Event] | None = None, path: str | Path = LEDGER_PATH) -> str:
     """What the ledger shows for one claim, as the verdict table prints it beside the verdict."""
     events = [e for e in (read_ledger(path) if events is None else events) if e.claim == claim]
@@ -248,9 +258,9 @@ def ledger_note(claim: str, events: Iterable[Event] | None = None, path: str | P
         if e.event == "register":
             text = f"registered {e.date} at {commit}, {seen} the data it judges were seen"
             if e.note:
-                text += f" ({e.note})"
+                text += f" ({_public(e.note)})"
         else:
-            text = (f"amended {e.date} at {commit}, {seen} the data were seen: {e.reason}; "
+            text = (f"amended {e.date} at {commit}, {seen} the data were seen: {_public(e.reason)}; "
                     f"verdict before: {e.verdict_before}; after: {e.verdict_after}")
         parts.append(text)
     return ". ".join(parts) + "."

@@ -41,6 +41,7 @@ from lowrank.book.cells import PROMPTS, PROVENANCE, quiet_role
 STATIC = Path(__file__).resolve().parent / "static"
 CSS_FILE = "book_ui.css"
 JS_FILE = "book_nav.js"
+SCROLL_JS_FILE = "book_scroll.js"  # marks boxes that scroll sideways, so that they show it
 CHECK_MARKER = "# NBVAL_CHECK_OUTPUT"
 NBVAL_LINE = re.compile(r"^[ \t]*#[ \t]*NBVAL_[A-Z_]+[ \t]*\n?", re.MULTILINE)
 HASH_NAME = re.compile(r"(^|/)[0-9a-f]{32,}\.\w+$")
@@ -155,6 +156,7 @@ def setup(app: Sphinx) -> dict:
     app.connect("config-inited", add_static_path)
     app.add_css_file(CSS_FILE)
     app.add_js_file(JS_FILE, loading_method="defer")
+    app.add_js_file(SCROLL_JS_FILE, loading_method="defer")
     app.connect("doctree-read", on_doctree_read)
     app.connect("doctree-resolved", on_doctree_resolved)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -445,6 +445,35 @@ LAYOUT_PROBE = r"""() => {
     }
   }
 
+  // Tables whose content is cut off without a visible sign that it scrolls: wider than the first
+  // box around them that does not let it spill (a box that hides it, or one that scrolls without
+  // the book's visible scrollbar, class book-scrolls from book_scroll.js), or with a cell that
+  // clips its own text.
+  const cutTables = [];
+  for (const t of article.querySelectorAll('table')) {
+    const r = t.getBoundingClientRect();
+    if (r.width === 0) { continue; }
+    let box = t.parentElement;
+    while (box && box !== article.parentElement && getComputedStyle(box).overflowX === 'visible') { box = box.parentElement; }
+    if (box && box !== article.parentElement) {
+      const br = box.getBoundingClientRect();
+      const by = Math.round(Math.max(r.right - br.right, br.left - r.left));
+      const ox = getComputedStyle(box).overflowX;
+      const shown = (ox === 'auto' || ox === 'scroll') && box.classList.contains('book-scrolls');
+      if (by > 1 && !shown) {
+        cutTables.push({ element: describe(t), box: describe(box), by, where: where(t),
+                         text: clean((t.querySelector('tr') || t).textContent).slice(0, 60) });
+      }
+    }
+    for (const c of t.querySelectorAll('td, th')) {
+      if (c.getBoundingClientRect().width === 0 || getComputedStyle(c).overflowX === 'visible') { continue; }
+      if (c.scrollWidth > c.clientWidth + 1) {
+        cutTables.push({ element: describe(c), box: 'its own cell', by: c.scrollWidth - c.clientWidth, where: where(c),
+                         text: clean(c.textContent).slice(0, 60) });
+      }
+    }
+  }
+
   // Prose: the visible text of paragraphs, list items, captions and headings, without code, maths,
   // tables, cell outputs and the re-run box (where parameter names belong).
   const prose = [];
@@ -457,12 +486,13 @@ LAYOUT_PROBE = r"""() => {
     const text = clean(c.textContent);
     if (text || codes.length) { prose.push({ text, codes, where: where(el), tag: el.tagName.toLowerCase() }); }
   }
-  return { viewportWidth: vw, images, rawTex, stderr, sticksOut, cutOff, prose };
+  return { viewportWidth: vw, images, rawTex, stderr, sticksOut, cutOff, cutTables, prose };
 }"""
 
 
 # After SETTLE: tables, pasted values, leftover markup and the landing page's first screen.
 READER_PROBE = r"""() => {
+  const after = (el) => { const out = []; for (let e = el.nextElementSibling; e && out.length < 3; e = e.nextElementSibling) { out.push(e); } return out; };
   const article = document.querySelector('article') || document.body;
   const clean = (t) => (t || '').replace(/\s+/g, ' ').trim();
   const where = (el) => {
@@ -548,9 +578,12 @@ READER_PROBE = r"""() => {
     tables, boldPasted, rawMarkup, shownSetup, boldParagraphs, lead, scrolling,
     found: found ? {
       text: clean(found.textContent).slice(0, 400),
-      countsTable: !!found.querySelector('table'),
-      chart: !!found.querySelector('img'),
-      chartLoaded: !!found.querySelector('img') && found.querySelector('img').naturalWidth > 0,
+      words: clean(found.textContent).split(' ').filter((w) => /[A-Za-z0-9]/.test(w)).length,
+      height: found.getBoundingClientRect().height,
+      // the counts and the chart follow the box, which holds the answer alone
+      countsTable: after(found).some((e) => e.matches('table') || !!e.querySelector('table')),
+      chart: after(found).some((e) => !!e.querySelector('img')),
+      chartLoaded: after(found).some((e) => !!e.querySelector('img') && e.querySelector('img').naturalWidth > 0),
       answers: Array.from(found.querySelectorAll('.book-answer-lede'), (el) => ({
         text: clean(el.closest('p').textContent).slice(0, 120), onFirstScreen: wholeOnFirstScreen(el) })),
     } : null,
@@ -856,6 +889,15 @@ def test_nothing_is_cut_off(visit, page, width):
                      "(clipped, neither wrapped nor scrollable):\n" + "\n".join(bad[:15]))
 
 
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("page", PAGES, ids=str)
+def test_no_table_is_cut_off_without_showing_that_it_scrolls(visit, page, width):
+    bad = [f"{c['element']} in {c['box']} ({c['where']}) cut off by {c['by']} px: {c['text']!r}"
+           for c in _shown(visit(page, width))["cutTables"]]
+    assert not bad, (f"{page} at {width} width: a table's content is cut off with no visible sign that its "
+                     "box scrolls:\n" + "\n".join(bad[:15]))
+
+
 def parameter_names_in(text: str, params: list[str], codes: tuple[str, ...] = ()) -> list[str]:
     """Parameter names (or unfilled templates) where the reader expects a value.
 
@@ -1032,6 +1074,22 @@ def test_landing_page_answers_on_its_first_screen(visit, width):
                       "screen for:\n" + "\n".join(late))
     assert found["countsTable"] and found["chart"] and found["chartLoaded"], \
         f"{PAGES[1]} at {width} width: the verdict counts or the verdict chart are missing from the box"
+
+
+# The answer box is an abstract: a paper's abstract does the job in 150 to 250 words, and a phone
+# reader should meet the book's first section within one and a half screens.
+MAX_ANSWER_WORDS = 260
+MAX_ANSWER_SCREENS = 1.5
+
+
+def test_landing_page_answer_box_is_an_abstract(visit):
+    found = _reader(visit(PAGES[1], "phone"))["found"]
+    assert found, f"{PAGES[1]}: no 'What the book found' box (class book-found)"
+    screen = VIEWPORTS["phone"]["height"]
+    assert found["words"] <= MAX_ANSWER_WORDS, f"{PAGES[1]}: the answer box holds {found['words']} words"
+    assert found["height"] <= MAX_ANSWER_SCREENS * screen, (
+        f"{PAGES[1]}: the answer box is {found['height']:.0f} px tall at 390 px, "
+        f"{found['height'] / screen:.2f} phone screens")
 
 
 @pytest.mark.parametrize("width", WIDTHS)

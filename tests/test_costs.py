@@ -218,3 +218,15 @@ def test_chapter_03_head_fits_run_about_the_iterations_the_estimate_charges(monk
     charged = ch03.head_fit_iterations(n, cap)
     mean = sum(ran) / len(ran)
     assert len(ran) == 6 and charged / FACTOR <= mean <= charged * FACTOR, (ran, charged)
+
+
+def test_a_paper_sets_stated_gpu_memory_covers_its_estimate():
+    """The GPU memory a set's hardware line asks for (README table, lowrank list) is at least what the
+    dry run estimates, so the two never disagree."""
+    for path in sorted((ROOT / "chapters" / "params" / "paper").glob("*.yaml")):
+        info = sets.set_info(ROOT, ROOT / "chapters" / f"{path.stem}.ipynb", "paper")
+        m = re.search(r"(\d+) (GB|GiB)(?: of memory)? or more", info.hardware)
+        if info.devices != "cuda" or info.cost is None or not m:
+            continue
+        assert int(m.group(1)) * (2**30 if m.group(2) == "GiB" else 1e9) >= info.cost.bytes, (
+            f"{path.name}: asks for {m.group(0)} but the dry run estimates {info.cost.bytes / 2**30:.1f} GiB")

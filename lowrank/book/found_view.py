@@ -45,16 +45,18 @@ def _prose(text: str) -> str:
 
 def answers_html(answers: Iterable, practitioner: Sequence[str] = ()) -> Html:
     """Each answer's answering sentence first, one short paragraph per paper (``lead`` in bold, the
-    sentence marked ``book-answer-lede``), then the practitioner's sentences, then each answer's
-    details: on a phone's first screen the reader gets every paper's answer before any detail."""
+    sentence marked ``book-answer-lede``; an ``inline`` answer's details follow in it), then the
+    practitioner's sentences, then the other answers' details: on a phone's first screen the reader
+    gets every paper's answer before any detail."""
     answers = list(answers)
     parts = ['<div class="book-answers tex2jax_process mathjax_process">']
     for a in answers:
-        parts.append(f'<p class="book-answer">{_lead(a)}<span class="book-answer-lede">{_prose(a.answer)}</span></p>')
+        rest = f" {_prose(' '.join(a.details))}" if getattr(a, "inline", False) and a.details else ""
+        parts.append(f'<p class="book-answer">{_lead(a)}<span class="book-answer-lede">{_prose(a.answer)}</span>{rest}</p>')
     if practitioner:
         parts.append(f'<p class="book-practitioner">{_prose(" ".join(practitioner))}</p>')
     for a in answers:
-        if a.details:
+        if a.details and not getattr(a, "inline", False):
             parts.append(f'<p class="book-answer-details">{_lead(a, "More on ", ".")}{_prose(" ".join(a.details))}</p>')
     parts.append("</div>")
     return Html("".join(parts), "answers")

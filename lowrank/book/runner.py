@@ -38,10 +38,13 @@ only when the last cell has succeeded, so *OUTDIR exists if and only if the run 
     OUTDIR/NN_name.ipynb   the executed notebook (with papermill's injected-parameters cell)
     OUTDIR/params.json     chapter, scale, parameter files, injected and effective parameters,
                            kernel, times, status, lowrank version, git revision, code hash
-    OUTDIR/results.json    every value the chapter glued (myst_nb ``glue``), name -> value; a figure
-                           as the files below that hold it; "tables" names the table files
+    OUTDIR/results.json    every value the chapter glued (myst_nb ``glue``), name -> value, as plain
+                           data (text, numbers, a table as records); a figure as the files below
+                           that hold it; "tables" names the table files
     OUTDIR/files/          its figures (<glue key>.png and .svg), its tables (chNN_table_K.csv) and
                            whatever the chapter wrote into :func:`results_dir` (:mod:`.outputs`)
+    OUTDIR/page.html       with ``--html``: the run as the chapter's page, its assets in
+                           OUTDIR/page_files/ (:mod:`.page`)
 
 The default OUTDIR is ``runs/<chapter>/<UTC timestamp>-<hash of the effective parameters>/``.
 If a cell fails (or the kernel dies, or the run is interrupted by Ctrl-C or, under the

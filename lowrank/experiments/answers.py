@@ -69,10 +69,12 @@ _OPEN = {INCONCLUSIVE, NOT_JUDGED}
 class Answer:
     """A paper's answer: ``lead`` (the paper's name, the subject of the first sentence), ``answer``
     (the rest of that sentence: the thesis, and whether it holds in theory and in trained models),
-    then ``details``: what qualifies or contradicts it, what stays open (how much of it) and why."""
+    then ``details``: what qualifies or contradicts it, what stays open (how much of it) and why;
+    ``inline``: the details follow in the answer's own paragraph, not after every answer."""
     lead: str
     answer: str
     details: tuple[str, ...] = ()
+    inline: bool = False  # the details belong in the answer's own paragraph (an abstract's)
 
     @property
     def sentences(self) -> tuple[str, ...]:

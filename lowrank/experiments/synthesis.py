@@ -471,7 +471,9 @@ def answers(tables: Mapping[str, Any], *, brief: bool = False) -> dict[str, Any]
     rows = tables["rows"]
     said = _abstract.abstract(rows, tables.get("values", {}))
     if brief:
-        return {"papers": tuple(_answers.Answer(p, " ".join(s)) for p, s in said["papers"]),
+        # the thesis and theory lead (a phone's first screen shows them for both papers), the
+        # trained models follow in the same paragraph
+        return {"papers": tuple(_answers.Answer(p, " ".join(s[:2]), tuple(s[2:]), inline=True) for p, s in said["papers"]),
                 "practitioner": said["practitioner"]}
     matched = said["practitioner"]
     return {"papers": tuple(_answers.paper_answer(rows, p) for p in (BHOJANAPALLI, MIN_LI)),

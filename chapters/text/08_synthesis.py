@@ -141,7 +141,7 @@ print(ch.verdict_counts(tables["rows"]))
 # | Question | can *some* weights of head size $d_h$ produce a given attention pattern? (exact representability) | what rank does attention *typically* have? |
 # | Matrix | the logits $S$, of rank at most $d_h$ | the attention matrix $A$ itself |
 # | Setting | any input, any target, softmax at temperature 1 | random inputs and weights, zero temperature (hardmax) |
-# | Central result | below $d_h = n$ some patterns cannot be represented; a fixed head size $d_p$ removes the bottleneck (Theorems 1 and 2) | the mean hardmax rank stays below $(1 - (1-1/n)^n)\,n \approx 0.63\,n$ and saturates in $d_h$ |
+# | Central result | below $d_h = n$ some patterns cannot be represented; a fixed head size $d_p$ removes the bottleneck (Theorems 1 and 2) | the mean hardmax rank stays below $(1 - (1-1/n)^n)\,n$, about $0.63\,n$, and saturates in $d_h$ |
 # | Tested in | {doc}`02_representation_theorem`, {doc}`03_multihead_bottleneck`, {doc}`04_head_size_training` | {doc}`05_rank_barrier`, {doc}`06_rank_saturation` |
 # | In trained models | {doc}`07_trained_attention` | {doc}`07_trained_attention` |
 # ```

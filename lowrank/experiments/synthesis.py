@@ -35,7 +35,7 @@ __all__ = ["estimate", "ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collect
            "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
            "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
            "HEADLINE_KEYS", "run", "counts_by_kind", "found_sentence", "kinds_table",
-           "reading_table", "card_rows", "answers"]
+           "reading_table", "card_rows", "answers", "abstract_markdown"]
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
@@ -479,6 +479,11 @@ def answers(tables: Mapping[str, Any], *, brief: bool = False) -> dict[str, Any]
     return {"papers": tuple(_answers.paper_answer(rows, p) for p in (BHOJANAPALLI, MIN_LI)),
             "practitioner": (*matched, *_answers.practitioner_answer(rows, tables.get("practitioner_ns", ()),
                                                                      quote_decouple=not matched))}
+
+
+def abstract_markdown(tables: Mapping[str, Any]) -> str:
+    """The abstract of the landing page as Markdown paragraphs: the README's opening."""
+    return _abstract.abstract_text(_abstract.abstract(tables["rows"], tables.get("values", {})))
 
 
 def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,

@@ -1,7 +1,6 @@
 """The abstract of the landing page and the README (lowrank.experiments.abstract): short, read from
 the rows and chapter 04's fields, the parameter-matched comparison first, readable while chapter
 04's fair re-run is being stored, and the README's copy equal to the book's."""
-import dataclasses
 import re
 from pathlib import Path
 

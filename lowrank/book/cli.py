@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import textwrap
 import threading
 from pathlib import Path
 
@@ -294,7 +293,9 @@ def _run(args, root, command: str) -> int:
     if args.html:
         page = runner_page()
         changed = page.changed_parameters(plan.injected, runner.notebook_parameters(chapter, papermill=False))
-        print(f"lowrank: page: {page.render_page(book, done / chapter.path.name, done, scale=plan.scale, changed=changed, command=command)}")
+        shown = page.render_page(book, done / chapter.path.name, done, scale=plan.scale, changed=changed,
+                                 command=command)
+        print(f"lowrank: page: {shown}")
     return 0
 
 

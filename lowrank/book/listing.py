@@ -141,7 +141,8 @@ def list_text(root: Path | None, chapter: str | None = None, *, estimates: bool 
             allowed = f"  [{spec[name].allowed()}]" if name in spec else ""
             unread = "" if info["papermill"] is not False else \
                 "  (papermill's parser skips this line: remove '=' from its comment)"
-            out.append(f"      {name:<{w_name}} = {info['default_text']:<{w_default}}  # {info['help']}{allowed}{unread}")
+            default = f"{info['default_text']:<{w_default}}"
+            out.append(f"      {name:<{w_name}} = {default}  # {info['help']}{allowed}{unread}")
         if chapter and not spec:
             out.append("    no schema: the chapter is not in lowrank/experiments/registry.py")
         out.append("")

@@ -31,13 +31,13 @@ __all__ = ["PAGE", "ASSETS", "changed_parameters", "run_note", "render_page"]
 
 PAGE = "page.html"
 ASSETS = "page_files"
-# Extensions that describe the whole book (its source archive, its execution report) and have
-# nothing to say about one run.
-_BOOK_ONLY = ()
+# The page's links into the book's build folder, rewritten to its assets folder beside the page.
 _RELATIVE = re.compile(r'((?:href|src|data-url_root)=")\.\./')
 
 
 class PageFailed(RunError):
+    """The run finished but its page did not render (exit status 1; the run folder is kept)."""
+
     status = 1
 
 
@@ -71,7 +71,8 @@ def run_note(scale: str, changed: Mapping[str, tuple], command: str | None = Non
     lines.append(f"Every number, verdict, table and figure on this page comes from this run, at {scale_text}.")
     if changed:
         lines += ["", "Parameters that differ from the chapter's defaults:", ""]
-        lines += [f"- `{n}` = {_shown(v)}" + (f" (default {d})" if d is not None else "") for n, (v, d) in changed.items()]
+        lines += [f"- `{n}` = {_shown(v)}" + (f" (default {d})" if d is not None else "")
+                  for n, (v, d) in changed.items()]
     else:
         lines += ["", "No parameter differs from the chapter's defaults."]
     if command:
@@ -100,8 +101,6 @@ def _config(root: Path) -> dict:
     config.setdefault("execute", {})["execute_notebooks"] = "off"
     config["only_build_toc_files"] = True
     local = (config.get("sphinx") or {}).get("local_extensions") or {}
-    for name in _BOOK_ONLY:
-        local.pop(name, None)
     for name, folder in local.items():
         local[name] = str((root / folder).resolve())
     return config
@@ -124,8 +123,8 @@ def render_page(root: Path, executed: Path, outdir: Path, *, scale: str, changed
         (src / "_toc.yml").write_text(f"format: jb-book\nroot: chapters/{stem}\n", encoding="utf8")
         _with_note(executed, src / "chapters" / executed.name, run_note(scale, changed, command))
         jb = Path(sys.executable).with_name("jupyter-book")
-        done = subprocess.run([str(jb if jb.exists() else "jupyter-book"), "build", str(src), "--path-output", str(out)],
-                              cwd=src, capture_output=True, text=True, timeout=timeout)
+        command_line = [str(jb if jb.exists() else "jupyter-book"), "build", str(src), "--path-output", str(out)]
+        done = subprocess.run(command_line, cwd=src, capture_output=True, text=True, timeout=timeout)
         html = out / "_build" / "html"
         page = html / "chapters" / f"{stem}.html"
         if done.returncode != 0 or not page.is_file():
@@ -134,8 +133,9 @@ def render_page(root: Path, executed: Path, outdir: Path, *, scale: str, changed
         assets = outdir / ASSETS
         if assets.exists():
             shutil.rmtree(assets)
-        shutil.copytree(html, assets, ignore=shutil.ignore_patterns("*.html", "_sources", "_downloads", ".doctrees", ".buildinfo",
-                                                                    "objects.inv", "chapters"))
+        # the theme's assets and the figures; not the book's other pages, sources or source archive
+        shutil.copytree(html, assets, ignore=shutil.ignore_patterns(
+            "*.html", "_sources", "_downloads", ".doctrees", ".buildinfo", "objects.inv", "chapters"))
         text = _RELATIVE.sub(lambda m: f"{m.group(1)}{ASSETS}/", page.read_text(encoding="utf8"))
         # the page's download button: the run's own executed notebook, beside the page
         text = text.replace(f"{ASSETS}/_sources/chapters/{executed.name}", executed.name)

@@ -131,8 +131,13 @@ RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head
 
 def estimate_s() -> float:
     """CPU seconds of the three grids at :data:`STEP_COST_S` (shared runs counted once)."""
+    from . import fair  # the fair design builds on this module's grids
+
+    # Before the rates are chosen, every judged run is costed at the shared rate (a step's cost does not depend on it).
+    shared = {m: fair.RateChoice(m, BASE["lr"], (BASE["lr"],), 0, 0) for m in fair.LR_GRID_MODELS}
     seen, total = set(), 0.0
-    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid(), *added_grids(BASE["lr"])):
+    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid(), *added_grids(BASE["lr"]),
+                     fair.lr_grid(), fair.judged_grid(shared)):
         for lab, cfg in labelled:
             k = run_key(cfg)
             if k not in seen:
@@ -162,7 +167,10 @@ def _labels(name: str, **extra) -> dict:
 
 def design() -> dict:
     """The whole design as plain data (written beside the store as its manifest)."""
-    return {"experiment": EXPERIMENT, "base": BASE, "seeds": list(SEEDS), "budget_steps": list(BUDGET_STEPS),
+    from . import fair  # the fair design builds on this module's grids
+
+    return {"experiment": EXPERIMENT, "base": BASE, "fair": fair.design(), "seeds": list(SEEDS),
+            "budget_steps": list(BUDGET_STEPS),
             "models": [list(m) for m in MODELS], "rows": [list(r) for r in ROWS],
             "lr_check_rates": list(LR_CHECK_RATES), "lr_check_steps": LR_CHECK_STEPS,
             "lr_check_models": list(LR_CHECK_MODELS), "factorial_steps": FACTORIAL_STEPS,
@@ -317,6 +325,9 @@ def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = 
     for grid in added_grids(lr):
         go(grid)
     go(reestimate_grid(lr, read(store)["budget"]))
+    from . import fair  # the fair design builds on this module's grids
+
+    fair.run(go, lambda: _latest(store))
 
 
 def _budget_grids(lr: float, latest: Mapping[str, dict]) -> list[tuple[dict, dict]]:
@@ -333,13 +344,19 @@ def _budget_grids(lr: float, latest: Mapping[str, dict]) -> list[tuple[dict, dic
     return out
 
 
+def _latest(store: Path) -> dict[str, dict]:
+    return {r["key"]: r for r in ResultStore(store).records()} if store.is_file() else {}
+
+
 def read(store: str | os.PathLike) -> dict:
     """What ``store`` holds (a missing store holds nothing): ``lr_check``, ``lr`` (the chosen rate
     or None), ``lr_table``, ``budget`` (every budget run: the budget extension, the powered seeds,
     the doubled budget, Table 2(B), Fig. 4 and any re-estimated seeds), ``factorial`` (one row per
     stored run), the planned run counts ``planned`` and the store's ``path``."""
+    from . import fair  # the fair design builds on this module's grids
+
     store = Path(store)
-    latest = {r["key"]: r for r in ResultStore(store).records()} if store.is_file() else {}
+    latest = _latest(store)
     check = _frame(lr_check_grid(), latest)
     lr, table = choose_rate(check)
     grids = _budget_grids(lr if lr is not None else BASE["lr"], latest)
@@ -347,14 +364,18 @@ def read(store: str | os.PathLike) -> dict:
     fact = _frame(factorial_grid(), latest)
     planned = {"lr_check": len(lr_check_grid()), "budget": len(grids), "factorial": len(factorial_grid())}
     # The seed-0 h = 32 runs at the chosen rate and 1,000 steps belong to both the check and the extension.
-    design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), grids if lr is not None else [])
-                   for _, c in g}
+    fair_got = fair.read_fair(latest)
+    fair_grid, fair_judged = fair_got["grid_configs"], fair_got["judged_configs"]
+    planned["lr_grid"], planned["judged"] = fair_got["lr_grid_planned"], fair_got["judged_planned"]
+    design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), grids if lr is not None else [],
+                                        fair_grid, fair_judged) for _, c in g}
     keys = set(latest) & design_keys
     # Runs the design holds, each counted once; before the rate is chosen, the default rate gives the count.
-    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(), grids) for _, c in g})
+    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(), grids, fair_grid, fair_judged)
+                               for _, c in g})
     return {"lr_check": check, "lr": lr, "lr_table": table, "budget": budget, "factorial": fact,
             "planned": planned, "path": str(store), "n_records": len(keys),
-            "cpu_s": float(sum(latest[k]["wall_s"] for k in keys))}
+            "cpu_s": float(sum(latest[k]["wall_s"] for k in keys)), "fair": fair_got}
 
 
 def _pair(df: pd.DataFrame, a: Mapping, b: Mapping, value: str) -> pd.DataFrame:

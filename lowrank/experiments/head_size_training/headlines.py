@@ -9,7 +9,7 @@ import pandas as pd
 
 from ...models import bert_parameter_count
 from ...stats import Estimate
-from . import budget
+from . import budget, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key
 from .rules import CLAIMS, HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
@@ -334,15 +334,17 @@ def _budget_headline(b: Mapping) -> dict:
     ``budget_*`` (what the store holds, the chosen rate, its provenance), without ``ch04_``."""
     comps, runs = b["comparisons"], b["budget"]
     out = {}
+    f = b["fair"]
+    judged, rates = f["judged_comparisons"], f["rates"]
     for row, a, bb in budget.ROWS:
-        gap = float("nan")
-        if row == "match" and len(runs):
-            pa, pb = (runs[runs.model == m].n_params for m in (a, bb))
-            if len(pa) and len(pb):
-                gap = abs(float(pa.iloc[0]) - float(pb.iloc[0])) / float(pb.iloc[0])
-        ev = row_evidence("budget", row, _BUDGET_WHAT[row], comps[comps.row == row],
-                          planned=2 * budget.row_seeds(runs, row), param_gap=gap,
-                          plan_sd=budget.planning_sd(runs, row))
+        c = judged[judged.row == row]
+        pa, pb = float(c.params_a.iloc[0]), float(c.params_b.iloc[0])
+        sds = [fair.planning_sd(f["judged"], rates, row, st) for st in fair.JUDGED_STEPS]
+        ev = row_evidence("budget", row, _BUDGET_WHAT[row], c,
+                          planned=int(c[c.split == "validation"].planned.sum()), param_gap=abs(pa - pb) / pb,
+                          plan_sd=float("nan") if any(math.isnan(x) for x in sds) else max(sds),
+                          lr_stored=rates[a].stored + rates[bb].stored, lr_planned=rates[a].planned + rates[bb].planned,
+                          lr_edge=" and ".join(m for m in (a, bb) if rates[m].at_edge))
         out.update({k[len("ch04_"):]: v for k, v in ev.items()})
     planned = b["planned"]
     out["budget_runs"], out["budget_planned"] = len(runs), planned["budget"]

@@ -244,3 +244,38 @@ def test_rates_wait_for_every_grid_run(tmp_path):
     first = f["rates"][F.LR_GRID_MODELS[0]]
     assert first.rate is None and (first.stored, first.planned) == (8, 9)
     assert f["judged_planned"] == 0 and f["judged_comparisons"]["n"].eq(0).all()
+
+
+def test_the_fair_figure_and_tables_render_empty_partial_and_full_stores(tmp_path, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from lowrank.experiments.head_size_training import fair as F
+    from lowrank.experiments.head_size_training import fair_figures as FF
+
+    empty = B.read(tmp_path / "none.jsonl")["fair"]
+    partial_store = tmp_path / "partial.jsonl"
+    for _, c in F.lr_grid()[:5]:
+        ResultStore(partial_store).append({"key": run_key(c), "config": c, "metrics": _fake_run(c, run_dir=None),
+                                           "wall_s": 1.0})
+    partial = B.read(partial_store)["fair"]
+    monkeypatch.setattr(B, "sweep", lambda configs, **kw: sweep(list(configs), run_fn=_fair_fake({"fixed h = 32": 0.02}),
+                                                                **kw))
+    B.run(tmp_path / "full.jsonl")
+    full = B.read(tmp_path / "full.jsonl")["fair"]
+    for got in (empty, partial, full):
+        fig, axes = plt.subplots(2, 1)
+        FF.plot_lr_grid(axes, got["lr_grid"], got["rates"])
+        plt.close(fig)
+        t = FF.lr_grid_display(got["rates"])
+        assert list(t.model) == list(F.LR_GRID_MODELS)
+        j = FF.judged_display(got["judged_comparisons"])
+        assert len(j) == 2 * len(B.ROWS)
+    assert FF.lr_grid_display(partial["rates"])["runs stored"].iloc[0] == "5 of 9"
+    assert FF.lr_grid_display(empty["rates"])["chosen rate"].eq("not yet").all()
+    t = FF.lr_grid_display(full["rates"]).set_index("model")
+    assert t.loc["fixed h = 32", "chosen rate"] == "0.02" and t.loc["fixed h = 32", "rate 0.04"] != "-"
+    j = FF.judged_display(full["judged_comparisons"])
+    assert j["rates"].str.contains("0.01 and 0.02").any() and j["runs stored"].eq(f"{2 * B.POWER_SEEDS} of {2 * B.POWER_SEEDS}").all()
+    assert FF.judged_display(empty["judged_comparisons"])["rates"].eq("not chosen yet").all()

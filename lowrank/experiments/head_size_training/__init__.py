@@ -13,13 +13,15 @@ package's modules, one job each:
 - :mod:`.summaries`: seed means, curves and paired differences with their intervals;
 - :mod:`.headlines`: the glued numbers; :mod:`.rules`: the claims and their rules;
 - :mod:`.budget`: the budget store (learning-rate check, budget extension, factorial);
+- :mod:`.fair` and :mod:`.fair_figures`: the budget store's fair design (each model at its own
+  learning rate, every row at two budgets), its figure and tables;
 - :mod:`.tables` and :mod:`.figures`: the page's tables and figures.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import budget, figures, rules
+from . import budget, fair, fair_figures, figures, rules
 from .estimate import estimate, lm_units, memory, run_keys, training_runs
 from .grids import (base_config, head_size_at_fixed_heads, heads_at_fixed_width, lr_sweep_grid, parameter_matched,
                     recovery_grid, training_grids)
@@ -49,7 +51,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "estimate", "memory", 
            "rule_head_size", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size_past_n",
            "rule_too_few_heads",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
-           "lr_display", "claims_table", "budget", "figures", "rules"]
+           "lr_display", "claims_table", "budget", "fair", "fair_figures", "figures", "rules"]
 
 
 def run(P: Mapping) -> dict:

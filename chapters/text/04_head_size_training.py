@@ -554,7 +554,7 @@ for c in hs.CLAIMS:
 #
 # ## What to take away
 #
-# - **Decided** on the budget store, each claim at the largest budget of its models with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text`
+# - **Decided** on the budget store, each claim with each model at its own learning rate, at two budgets, with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text`
 # - **At equal parameters**: {glue:text}`ch04_budget_answer`
 # - **Adding parameters through a fixed head size**: {glue:text}`ch04_budget_answer_more` At the shared rate, over the training budgets, that gap was {glue:text}`ch04_budget_trend_text` (a trend, not a verdict).
 # - **Why set-ups disagree** (the factorial at {glue:text}`ch04_budget_factorial_steps:,` steps): {glue:text}`ch04_budget_factorial_text`

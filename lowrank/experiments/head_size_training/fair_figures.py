@@ -12,8 +12,8 @@ from .figures import _interval
 __all__ = ["GRID_PANELS", "plot_lr_grid", "lr_grid_display", "judged_display"]
 
 # The rate grid's models in two panels: those of the practitioner's rows, and Fig. 4's baselines.
-GRID_PANELS = (("head size at h = 4, and h = 32", fair.LR_GRID_MODELS[:7]),
-               ("Fig. 4: head size 32 at h = 1 to 8", fair.LR_GRID_MODELS[7:]))
+GRID_PANELS = (("head sizes at $h$ = 4; $h$ = 32; $d$ = 112", fair.LR_GRID_MODELS[:7]),
+               ("Fig. 4: head size 32 at $h$ = 1 to 8", fair.LR_GRID_MODELS[7:]))
 _MARKERS = "os^vDP*"
 
 
@@ -28,7 +28,7 @@ def plot_lr_grid(axes, grid: pd.DataFrame, rates: Mapping[str, fair.RateChoice])
             if not r.losses:
                 continue
             x, y = zip(*r.losses)
-            label = model + ("" if r.rate is not None else " (partial)")
+            label = _math(model) + ("" if r.rate is not None else " (partial)")
             line, = ax.plot(x, y, marker=marker, markersize=5, markerfacecolor="white", label=label)
             if r.rate is not None:
                 ax.plot([r.rate], [dict(r.losses)[r.rate]], marker=marker, markersize=7, color=line.get_color())
@@ -38,6 +38,7 @@ def plot_lr_grid(axes, grid: pd.DataFrame, rates: Mapping[str, fair.RateChoice])
         ax.set_xscale("log")
         ticks = sorted({x for m in models for x, _ in rates[m].losses} | set(fair.LR_GRID_RATES))
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.set_xlim(ticks[0] / 1.5, ticks[-1] * 1.5)
         ax.minorticks_off()
         ax.set_title(title, fontsize="small")
         ax.set_xlabel("peak learning rate")
@@ -45,6 +46,13 @@ def plot_lr_grid(axes, grid: pd.DataFrame, rates: Mapping[str, fair.RateChoice])
         if drawn:
             # under its own panel: inside, seven entries would cover the curves
             ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=2, frameon=False)
+
+
+def _math(model: str) -> str:
+    """A model's name with its symbols in mathtext, as the book's figures label them."""
+    for sym in ("d_p", "h", "d"):
+        model = model.replace(f"{sym} = ", f"${sym}$ = ")
+    return model
 
 
 def lr_grid_display(rates: Mapping[str, fair.RateChoice]) -> pd.DataFrame:

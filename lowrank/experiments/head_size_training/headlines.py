@@ -472,6 +472,9 @@ def _gap_reading(H: Mapping) -> str:
     then = {1: "ahead", -1: "behind", 0: "level with the standard model"}[before]
     start = f"the fixed head size, {then} at {H['ch04_long_tokens_seen'] / 1e6:.1f} M tokens a run (the long sweep),"
     at = f"at {H[p + 'tokens'] / 1e6:.1f} M tokens a run (the budget store's largest budget)"
+    if H[p + "lr_stored"] < H[p + "lr_planned"]:
+        return (f"{start} is not measured yet {at} with each model at its own rate: {int(H[p + 'lr_stored'])} of the "
+                f"{int(H[p + 'lr_planned'])} runs of the two models' rate grid are stored")
     if H[p + "stored"] < H[p + "planned"]:
         return f"{start} is not measured yet {at}: {int(H[p + 'stored'])} of its {int(H[p + 'planned'])} runs are stored"
     after = {_side(H[f"{p}{s}_lo"], H[f"{p}{s}_hi"]) for s in ("val", "test")}
@@ -552,13 +555,17 @@ def _answer_more(H: Mapping) -> str:
 
 def _budget_verdicts(H: Mapping) -> str:
     """Each budget-store claim's verdict under its registered rule, with the rule's reason, as one
-    sentence per claim (the verdicts chapter 08 records)."""
-    out = []
+    sentence per verdict (claims with the same verdict and reason share a sentence)."""
+    groups: dict[str, list[str]] = {}
     for c in CLAIMS:
         if c.key in _BUDGET_CLAIMS:
             j = c.judge(H)
             why = f", because {j.qualifier}" if j.qualifier else ""
-            out.append(f"{_BUDGET_CLAIMS[c.key]}: {j.verdict}{why}.")
+            groups.setdefault(f"{j.verdict}{why}", []).append(_BUDGET_CLAIMS[c.key])
+    out = []
+    for label, names in groups.items():
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        out.append(f"{who}: {label}.")
     return " ".join(out)
 
 

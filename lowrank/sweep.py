@@ -38,7 +38,7 @@ import multiprocessing as mp
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -46,6 +46,7 @@ import pandas as pd
 from .progress import tqdm
 
 from .data import data_root
+from .files import append_whole
 from .provenance import provenance
 from .train import run_key
 
@@ -158,10 +159,12 @@ def record_problem(rec) -> str | None:
     return None
 
 
-def foreign_store(path: str | os.PathLike) -> str | None:
+def foreign_store(path: str | os.PathLike, experiments: Collection[str] | None = None) -> str | None:
     """Why the file at ``path`` is not a results store a sweep may append to, or None (it does not
-    exist, is empty, or its first line is a record of ours, :func:`record_problem`). Reads at most
-    the first line, up to 64 MiB (one record of a long grid can hold hundreds of KiB)."""
+    exist, is empty, or its first line is a record of ours, :func:`record_problem`, and, when
+    ``experiments`` is given, of one of those experiments: another chapter's store read as this
+    one's would hold none of its runs, and would look like an empty store). Reads at most the first
+    line, up to 64 MiB (one record of a long grid can hold hundreds of KiB)."""
     path = Path(path)
     if path.is_dir():
         return "it is a folder; a results store is a .jsonl file"
@@ -180,7 +183,12 @@ def foreign_store(path: str | os.PathLike) -> str | None:
     except (UnicodeDecodeError, ValueError):
         return "its first line is not a JSON record"
     why = record_problem(rec)
-    return f"its first line is not a record a sweep wrote ({why})" if why else None
+    if why:
+        return f"its first line is not a record a sweep wrote ({why})"
+    if experiments is not None and rec.get("experiment") not in experiments:
+        return (f"it is a store of experiment {str(rec.get('experiment'))[:60]!r}, not of "
+                f"{' or '.join(repr(e) for e in sorted(experiments))}")
+    return None
 
 
 # Parameters that say how a sweep runs, not what it computes: they may differ between the runs
@@ -290,7 +298,8 @@ class ResultStore:
         return {r["key"] for r in self.records()}
 
     def append(self, record: dict) -> None:
-        """Append one record as one line: one write, O_APPEND, exclusive lock, fsync."""
+        """Append one record as one line, whole or not at all (:func:`lowrank.files.append_whole`:
+        O_APPEND, exclusive lock, fsync, a failed write cut back)."""
         if "key" not in record:
             raise ValueError("a result record needs a 'key'")
         if not (isinstance(record["key"], str) and isinstance(record.get("config"), dict)
@@ -304,23 +313,7 @@ class ResultStore:
                              f"({', '.join(bad[:5]) or 'in its config or record'}: NaN or infinity); "
                              f"it is not stored in {self.path}") from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            # A file left by a crash may end mid-line; start on a fresh line so both survive.
-            size = os.fstat(fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":
-                        line = b"\n" + line
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        append_whole(self.path, line)
 
 
 def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:

@@ -17,6 +17,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+from ..commands import OneLineParser
 from ..params import SCALES
 
 # The default first, as the help shows it; ``lowrank book`` has no long sets to render.
@@ -24,11 +25,8 @@ RUN_SCALES = ("default", *(s for s in SCALES if s != "default"))
 BOOK_SCALES = tuple(s for s in RUN_SCALES if s != "long")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with a usage error in one line (the usage itself is one ``--help`` away)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+# argparse with a usage error in one line (the usage itself is one ``--help`` away).
+_Parser = OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -20,7 +20,7 @@ from .costs import estimate
 from .errors import UsageError
 from .guards import check_manifests, check_path
 from .parameter_files import load_parameter_file
-from .params import PATHS, SCHEMAS, ParameterError, check_constraints, short_repr, validate
+from .params import PATHS, SCHEMAS, STORE_EXPERIMENTS, ParameterError, check_constraints, short_repr, validate
 
 __all__ = ["RunPlan", "TIME_BOUND_S", "plan_run", "short_hash", "cuda_available"]
 
@@ -112,7 +112,8 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
             raise UsageError(f"{e} [set {sources[name]}]") from None
     for name, kind in PATHS.get(chapter.name, {}).items():
         if injected.get(name) is not None:
-            injected[name] = check_path(name, injected[name], kind, bases[name], sources[name], book)
+            injected[name] = check_path(name, injected[name], kind, bases[name], sources[name], book,
+                                        STORE_EXPERIMENTS.get(chapter.name))
 
     merged = {**{k: v["default"] for k, v in known.items()}, **injected}
     try:

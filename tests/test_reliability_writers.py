@@ -30,7 +30,7 @@ BUDGET_04 = ROOT / "data" / "results" / "04_head_size_budget.jsonl"
 LONG_06 = ROOT / "data" / "results" / "06_rank_saturation_long.jsonl"
 LEDGER = ROOT / "data" / "rules_ledger.jsonl"
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-KEPT = (LONG_04, LONG_04_MANIFEST, BUDGET_04, LEDGER)
+KEPT = (LONG_04, LONG_04_MANIFEST, BUDGET_04, LONG_06, LEDGER)
 
 
 def _git_status() -> str:
@@ -68,7 +68,7 @@ def _ledger_copy(tmp: Path, edit: Callable[[bytes], bytes] = lambda b: b, name: 
 @dataclass
 class Case:
     id: str
-    command: str                      # budget, ledger, train or lowrank
+    command: str                      # budget, ch06long, ledger, train or lowrank
     args: list[str]                   # "{tmp}" is the test's folder
     setup: Callable[[Path], None] = lambda tmp: None
     status: int = 2
@@ -124,6 +124,13 @@ CASES = [
     Case("budget-workers-not-int", "budget", ["--store", "{tmp}/n.jsonl", "--workers", "x"],
          words=("--workers", "invalid int value")),
     Case("budget-unknown-option", "budget", ["--store", "{tmp}/n.jsonl", "--bogus"], words=("--bogus",)),
+    # Chapter 06's store command: the same guard.
+    Case("ch06-long-committed-store", "ch06long", ["--store", str(LONG_06)], words=("is committed",)),
+    Case("ch06-long-hard-link", "ch06long", ["--store", "{tmp}/h6.jsonl"],
+         setup=lambda t: _link(LONG_06, t, "h6.jsonl"), words=("the same file as",)),
+    Case("ch06-long-chapter-04s-store", "ch06long", ["--store", "{tmp}/s4.jsonl"],
+         setup=lambda t: (t / "s4.jsonl").write_bytes(LONG_04.read_bytes()), words=("'04_head_size_training'",),
+         kept=("s4.jsonl",)),
     # The ledger: damaged lines named, nothing appended after them.
     Case("ledger-glued-line-register", "ledger", ["--ledger", "{tmp}/ledger.jsonl", "register", "barrier",
                                                   "--data-seen", "no"],
@@ -193,6 +200,8 @@ CASES = [
 def _main(command: str):
     if command == "budget":
         from lowrank.experiments.head_size_training.budget import main
+    elif command == "ch06long":
+        from lowrank.experiments.rank_saturation.long import main
     elif command == "ledger":
         from lowrank.experiments.ledger import main
     elif command == "train":
@@ -228,7 +237,7 @@ def test_a_writer_refuses_in_one_line_and_changes_nothing(case, tmp_path, capsys
 
 
 def test_the_table_covers_every_writer():
-    assert Counter(c.command for c in CASES).keys() == {"budget", "ledger", "train", "lowrank"}
+    assert Counter(c.command for c in CASES).keys() == {"budget", "ch06long", "ledger", "train", "lowrank"}
     assert len({c.id for c in CASES}) == len(CASES)
 
 

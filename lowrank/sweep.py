@@ -411,6 +411,13 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     runs = Path(runs_dir) if runs_dir is not None else data_root(root) / "runs" / experiment
     done = st.keys()
     todo = [k for k in keys if shard_of(k, n) == i and k not in done]
+    if todo:  # the last line of defence for callers that did not check: a committed file is never appended to
+        from .committed import committed
+
+        same = committed(st.path)
+        if same is not None:
+            raise ValueError(f"results store {st.path} is a committed file ({same}); {len(todo)} runs would be "
+                             "appended to it: sweep into a copy outside the committed results")
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     pinned = parse_devices(os.environ.get(DEVICES_ENV) if devices is None else devices)

@@ -375,3 +375,17 @@ def test_chapter_06_refuses_chapter_04s_store():
 
     with pytest.raises(ValueError, match="'04_head_size_training'"):
         st.read_store(LONG_04, {})  # refused before the grid's parameters are read
+
+
+def test_a_sweep_never_appends_to_a_committed_store_under_another_name(tmp_path):
+    from lowrank.sweep import sweep
+
+    link = _link(LONG_04, tmp_path, "hl.jsonl")
+    digests = _digests()
+    try:
+        with pytest.raises(ValueError, match="is a committed file"):
+            sweep([{"k": "new"}], experiment="04_head_size_training", store=link, runs_dir=tmp_path / "runs",
+                  run_fn=lambda c, run_dir: {"v": 1.0}, progress=False)
+    finally:
+        link.unlink()
+    assert _digests() == digests and not (tmp_path / "runs").exists()

@@ -477,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
         return say(f"{interrupt_words(e)}; the finished runs are in {store}, and the same command resumes",
                    interrupt_status(e))
     except Exception as e:  # noqa: BLE001 - a failed run or an incomplete rate check: its cause, one line
-        return say(f"error: stopped: {e}" + ("" if a.debug else " (--debug shows the traceback)"), 1)
+        return say(f"error: stopped: {one_line(e) or type(e).__name__}"
+                   + ("" if a.debug else " (--debug shows the traceback)"), 1)
     return 0
 
 

@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return interrupt_status(e)
     except Exception as e:  # noqa: BLE001 - a failure inside a length's computation: its cause, one line
-        print(f"{prog}: error: stopped: {one_line(e)}", file=sys.stderr)
+        print(f"{prog}: error: stopped: {one_line(e) or type(e).__name__}", file=sys.stderr)
         return 1
     got = read_store(store, P)
     print(f"{store}: {len(got['ns'])} of {len(got['ns']) + len(got['missing'])} lengths of the long grid")

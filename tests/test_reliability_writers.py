@@ -43,18 +43,34 @@ def _digests() -> dict:
     return {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in KEPT}
 
 
+LINKS = ROOT / "runs" / ".test-links"
+
+
+@pytest.fixture(autouse=True)
+def _no_links_left():
+    yield
+    if LINKS.is_dir():
+        for p in LINKS.iterdir():
+            p.unlink()
+        LINKS.rmdir()
+
+
 def _link(target: Path, tmp: Path, name: str) -> Path:
     """A hard link to ``target`` in ``tmp``, or in the book's git-ignored runs/ when ``tmp`` is on
-    another file system (hard links cannot cross one)."""
-    for folder in (tmp, ROOT / "runs" / ".test-links"):
-        folder.mkdir(parents=True, exist_ok=True)
-        link = folder / name
-        try:
-            os.link(target, link)
-            return link
-        except OSError:
-            continue
-    pytest.skip("no hard link to the committed store can be made here")
+    another file system (hard links cannot cross one); a case then names it through ``{tmp}/name``,
+    a symlink to the hard link."""
+    try:
+        os.link(target, tmp / name)
+        return tmp / name
+    except OSError:
+        pass
+    LINKS.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(target, LINKS / name)
+    except OSError:
+        pytest.skip("no hard link to the committed store can be made here")
+    (tmp / name).symlink_to(LINKS / name)
+    return tmp / name
 
 
 def _ledger_copy(tmp: Path, edit: Callable[[bytes], bytes] = lambda b: b, name: str = "ledger.jsonl") -> Path:

@@ -4,21 +4,18 @@ A committed results store, its parameter manifest or the rules ledger changes th
 when a command appends to it. A path check alone misses the same file reached another way: a
 hard link in another folder, or a symlink, is the committed file under a new name. So a file is
 committed when git tracks its path, or when it is the same file (device and inode) as a file git
-tracks in the book. Every command that writes (``lowrank run``, ``lowrank book``, the budget
-command, the ledger) asks here before it writes anything.
+tracks in the book. Every command that writes a store asks here, through
+:func:`lowrank.sweep.store_problem`, before it writes anything.
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
-from collections.abc import Collection
 from pathlib import Path
 
 from .files import BOOK_ROOT
 
-__all__ = ["RESULTS", "tracked", "ignored", "tracked_files", "committed", "sidecars", "committed_store", "unwritable",
-           "store_problem"]
+__all__ = ["RESULTS", "tracked", "ignored", "tracked_files", "committed", "sidecars", "committed_store", "unwritable"]
 
 RESULTS = Path("data") / "results"
 
@@ -111,52 +108,4 @@ def unwritable(path: Path) -> str | None:
         return None
     if not os.access(target, os.W_OK | (os.X_OK if target.is_dir() else 0)):
         return f"cannot write {'in ' if target.is_dir() else ''}{target} (permission denied)"
-    return None
-
-
-def store_problem(store: Path, experiments: Collection[str] | None = None, root: Path | None = None, *,
-                  written: bool = True) -> str | None:
-    """Why ``store`` (a resolved path) may not be used as a results store, or None.
-
-    Every store: a ``.jsonl`` file, not a folder; when it exists, a store a sweep wrote, of one of
-    ``experiments`` (None: any). A store only read must exist. A store ``written`` must also not be,
-    nor have beside it, a committed file (:func:`committed_store`), must be writable, and a manifest
-    beside it must be a JSON object naming one of ``experiments`` if it names an experiment: nothing
-    is written beside a file that belongs to something else."""
-    from .sweep import foreign_store
-
-    if store.suffix != ".jsonl":
-        return "a results store must be a .jsonl file"
-    if store.is_dir():
-        return "it is a folder; a results store is a .jsonl file"
-    if written:  # first: a committed file is named as such, whatever else it is
-        why = committed_store(store, root)
-        if why:
-            return why
-    if not written and not store.is_file():
-        return "no such results store (it is read, never written)"
-    if store.exists() and foreign_store(store):
-        return f"it exists and is not a results store ({foreign_store(store)}); nothing is appended to it"
-    if store.exists() and foreign_store(store, experiments):
-        return f"{foreign_store(store, experiments)}: another experiment's store, whose runs are not these"
-    if any(p.exists() and not p.is_dir() for p in store.parents):
-        return "a file stands where its folder should be"
-    if not written:
-        return None
-    why = unwritable(store)
-    if why:
-        return why
-    manifest, runs = sidecars(store)
-    if runs.exists() and not runs.is_dir():
-        return f"{runs} is a file; a store keeps its run folders there"
-    if manifest.exists():
-        try:
-            old = json.loads(manifest.read_text(encoding="utf8")) if manifest.is_file() else None
-        except (OSError, UnicodeDecodeError, ValueError):
-            old = None
-        if not isinstance(old, dict):
-            return f"{manifest} exists and is not a parameter manifest (a JSON object); it is never overwritten"
-        if experiments is not None and "experiment" in old and old["experiment"] not in experiments:
-            return (f"its manifest {manifest} is of experiment {str(old['experiment'])[:60]!r}, not of "
-                    f"{' or '.join(repr(e) for e in sorted(experiments))}")
     return None

@@ -45,13 +45,14 @@ from pathlib import Path
 import pandas as pd
 from .progress import tqdm
 
+from .committed import committed, committed_store, sidecars, unwritable
 from .data import data_root
 from .files import append_whole
 from .provenance import provenance
 from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
-           "record_problem", "foreign_store", "manifest_conflict", "manifest_path", "write_manifest", "OPERATIONAL",
+           "record_problem", "foreign_store", "store_problem", "manifest_conflict", "manifest_path", "write_manifest", "OPERATIONAL",
            "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV", "KEEP_CHECKPOINTS_ENV"]
 
 DEVICES_ENV = "LOWRANK_DEVICES"             # "0,1,2,3": one sweep worker per listed GPU
@@ -188,6 +189,52 @@ def foreign_store(path: str | os.PathLike, experiments: Collection[str] | None =
     if experiments is not None and rec.get("experiment") not in experiments:
         return (f"it is a store of experiment {str(rec.get('experiment'))[:60]!r}, not of "
                 f"{' or '.join(repr(e) for e in sorted(experiments))}")
+    return None
+
+
+def store_problem(store: Path, experiments: Collection[str] | None = None, root: Path | None = None, *,
+                  written: bool = True) -> str | None:
+    """Why ``store`` (a resolved path) may not be used as a results store, or None.
+
+    Every store: a ``.jsonl`` file, not a folder; when it exists, a store a sweep wrote, of one of
+    ``experiments`` (None: any). A store only read must exist. A store ``written`` must also not be,
+    nor have beside it, a committed file (:func:`committed_store`), must be writable, and a manifest
+    beside it must be a JSON object naming one of ``experiments`` if it names an experiment: nothing
+    is written beside a file that belongs to something else."""
+    if store.suffix != ".jsonl":
+        return "a results store must be a .jsonl file"
+    if store.is_dir():
+        return "it is a folder; a results store is a .jsonl file"
+    if written:  # first: a committed file is named as such, whatever else it is
+        why = committed_store(store, root)
+        if why:
+            return why
+    if not written and not store.is_file():
+        return "no such results store (it is read, never written)"
+    if store.exists() and foreign_store(store):
+        return f"it exists and is not a results store ({foreign_store(store)}); nothing is appended to it"
+    if store.exists() and foreign_store(store, experiments):
+        return f"{foreign_store(store, experiments)}: another experiment's store, whose runs are not these"
+    if any(p.exists() and not p.is_dir() for p in store.parents):
+        return "a file stands where its folder should be"
+    if not written:
+        return None
+    why = unwritable(store)
+    if why:
+        return why
+    manifest, runs = sidecars(store)
+    if runs.exists() and not runs.is_dir():
+        return f"{runs} is a file; a store keeps its run folders there"
+    if manifest.exists():
+        try:
+            old = json.loads(manifest.read_text(encoding="utf8")) if manifest.is_file() else None
+        except (OSError, UnicodeDecodeError, ValueError):
+            old = None
+        if not isinstance(old, dict):
+            return f"{manifest} exists and is not a parameter manifest (a JSON object); it is never overwritten"
+        if experiments is not None and "experiment" in old and old["experiment"] not in experiments:
+            return (f"its manifest {manifest} is of experiment {str(old['experiment'])[:60]!r}, not of "
+                    f"{' or '.join(repr(e) for e in sorted(experiments))}")
     return None
 
 
@@ -412,8 +459,6 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     done = st.keys()
     todo = [k for k in keys if shard_of(k, n) == i and k not in done]
     if todo:  # the last line of defence for callers that did not check: a committed file is never appended to
-        from .committed import committed
-
         same = committed(st.path)
         if same is not None:
             raise ValueError(f"results store {st.path} is a committed file ({same}); {len(todo)} runs would be "

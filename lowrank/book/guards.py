@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..committed import RESULTS, committed_store, ignored, sidecars, store_problem, tracked, unwritable
+from ..committed import RESULTS, committed_store, ignored, sidecars, tracked, unwritable
+from ..sweep import store_problem
 from .chapters import Chapter
 from .errors import UsageError
 from .params import CORPUS_NAMES, MANIFESTS, PATHS, short_repr

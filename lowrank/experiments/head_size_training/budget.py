@@ -38,7 +38,7 @@ import pandas as pd
 
 from ...attention import standard_head_dim
 from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
-from ...committed import store_problem
+from ...sweep import store_problem
 from ...data import SPECIAL_TOKENS
 from ...stats import Estimate, t_interval
 from ...sweep import ResultStore, manifest_path, parse_shard, sweep

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
-from ...committed import store_problem
+from ...sweep import store_problem
 from ...files import BOOK_ROOT
 from .store import EXPERIMENT, GRID_PARAMETERS, fill_store, read_store
 

@@ -421,6 +421,8 @@ def _command(args) -> int:
     ledger = args.ledger
     claims = {c.key: c for c in _all_claims()}
     if args.cmd == "status":
+        if not ledger.exists():  # every claim would read as unregistered: say why instead
+            return _say(args, f"error: --ledger {ledger}: no such file", 2)
         events, faults = scan_ledger(ledger)
         problems = check(claims.values(), events)
         for m in problems:

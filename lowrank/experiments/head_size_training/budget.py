@@ -38,10 +38,10 @@ import pandas as pd
 
 from ...attention import standard_head_dim
 from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
-from ...sweep import store_problem
 from ...data import SPECIAL_TOKENS
 from ...stats import Estimate, t_interval
 from ...sweep import ResultStore, manifest_path, parse_shard, sweep
+from ...sweep import store_problem
 from ...train import TrainConfig, run_key
 from .rules import MAX_SEEDS, POWER_SEEDS, required_seeds
 

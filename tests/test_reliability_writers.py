@@ -408,3 +408,12 @@ def test_a_sweep_never_appends_to_a_committed_store_under_another_name(tmp_path)
     finally:
         link.unlink()
     assert _digests() == digests and not (tmp_path / "runs").exists()
+
+
+def test_a_ledger_without_its_final_newline_still_reads_for_the_book(tmp_path):
+    from lowrank.experiments.ledger import LedgerError, read_ledger
+
+    ledger = _ledger_copy(tmp_path, _no_final_newline)
+    assert len(read_ledger(ledger)) == len(read_ledger(LEDGER))  # the verdict table reads it
+    with pytest.raises(LedgerError, match="no final newline"):
+        read_ledger(ledger, for_append=True)  # an append would glue its event onto the last line

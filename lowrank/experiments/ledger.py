@@ -167,11 +167,12 @@ def _event_at(text: str, number: int) -> Event:
         raise ValueError(str(e).removeprefix(f"ledger line {number}: ")) from None
 
 
-def scan_ledger(path: str | Path = LEDGER_PATH) -> tuple[list[Event], list[tuple[int, str]]]:
-    """(every event that reads, [(line number, fault)] of every line that does not). A last line
-    without its newline is a fault even when it reads (an append would be glued onto it); its event
-    is kept. A missing ledger holds nothing; one that is not a readable regular file is a
-    LedgerError."""
+def scan_ledger(path: str | Path = LEDGER_PATH, *, for_append: bool = False
+                ) -> tuple[list[Event], list[tuple[int, str]]]:
+    """(every event that reads, [(line number, fault)] of every line that does not). With
+    ``for_append``, a last line without its newline is a fault even when it reads, since an append
+    would be glued onto it (its event is kept). A missing ledger holds nothing; one that is not a
+    readable regular file is a LedgerError."""
     path = Path(path)
     if not path.exists() and not path.is_symlink():
         return [], []
@@ -195,16 +196,16 @@ def scan_ledger(path: str | Path = LEDGER_PATH) -> tuple[list[Event], list[tuple
         except ValueError as e:
             faults.append((number, f"{e}{'; the line has no final newline: a write was cut short' if cut else ''}"))
             continue
-        if cut:
+        if cut and for_append:
             faults.append((number, "the last line has no final newline (cut short, or saved by an editor "
                                    "without one); add the newline before appending"))
     return events, faults
 
 
-def read_ledger(path: str | Path = LEDGER_PATH) -> list[Event]:
+def read_ledger(path: str | Path = LEDGER_PATH, *, for_append: bool = False) -> list[Event]:
     """Every event in file order; a damaged line is a LedgerError naming the file, the line and the
-    fault (and how many other lines are damaged)."""
-    events, faults = scan_ledger(path)
+    fault (and how many other lines are damaged). ``for_append``: as :func:`scan_ledger`."""
+    events, faults = scan_ledger(path, for_append=for_append)
     if faults:
         number, why = faults[0]
         more = f" ({len(faults) - 1} more damaged line{'s' if len(faults) > 2 else ''})" if len(faults) > 1 else ""
@@ -230,7 +231,7 @@ def append_event(record: Mapping[str, Any], path: str | Path = LEDGER_PATH) -> E
     without its newline included) is a LedgerError and nothing is appended."""
     event = Event(**record)
     with appending(path) as out:
-        read_ledger(path)
+        read_ledger(path, for_append=True)
         out.write(_line(record))
     return event
 
@@ -423,7 +424,7 @@ def _command(args) -> int:
     if args.cmd == "status":
         if not ledger.exists():  # every claim would read as unregistered: say why instead
             return _say(args, f"error: --ledger {ledger}: no such file", 2)
-        events, faults = scan_ledger(ledger)
+        events, faults = scan_ledger(ledger, for_append=True)
         problems = check(claims.values(), events)
         for m in problems:
             print(f"{m.claim}: {m.problem}")
@@ -443,10 +444,10 @@ def _command(args) -> int:
     record: dict[str, Any] = {"event": args.cmd, "claim": args.claim, "date": _dt.date.today().isoformat(),
                               "fingerprint": fingerprint(rule), "thresholds": thresholds(rule),
                               "data_seen": args.data_seen}
-    read_ledger(ledger)  # a damaged ledger is named before the lock file is created or touched
+    read_ledger(ledger, for_append=True)  # a damaged ledger is named before it is opened for writing
     with appending(ledger) as out:
         # Read, decide and append under one lock: a second register of the claim waits, then sees the first.
-        last = latest(read_ledger(ledger)).get(args.claim)
+        last = latest(read_ledger(ledger, for_append=True)).get(args.claim)
         if args.cmd == "register":
             if last is not None:
                 return _say(args, f"error: {args.claim} is registered already (ledger line {last.line}); "

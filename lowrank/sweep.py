@@ -486,9 +486,18 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
                 initializer=_init_worker, initargs=(os.getpid(), queue)))
             futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k,
                                    os.getpid()) for k in todo]
-            for fut in as_completed(futures):
-                fut.result()  # re-raises a failed run's exception here
-                bar.update(1)
+            try:
+                for fut in as_completed(futures):
+                    fut.result()  # re-raises a failed run's exception here
+                    bar.update(1)
+            except KeyboardInterrupt:
+                # Ctrl-C or SIGTERM: leaving the pool would wait for every queued run, the rest of the
+                # grid; instead none starts and the running ones stop now (each resumes from its checkpoint).
+                procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in procs:
+                    proc.terminate()
+                raise
     bar.close()
     latest = {r["key"]: r for r in st.records() if r["key"] in unique}
     rows = [{"key": k, **latest[k]["config"], **latest[k]["metrics"], "wall_s": latest[k]["wall_s"]}

@@ -407,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # a full disk, a file size limit: the append was cut back
         return _say(args, f"error: cannot write the ledger {args.ledger} ({e.strerror or type(e).__name__}); "
                           "nothing was appended", 1)
+    except Exception as e:  # noqa: BLE001 - a chapter module that fails to import, a rule that cannot be read
+        return _say(args, f"error: {args.cmd} stopped: {one_line(e) or type(e).__name__}"
+                          + ("" if args.debug else " (--debug shows the traceback)"), 1)
 
 
 def _say(args, text: str, status: int) -> int:

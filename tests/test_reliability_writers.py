@@ -148,26 +148,6 @@ CASES = [
          setup=lambda t: (t / "s4.jsonl").write_bytes(LONG_04.read_bytes()), words=("'04_head_size_training'",),
          kept=("s4.jsonl",)),
     # The ledger: damaged lines named, nothing appended after them.
-    Case("ledger-glued-line-register", "ledger", ["--ledger", "{tmp}/ledger.jsonl", "register", "barrier",
-                                                  "--data-seen", "no"],
-         setup=lambda t: _ledger_copy(t, _no_final_newline), words=("no final newline", "ledger.jsonl:"),
-         kept=("ledger.jsonl",)),
-    Case("ledger-glued-line-status", "ledger", ["status", "--ledger", "{tmp}/ledger.jsonl"],
-         setup=lambda t: _ledger_copy(t, _no_final_newline), words=("no final newline",), kept=("ledger.jsonl",)),
-    Case("ledger-cut-line-amend", "ledger", ["--ledger", "{tmp}/ledger.jsonl", "amend", "barrier", "--reason", "r",
-                                            "--data-seen", "yes", "--before", "a", "--after", "b"],
-         setup=lambda t: _ledger_copy(t, _cut_last_line), words=("not JSON", "cut short"), kept=("ledger.jsonl",)),
-    Case("ledger-bad-date", "ledger", ["--ledger", "{tmp}/ledger.jsonl", "status"],
-         setup=lambda t: _ledger_copy(t, lambda b: _line(b, json.dumps(
-             {"event": "register", "claim": "x", "date": "2026-13-45", "fingerprint": FP}).encode())),
-         words=("2026-13-45", "is not a date"), kept=("ledger.jsonl",)),
-    Case("ledger-unknown-key", "ledger", ["--ledger", "{tmp}/ledger.jsonl", "register", "barrier", "--data-seen", "no"],
-         setup=lambda t: _ledger_copy(t, lambda b: _line(b, b'{"colour": "red"}')),
-         words=("unknown key 'colour'",), kept=("ledger.jsonl",)),
-    Case("ledger-not-utf8", "ledger", ["--ledger", "{tmp}/ledger.jsonl", "register", "barrier", "--data-seen", "no"],
-         setup=lambda t: _ledger_copy(t, lambda b: _line(b, b"\xff\xfe")), words=("0xff", "not UTF-8"),
-         kept=("ledger.jsonl",)),
-    Case("ledger-a-folder", "ledger", ["--ledger", "{tmp}", "status"], words=("is a folder",)),
     Case("ledger-a-fifo", "ledger", ["--ledger", "{tmp}/l.jsonl", "register", "barrier", "--data-seen", "no"],
          setup=lambda t: _fifo(t, "l.jsonl"), words=("not a regular file",)),
     Case("ledger-missing", "ledger", ["--ledger", "{tmp}/none.jsonl", "status"], words=("no such file",)),
@@ -183,6 +163,25 @@ CASES = [
     Case("ledger-register-twice", "ledger", ["--ledger", "{tmp}/ledger.jsonl", "register", "barrier",
                                             "--data-seen", "no"],
          setup=lambda t: _ledger_copy(t), words=("registered already",), kept=("ledger.jsonl",)),
+    *(Case(f"ledger-{damage}-{verb}", "ledger", ["--ledger", "{tmp}/ledger.jsonl" if damage != "a-folder" else "{tmp}",
+                                                  *argv], setup=setup, words=words,
+           kept=("ledger.jsonl",) if damage != "a-folder" else ())
+      for damage, (setup, words) in {
+          "glued-line": (lambda t: _ledger_copy(t, _no_final_newline), ("no final newline", "ledger.jsonl:")),
+          "cut-line": (lambda t: _ledger_copy(t, _cut_last_line), ("not JSON", "cut short")),
+          "bad-date": (lambda t: _ledger_copy(t, lambda b: _line(b, json.dumps(
+              {"event": "register", "claim": "x", "date": "2026-13-45", "fingerprint": FP}).encode())),
+              ("2026-13-45", "is not a date")),
+          "unknown-key": (lambda t: _ledger_copy(t, lambda b: _line(b, b'{"colour": "red"}')),
+                          ("unknown key 'colour'",)),
+          "not-utf8": (lambda t: _ledger_copy(t, lambda b: _line(b, b"\xff\xfe")), ("0xff", "not UTF-8")),
+          "a-folder": (lambda t: None, ("is a folder",)),
+      }.items()
+      for verb, argv in {
+          "status": ["status"],
+          "register": ["register", "barrier", "--data-seen", "no"],
+          "amend": ["amend", "barrier", "--reason", "r", "--data-seen", "yes", "--before", "a", "--after", "b"],
+      }.items()),
     # The train CLI: files that never end, and a key given twice.
     Case("train-config-fifo", "train", ["--config", "{tmp}/cfg", "--out-dir", "{tmp}/run"],
          setup=lambda t: _fifo(t, "cfg"), words=("not a regular file",)),

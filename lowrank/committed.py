@@ -32,13 +32,15 @@ def _git(folder: Path, *args: str) -> subprocess.CompletedProcess | None:
 
 def tracked(path: Path) -> bool:
     """Whether git tracks ``path`` (a file, or any file under a folder) in the repository holding it."""
-    done = _git(Path(path).parent, "ls-files", "--error-unmatch", "--", str(path))
+    path = Path(path).absolute()  # git runs in the file's folder: a relative path would name another file
+    done = _git(path.parent, "ls-files", "--error-unmatch", "--", str(path))
     return done is not None and done.returncode == 0
 
 
 def ignored(path: Path) -> bool:
     """Whether git ignores ``path``; without git, only paths under a ``mine/`` folder count as ignored."""
-    done = _git(Path(path).parent, "check-ignore", "-q", "--", str(path))
+    path = Path(path).absolute()
+    done = _git(path.parent, "check-ignore", "-q", "--", str(path))
     if done is not None and done.returncode in (0, 1):
         return done.returncode == 0
     return "mine" in Path(path).parts

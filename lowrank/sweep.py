@@ -193,14 +193,15 @@ def foreign_store(path: str | os.PathLike, experiments: Collection[str] | None =
 
 
 def store_problem(store: Path, experiments: Collection[str] | None = None, root: Path | None = None, *,
-                  written: bool = True) -> str | None:
+                  written: bool = True, manifest_names: bool = False) -> str | None:
     """Why ``store`` (a resolved path) may not be used as a results store, or None.
 
     Every store: a ``.jsonl`` file, not a folder; when it exists, a store a sweep wrote, of one of
     ``experiments`` (None: any). A store only read must exist. A store ``written`` must also not be,
     nor have beside it, a committed file (:func:`committed_store`), must be writable, and a manifest
-    beside it must be a JSON object naming one of ``experiments`` if it names an experiment: nothing
-    is written beside a file that belongs to something else."""
+    beside it must be a JSON object naming one of ``experiments`` if it names an experiment (and
+    must name one, with ``manifest_names``: a command that rewrites its manifest): nothing is written
+    beside a file that belongs to something else."""
     if store.suffix != ".jsonl":
         return "a results store must be a .jsonl file"
     if store.is_dir():
@@ -232,9 +233,11 @@ def store_problem(store: Path, experiments: Collection[str] | None = None, root:
             old = None
         if not isinstance(old, dict):
             return f"{manifest} exists and is not a parameter manifest (a JSON object); it is never overwritten"
-        if experiments is not None and "experiment" in old and old["experiment"] not in experiments:
-            return (f"its manifest {manifest} is of experiment {str(old['experiment'])[:60]!r}, not of "
-                    f"{' or '.join(repr(e) for e in sorted(experiments))}")
+        named = old.get("experiment")
+        if experiments is not None and ("experiment" in old or manifest_names) and named not in experiments:
+            whose = "names no experiment" if named is None else f"is of experiment {str(named)[:60]!r}"
+            return (f"its manifest {manifest} {whose}, not {' or '.join(repr(e) for e in sorted(experiments))}; "
+                    "it is never overwritten")
     return None
 
 

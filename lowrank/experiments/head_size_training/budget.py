@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         return status
 
     store = Path(a.store).expanduser().resolve()
-    why = store_problem(store, (EXPERIMENT,))
+    why = store_problem(store, (EXPERIMENT,), manifest_names=True)  # run() rewrites the manifest
     if why:
         return say(f"error: --store {one_line(a.store, 200)!r} resolves to {store}: {why}; nothing was written", 2)
     try:

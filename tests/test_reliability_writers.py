@@ -2,8 +2,9 @@
 what each must do (exit status, the words of its one line), with the checkout's ``git status`` and
 the committed long store and its manifest byte-identical after each.
 
-The commands: the budget command that grows chapter 04's store, the rules-ledger CLI, the train
-CLI, and ``lowrank run``/``lowrank book`` on the stores other chapters own. Rows run in this process
+The commands: the budget command that grows chapter 04's store, chapter 06's store command, the
+rules-ledger CLI, the train CLI, and ``lowrank run``/``lowrank book`` on the stores other chapters
+own. Rows run in this process
 through each command's ``main``; signals, concurrent writers and a full disk run in fresh
 interpreters."""
 from __future__ import annotations

@@ -30,7 +30,7 @@ from .paper import PAPER_TABLES, PARAMETER_TOLERANCE_M, paper_parameter_table, r
 from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_head_size_past_n,
                     rule_more_heads_fixed, rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched,
                     rule_too_few_heads)
-from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA
+from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA, STORE_EXPERIMENTS
 from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, mean_curves, paired,
                         summarise)
 from .tables import (COMPARISONS, claims_table, comparison_display, comparison_table, configuration_display,
@@ -38,7 +38,7 @@ from .tables import (COMPARISONS, claims_table, comparison_display, comparison_t
 from .training import (BUDGET_STORE, choose_lr, default_runs_dir, manifest_path, run_budget,
                        run_corpus, run_grids, run_long, run_training, store_provenance)
 
-__all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "estimate", "memory", "lm_units", "run_keys",
+__all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "estimate", "memory", "lm_units", "run_keys",
            "training_runs", "run", "headline", "HEADLINE_KEYS", "CLAIMS", "LIVE_RULES",
            "PAPER_TABLES", "PARAMETER_TOLERANCE_M", "paper_parameter_table", "run_parameter_table",
            "heads_at_fixed_width", "parameter_matched", "head_size_at_fixed_heads", "base_config", "recovery_grid",

@@ -28,7 +28,6 @@ chapter plots and its rules judge.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -38,9 +37,11 @@ from pathlib import Path
 import pandas as pd
 
 from ...attention import standard_head_dim
+from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
 from ...data import SPECIAL_TOKENS
 from ...stats import Estimate, t_interval
 from ...sweep import ResultStore, manifest_path, parse_shard, sweep
+from ...sweep import store_problem
 from ...train import TrainConfig, run_key
 from .rules import MAX_SEEDS, POWER_SEEDS, required_seeds
 
@@ -453,26 +454,52 @@ def factorial_effects(fact: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.head_size_training",
-                                 description="Train chapter 04's budget store (resumable by run key).")
+    """``python -m lowrank.experiments.head_size_training --store PATH``: grow the budget store.
+
+    Every input is checked before anything is written (the manifest beside the store included):
+    the store must be a ``.jsonl`` file that is new, empty or a store of this experiment, neither it
+    nor the files beside it committed (by path, hard link or symlink), and its manifest, if any, of
+    this experiment. Exit status 0 done; 2 refused, one line; 1 the runs failed, one line; 130
+    Ctrl-C, 143 SIGTERM (finished runs are in the store; the command resumes by run key)."""
+    prog = "python -m lowrank.experiments.head_size_training"
+    ap = OneLineParser(prog=prog, description="Train chapter 04's budget store (resumable by run key).")
     ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
     ap.add_argument("--shard", default=None, help="i/N: train only this share of every grid")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--workers", type=int, default=1, help="runs in parallel, one process and one core each")
-    a = ap.parse_args(argv)
-    store = Path(a.store).expanduser()
-    if store.suffix != ".jsonl" or store.is_dir():
-        print(f"error: --store must name a .jsonl file, got {str(a.store)[:200]!r}", file=sys.stderr)
-        return 2
+    ap.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed in one line
+        return e.code if isinstance(e.code, int) else 2
+
+    def say(text: str, status: int) -> int:
+        if a.debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"{prog}: {one_line(text, 600)}", file=sys.stderr)
+        return status
+
+    store = Path(a.store).expanduser().resolve()
+    why = store_problem(store, (EXPERIMENT,), manifest_names=True)  # run() rewrites the manifest
+    if why:
+        return say(f"error: --store {one_line(a.store, 200)!r} resolves to {store}: {why}; nothing was written", 2)
     try:
         parse_shard(a.shard)
     except ValueError as e:
-        print(f"error: --shard: {e}", file=sys.stderr)
-        return 2
+        return say(f"error: --shard: {e}", 2)
     if a.workers < 1:
-        print(f"error: --workers must be a positive int, got {a.workers}", file=sys.stderr)
-        return 2
-    run(store, shard=a.shard, progress=a.progress, workers=a.workers)
+        return say(f"error: --workers must be a positive int, got {a.workers}", 2)
+    try:
+        with signals_interrupt():
+            run(store, shard=a.shard, progress=a.progress, workers=a.workers)
+    except KeyboardInterrupt as e:
+        return say(f"{interrupt_words(e)}; the finished runs are in {store}, and the same command resumes",
+                   interrupt_status(e))
+    except Exception as e:  # noqa: BLE001 - a failed run or an incomplete rate check: its cause, one line
+        return say(f"error: stopped: {one_line(e) or type(e).__name__}"
+                   + ("" if a.debug else " (--debug shows the traceback)"), 1)
     return 0
 
 

@@ -7,12 +7,22 @@ half of one, and a process killed mid-write leaves at most a hidden temporary fi
 """
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["PACKAGE_ROOT", "BOOK_ROOT", "in_book", "atomic_write", "atomic_write_text", "atomic_write_json"]
+__all__ = ["PACKAGE_ROOT", "BOOK_ROOT", "in_book", "atomic_write", "atomic_write_text", "atomic_write_json",
+           "InputFileError", "read_regular", "Appender", "appending", "append_whole"]
+
+try:  # POSIX; elsewhere O_APPEND single writes are the only guard between writers
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
 
 PACKAGE_ROOT = Path(__file__).resolve().parent
 # The folder holding the package: the book's checkout when lowrank is imported from one (its
@@ -58,3 +68,87 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None =
     """Replace ``path`` by ``obj`` as JSON (``indent``, a final newline), atomically; ``default``
     as in :func:`json.dumps` (``repr`` records values JSON has no type for)."""
     return atomic_write_text(path, json.dumps(obj, indent=indent, default=default) + "\n")
+
+
+class InputFileError(ValueError):
+    """A file given as input that cannot be read as one: the message is a phrase about the file
+    ("is a folder", "is not a regular file ..."), for the caller to put after its name."""
+
+
+def read_regular(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes, or InputFileError saying why not.
+
+    A FIFO would block the reader forever and ``/dev/zero`` never ends, so anything but a regular
+    file is refused before it is opened, and the read is bounded whatever ``st_size`` says."""
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputFileError("does not exist") from None
+    except OSError as e:
+        raise InputFileError(f"cannot be read ({e.strerror or type(e).__name__})") from None
+    if stat.S_ISDIR(mode):
+        raise InputFileError("is a folder")
+    if not stat.S_ISREG(mode):
+        raise InputFileError("is not a regular file (a device, FIFO or socket)")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as e:
+        raise InputFileError(f"cannot be read ({e.strerror or type(e).__name__})") from None
+    if len(raw) > limit:
+        raise InputFileError(f"is larger than {limit} bytes")
+    return raw
+
+
+class Appender:
+    """A file held open for appending under an exclusive lock (see :func:`appending`)."""
+
+    def __init__(self, fd: int, path: Path):
+        self.fd, self.path = fd, path
+
+    def ends_mid_line(self) -> bool:
+        """Whether the file is not empty and its last byte is not a newline (a cut or unterminated line)."""
+        size = os.fstat(self.fd).st_size
+        return bool(size) and os.pread(self.fd, 1, size - 1) != b"\n"
+
+    def write(self, data: bytes) -> None:
+        """Append ``data`` whole or not at all: a short write is continued, and a write that fails
+        part-way (a full disk, a file size limit, a signal) is cut back to the old end of the file
+        before the error goes on, so no reader ever sees half a record."""
+        size = os.fstat(self.fd).st_size
+        try:
+            done = 0
+            while done < len(data):
+                n = os.write(self.fd, data[done:])
+                if n <= 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                done += n
+            os.fsync(self.fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, size)
+                os.fsync(self.fd)
+            raise
+
+
+@contextlib.contextmanager
+def appending(path: str | os.PathLike) -> Iterator[Appender]:
+    """Hold ``path`` (created if missing) open for appending under an exclusive ``flock`` for the
+    ``with`` block: a writer that reads the file, decides and appends does all three before the next
+    writer reads."""
+    path = Path(path)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield Appender(fd, path)
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def append_whole(path: str | os.PathLike, data: bytes) -> None:
+    """Append one whole record (``data``, ending in a newline) to ``path`` under the lock; a last
+    line cut by a killed writer is closed first, so both lines stay apart."""
+    with appending(path) as out:
+        out.write((b"\n" if out.ends_mid_line() else b"") + data)

@@ -38,19 +38,21 @@ import multiprocessing as mp
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pandas as pd
 from .progress import tqdm
 
+from .committed import committed, committed_store, sidecars, unwritable
 from .data import data_root
+from .files import append_whole
 from .provenance import provenance
 from .train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
-           "record_problem", "foreign_store", "manifest_conflict", "manifest_path", "write_manifest", "OPERATIONAL",
+           "record_problem", "foreign_store", "store_problem", "manifest_conflict", "manifest_path", "write_manifest", "OPERATIONAL",
            "parse_devices", "DEVICES_ENV", "WORKER_DEVICE_ENV", "KEEP_CHECKPOINTS_ENV"]
 
 DEVICES_ENV = "LOWRANK_DEVICES"             # "0,1,2,3": one sweep worker per listed GPU
@@ -158,10 +160,12 @@ def record_problem(rec) -> str | None:
     return None
 
 
-def foreign_store(path: str | os.PathLike) -> str | None:
+def foreign_store(path: str | os.PathLike, experiments: Collection[str] | None = None) -> str | None:
     """Why the file at ``path`` is not a results store a sweep may append to, or None (it does not
-    exist, is empty, or its first line is a record of ours, :func:`record_problem`). Reads at most
-    the first line, up to 64 MiB (one record of a long grid can hold hundreds of KiB)."""
+    exist, is empty, or its first line is a record of ours, :func:`record_problem`, and, when
+    ``experiments`` is given, of one of those experiments: another chapter's store read as this
+    one's would hold none of its runs, and would look like an empty store). Reads at most the first
+    line, up to 64 MiB (one record of a long grid can hold hundreds of KiB)."""
     path = Path(path)
     if path.is_dir():
         return "it is a folder; a results store is a .jsonl file"
@@ -180,7 +184,61 @@ def foreign_store(path: str | os.PathLike) -> str | None:
     except (UnicodeDecodeError, ValueError):
         return "its first line is not a JSON record"
     why = record_problem(rec)
-    return f"its first line is not a record a sweep wrote ({why})" if why else None
+    if why:
+        return f"its first line is not a record a sweep wrote ({why})"
+    if experiments is not None and rec.get("experiment") not in experiments:
+        return (f"it is a store of experiment {str(rec.get('experiment'))[:60]!r}, not of "
+                f"{' or '.join(repr(e) for e in sorted(experiments))}")
+    return None
+
+
+def store_problem(store: Path, experiments: Collection[str] | None = None, root: Path | None = None, *,
+                  written: bool = True, manifest_names: bool = False) -> str | None:
+    """Why ``store`` (a resolved path) may not be used as a results store, or None.
+
+    Every store: a ``.jsonl`` file, not a folder; when it exists, a store a sweep wrote, of one of
+    ``experiments`` (None: any). A store only read must exist. A store ``written`` must also not be,
+    nor have beside it, a committed file (:func:`committed_store`), must be writable, and a manifest
+    beside it must be a JSON object naming one of ``experiments`` if it names an experiment (and
+    must name one, with ``manifest_names``: a command that rewrites its manifest): nothing is written
+    beside a file that belongs to something else."""
+    if store.suffix != ".jsonl":
+        return "a results store must be a .jsonl file"
+    if store.is_dir():
+        return "it is a folder; a results store is a .jsonl file"
+    if written:  # first: a committed file is named as such, whatever else it is
+        why = committed_store(store, root)
+        if why:
+            return why
+    if not written and not store.is_file():
+        return "no such results store (it is read, never written)"
+    if store.exists() and foreign_store(store):
+        return f"it exists and is not a results store ({foreign_store(store)}); nothing is appended to it"
+    if store.exists() and foreign_store(store, experiments):
+        return f"{foreign_store(store, experiments)}: another experiment's store, whose runs are not these"
+    if any(p.exists() and not p.is_dir() for p in store.parents):
+        return "a file stands where its folder should be"
+    if not written:
+        return None
+    why = unwritable(store)
+    if why:
+        return why
+    manifest, runs = sidecars(store)
+    if runs.exists() and not runs.is_dir():
+        return f"{runs} is a file; a store keeps its run folders there"
+    if manifest.exists():
+        try:
+            old = json.loads(manifest.read_text(encoding="utf8")) if manifest.is_file() else None
+        except (OSError, UnicodeDecodeError, ValueError):
+            old = None
+        if not isinstance(old, dict):
+            return f"{manifest} exists and is not a parameter manifest (a JSON object); it is never overwritten"
+        named = old.get("experiment")
+        if experiments is not None and ("experiment" in old or manifest_names) and named not in experiments:
+            whose = "names no experiment" if named is None else f"is of experiment {str(named)[:60]!r}"
+            return (f"its manifest {manifest} {whose}, not {' or '.join(repr(e) for e in sorted(experiments))}; "
+                    "it is never overwritten")
+    return None
 
 
 # Parameters that say how a sweep runs, not what it computes: they may differ between the runs
@@ -290,7 +348,8 @@ class ResultStore:
         return {r["key"] for r in self.records()}
 
     def append(self, record: dict) -> None:
-        """Append one record as one line: one write, O_APPEND, exclusive lock, fsync."""
+        """Append one record as one line, whole or not at all (:func:`lowrank.files.append_whole`:
+        O_APPEND, exclusive lock, fsync, a failed write cut back)."""
         if "key" not in record:
             raise ValueError("a result record needs a 'key'")
         if not (isinstance(record["key"], str) and isinstance(record.get("config"), dict)
@@ -304,23 +363,7 @@ class ResultStore:
                              f"({', '.join(bad[:5]) or 'in its config or record'}: NaN or infinity); "
                              f"it is not stored in {self.path}") from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            # A file left by a crash may end mid-line; start on a fresh line so both survive.
-            size = os.fstat(fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":
-                        line = b"\n" + line
-            os.write(fd, line)
-            os.fsync(fd)
-        finally:
-            if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+        append_whole(self.path, line)
 
 
 def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:
@@ -418,6 +461,11 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
     runs = Path(runs_dir) if runs_dir is not None else data_root(root) / "runs" / experiment
     done = st.keys()
     todo = [k for k in keys if shard_of(k, n) == i and k not in done]
+    if todo:  # the last line of defence for callers that did not check: a committed file is never appended to
+        same = committed(st.path)
+        if same is not None:
+            raise ValueError(f"results store {st.path} is a committed file ({same}); {len(todo)} runs would be "
+                             "appended to it: sweep into a copy outside the committed results")
     if not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     pinned = parse_devices(os.environ.get(DEVICES_ENV) if devices is None else devices)
@@ -441,9 +489,18 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
                 initializer=_init_worker, initargs=(os.getpid(), queue)))
             futures = [pool.submit(_run_and_store, run_fn, unique[k], k, experiment, st.path, runs / k,
                                    os.getpid()) for k in todo]
-            for fut in as_completed(futures):
-                fut.result()  # re-raises a failed run's exception here
-                bar.update(1)
+            try:
+                for fut in as_completed(futures):
+                    fut.result()  # re-raises a failed run's exception here
+                    bar.update(1)
+            except KeyboardInterrupt:
+                # Ctrl-C or SIGTERM: leaving the pool would wait for every queued run, the rest of the
+                # grid; instead none starts and the running ones stop now (each resumes from its checkpoint).
+                procs = list((getattr(pool, "_processes", None) or {}).values())  # shutdown forgets them
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in procs:
+                    proc.terminate()
+                raise
     bar.close()
     latest = {r["key"]: r for r in st.records() if r["key"] in unique}
     rows = [{"key": k, **latest[k]["config"], **latest[k]["metrics"], "wall_s": latest[k]["wall_s"]}

@@ -178,7 +178,7 @@ def test_out_in_a_read_only_folder_is_refused(capsys, tmp_path, unchanged, monke
     ro.chmod(0o555)
     real_access = os.access
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write anywhere: let the check see what a user would
-        monkeypatch.setattr(guards.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+        monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
     try:
         rc, err = lowrank(capsys, "run", "01", "--scale", "smoke", "-o", str(ro / "run"))
     finally:

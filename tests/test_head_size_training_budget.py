@@ -53,17 +53,24 @@ def test_grids_have_the_stated_sizes_and_share_the_seed0_h32_runs():
 # The grids the power rule added: six models x 6 more seeds; the trio at 8,000 steps, three Table 2(B)
 # models and four Fig. 4 models, each for POWER_SEEDS seeds.
 ADDED = [6 * (B.POWER_SEEDS - 3), 3 * B.POWER_SEEDS, 3 * B.POWER_SEEDS, 4 * B.POWER_SEEDS]
+# The fair design's sweeps: 11 models x 3 rates x 3 seeds; the grid again with any edge rates; the judged
+# rows (10 models x 2 budgets x POWER_SEEDS seeds) at their first seeds, then with the seeds their spreads ask.
+FAIR = [99, 99, 10 * 2 * B.POWER_SEEDS, 10 * 2 * B.POWER_SEEDS]
 
 
 def test_run_trains_in_order_resumes_and_reads_back(tmp_path, fake_sweep):
     store = tmp_path / "budget.jsonl"
     B.run(store)
     # the fake's seed offsets are small: no row's spread asks for more than POWER_SEEDS, so the re-estimate is empty
-    assert [len(c) for c in fake_sweep] == [6, 54, 24, *ADDED, 0]
+    # then the fair design: the rate grid, its edges (none: 0.01 wins everywhere), the judged rows twice
+    assert [len(c) for c in fake_sweep] == [6, 54, 24, *ADDED, 0, *FAIR]
     man = json.loads(B.manifest_path(store).read_text())
     assert man["budget_steps"] == [1000, 2000, 4000] and man["extended_steps"] == 8000
+    assert man["fair"]["lr_grid_rates"] == [0.005, 0.01, 0.02] and man["fair"]["judged_steps"] == [4000, 8000]
     n = len(ResultStore(store).records())
-    assert n == 6 + 54 - 2 + 24 + sum(ADDED)
+    # new fair runs: the grid's two new rates for 11 models x 3 seeds, and 8,000 steps for the 7 models
+    # of the rows that were compared at 4,000 steps only
+    assert n == 6 + 54 - 2 + 24 + sum(ADDED) + 66 + 63
     B.run(store)  # resumes: nothing new
     assert len(ResultStore(store).records()) == n
     got = B.read(store)
@@ -181,3 +188,94 @@ def test_a_row_whose_own_spread_is_larger_asks_for_more_seeds_from_the_spread_al
         got = B.read(store)
         assert len(got["budget"]) == got["planned"]["budget"]  # the re-estimated seeds were trained
     assert grids[0.0] == grids[0.5] and {m for m, _ in grids[0.0]} == {"fixed h = 4, d_p = 64", "fixed h = 4, d_p = 128"}
+
+
+def _fair_fake(best: dict[str, float]):
+    """A fake trainer whose model ``m`` does best at rate ``best[m]`` (0.01 for the others), a factor
+    2 in rate costing 0.05 nats; d_p = 64 is 0.02 nats better than the standard h = 4 model."""
+    def run(cfg, *, run_dir):
+        out = _fake_run(cfg, run_dir=run_dir)
+        name = next(m[0] for m in B.ALL_MODELS if (m[2], m[3], m[4]) == (cfg["n_heads"], cfg["head_dim"], cfg["d_model"]))
+        shift = 0.05 * abs(math.log2(cfg["lr"] / best.get(name, 0.01))) - 0.1 * abs(math.log10(cfg["lr"] / 0.01))
+        shift -= 0.02 * (cfg["head_dim"] == 64)
+        for k in ("val_loss", "test_loss"):
+            out[k] += shift
+        return out
+    return run
+
+
+def test_each_model_takes_its_own_rate_and_a_winning_end_gets_one_rate_beyond(tmp_path, monkeypatch):
+    from lowrank.experiments.head_size_training import fair as F
+
+    best = {"fixed h = 4, d_p = 64": 0.02, "standard h = 4": 0.0025, "fixed h = 4, d_p = 128": 0.005}
+    monkeypatch.setattr(B, "sweep", lambda configs, **kw: sweep(list(configs), run_fn=_fair_fake(best), **kw))
+    store = tmp_path / "budget.jsonl"
+    B.run(store)
+    f = B.read(store)["fair"]
+    rates = f["rates"]
+    # 0.02 wins the grid, 0.04 is tried and loses; 0.005 wins, 0.0025 is tried and wins (still the end)
+    assert rates["fixed h = 4, d_p = 64"].rate == 0.02 and rates["fixed h = 4, d_p = 64"].rates == (0.005, 0.01, 0.02, 0.04)
+    assert not rates["fixed h = 4, d_p = 64"].at_edge
+    assert rates["standard h = 4"].rate == 0.0025 and rates["standard h = 4"].at_edge
+    assert rates["fixed h = 4, d_p = 128"].rate == 0.005 and rates["standard h = 32"].rate == 0.01
+    assert rates["fixed h = 4, d_p = 128"].rates == (0.0025, 0.005, 0.01, 0.02)
+    # the capacity row compares each model at its own rate, at both budgets, paired by seed
+    c = f["judged_comparisons"]
+    cap = c[(c.row == "capacity") & (c.split == "validation")].set_index("steps")
+    assert list(cap.index) == [4000, 8000] and (cap.lr_a == 0.0025).all() and (cap.lr_b == 0.02).all()
+    assert (cap.n == B.POWER_SEEDS).all() and cap.loc[8000, "change_n"] == B.POWER_SEEDS
+    assert (cap.runs == cap.planned).all()
+    # both at their best rates: the fake's fixed-head cost (0.2 nats x 1,000 / steps) less d_p = 64's 0.02, and
+    # the seed offsets (0.001 seed more for the fixed head, mean seed 4); at a shared 0.01 it would be 0.05 nats lower
+    assert cap.loc[4000, "diff"] == pytest.approx(-(0.05 - 0.02) - 0.004, abs=1e-9)
+    assert cap.loc[8000, "diff"] == pytest.approx(-(0.025 - 0.02) - 0.004, abs=1e-9)
+    # the grid never reads the test split: a fake whose test losses favour another rate changes nothing
+    assert F.select_rates(f["lr_grid"].assign(test_loss=0.0))["standard h = 4"].rate == 0.0025
+
+
+def test_rates_wait_for_every_grid_run(tmp_path):
+    from lowrank.experiments.head_size_training import fair as F
+
+    store = tmp_path / "budget.jsonl"
+    for lab, c in F.lr_grid()[:8]:
+        ResultStore(store).append({"key": run_key(c), "config": c, "metrics": _fake_run(c, run_dir=None),
+                                   "wall_s": 1.0})
+    f = B.read(store)["fair"]
+    first = f["rates"][F.LR_GRID_MODELS[0]]
+    assert first.rate is None and (first.stored, first.planned) == (8, 9)
+    assert f["judged_planned"] == 0 and f["judged_comparisons"]["n"].eq(0).all()
+
+
+def test_the_fair_figure_and_tables_render_empty_partial_and_full_stores(tmp_path, monkeypatch):
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from lowrank.experiments.head_size_training import fair as F
+    from lowrank.experiments.head_size_training import fair_figures as FF
+
+    empty = B.read(tmp_path / "none.jsonl")["fair"]
+    partial_store = tmp_path / "partial.jsonl"
+    for _, c in F.lr_grid()[:5]:
+        ResultStore(partial_store).append({"key": run_key(c), "config": c, "metrics": _fake_run(c, run_dir=None),
+                                           "wall_s": 1.0})
+    partial = B.read(partial_store)["fair"]
+    monkeypatch.setattr(B, "sweep", lambda configs, **kw: sweep(list(configs), run_fn=_fair_fake({"fixed h = 32": 0.02}),
+                                                                **kw))
+    B.run(tmp_path / "full.jsonl")
+    full = B.read(tmp_path / "full.jsonl")["fair"]
+    for got in (empty, partial, full):
+        fig, axes = plt.subplots(2, 1)
+        FF.plot_lr_grid(axes, got["lr_grid"], got["rates"])
+        plt.close(fig)
+        t = FF.lr_grid_display(got["rates"])
+        assert list(t.model) == list(F.LR_GRID_MODELS)
+        j = FF.judged_display(got["judged_comparisons"])
+        assert len(j) == 2 * len(B.ROWS)
+    assert FF.lr_grid_display(partial["rates"])["runs stored"].iloc[0] == "5 of 9"
+    assert FF.lr_grid_display(empty["rates"])["chosen rate"].eq("not yet").all()
+    t = FF.lr_grid_display(full["rates"]).set_index("model")
+    assert t.loc["fixed h = 32", "chosen rate"] == "0.02" and t.loc["fixed h = 32", "rate 0.04"] != "-"
+    j = FF.judged_display(full["judged_comparisons"])
+    assert j["rates"].str.contains("0.01 and 0.02").any() and j["runs stored"].eq(f"{2 * B.POWER_SEEDS} of {2 * B.POWER_SEEDS}").all()
+    assert FF.judged_display(empty["judged_comparisons"])["rates"].eq("not chosen yet").all()

@@ -18,38 +18,43 @@ def _counts(within=15, worst=0.49):
 SEEDS = hs.rules.POWER_SEEDS
 
 
-def _row(src, row, val, test=None, *, steps=(1000, 2000, 4000), change=(0.0, -0.01, 0.01), test_change=None,
-         planned=2 * SEEDS, stored=2 * SEEDS, n=SEEDS, param_gap=NAN, plan_sd=0.02):
+def _row(src, row, val, test=None, *, steps=(4000, 8000), change=(0.0, -0.01, 0.01), test_change=None,
+         planned=None, stored=None, n=SEEDS, change_n=None, param_gap=NAN, plan_sd=0.02, params=(NAN, NAN),
+         lr=(0.01, 0.01), lr_stored=18, lr_planned=18, lr_edge=""):
     """Synthetic evidence of one row: ``val`` / ``test`` are (diff, lo, hi) at the largest budget,
-    ``change`` / ``test_change`` the gap's change over the last doubling (ignored with one budget)."""
+    ``change`` / ``test_change`` the gap's change over the last doubling (ignored with one budget) on
+    ``change_n`` seeds (default ``n``); every seed of both models at every budget stored by default."""
     test = val if test is None else test
     test_change = change if test_change is None else test_change
+    planned = 2 * SEEDS * len(steps) if planned is None else planned
+    stored = planned if stored is None else stored
     p = f"ch04_rule_{src}_{row}_"
     out = {p + "what": f"{row} (a minus b)", p + "steps": steps[-1], p + "tokens": steps[-1] * 2048.0,
            p + "planned": planned, p + "stored": stored, p + "prev_steps": float(steps[-2]) if len(steps) > 1 else NAN,
-           p + "param_gap": param_gap, p + "plan_sd": plan_sd}
+           p + "param_gap": param_gap, p + "plan_sd": plan_sd, p + "params_a": params[0], p + "params_b": params[1],
+           p + "lr_a": lr[0], p + "lr_b": lr[1], p + "lr_edge": lr_edge, p + "lr_stored": lr_stored,
+           p + "lr_planned": lr_planned}
     for s, (d, lo, hi), c in (("val", val, change), ("test", test, test_change)):
         out.update({f"{p}{s}_diff": d, f"{p}{s}_lo": lo, f"{p}{s}_hi": hi, f"{p}{s}_n": n})
         one = len(steps) == 1
         out.update({f"{p}{s}_change_diff": NAN if one else c[0], f"{p}{s}_change_lo": NAN if one else c[1],
-                    f"{p}{s}_change_hi": NAN if one else c[2], f"{p}{s}_change_n": 0 if one else n})
+                    f"{p}{s}_change_hi": NAN if one else c[2],
+                    f"{p}{s}_change_n": 0 if one else (n if change_n is None else change_n)})
     return out
 
 
 _LONG = {"ch04_long_scale": "long"}
 
-# (rule, source, row, extra keys): the training rows share one rule.
+# (rule, source, row, extra keys): every row of the budget store is judged at 8,000 steps with its
+# change from 4,000 steps, by one rule.
 TRAINING_ROWS = [
-    (hs.rule_fixed_heads, "budget", "gap", {"steps": (1000, 2000, 4000, 8000)}),
-    (hs.rule_parameter_matched, "budget", "match", {"param_gap": 0.06, "steps": (1000, 2000, 4000, 8000)}),
+    (hs.rule_fixed_heads, "budget", "gap", {}),
+    (hs.rule_parameter_matched, "budget", "match", {"param_gap": 0.06}),
     (hs.rule_more_heads_standard, "budget", "stdheads", {}),
     (hs.rule_more_heads_fixed, "budget", "fixedheads", {}),
-]
-# The rows measured at one budget (the moving clause does not apply to them).
-ONE_BUDGET_ROWS = [
-    (hs.rule_head_size, "budget", "capacity", {"steps": (4000,)}),
-    (hs.rule_head_size_past_n, "budget", "pastn", {"steps": (4000,)}),
-    (hs.rules.rule_too_few_heads, "budget", "fewheads1", {"steps": (4000,)}),
+    (hs.rule_head_size, "budget", "capacity", {}),
+    (hs.rule_head_size_past_n, "budget", "pastn", {}),
+    (hs.rules.rule_too_few_heads, "budget", "fewheads1", {}),
 ]
 
 
@@ -75,7 +80,7 @@ def test_parameter_counts_rule_both_sides_of_the_tolerance():
 
 
 
-@pytest.mark.parametrize("rule,src,row,extra", TRAINING_ROWS + ONE_BUDGET_ROWS)
+@pytest.mark.parametrize("rule,src,row,extra", TRAINING_ROWS)
 def test_the_shared_rule_reaches_every_verdict_on_every_row(rule, src, row, extra):
     ev = lambda *a, **k: {**_row(src, row, *a, **{**extra, **k}), **_LONG}  # noqa: E731
     assert rule(ev((0.05, 0.01, 0.09))).verdict == REPRODUCED
@@ -89,13 +94,13 @@ def test_the_shared_rule_reaches_every_verdict_on_every_row(rule, src, row, extr
     assert j.verdict == INCONCLUSIVE and "do not agree" in j.qualifier
     assert rule(ev((-0.05, -0.09, -0.01), (-0.02, -0.05, 0.01))).verdict == INCONCLUSIVE
     assert rule(ev((0.05, 0.01, 0.09), (-0.05, -0.09, -0.01))).verdict == INCONCLUSIVE
-    # missing runs at the largest budget: inconclusive, and the counts are said
+    # missing runs at either budget: inconclusive, and the counts are said
     j = rule(ev((0.05, 0.01, 0.09), stored=5))
-    assert j.verdict == INCONCLUSIVE and f"5 of the {2 * SEEDS} runs" in j.evidence
+    assert j.verdict == INCONCLUSIVE and f"5 of the {4 * SEEDS} runs at 4,000 and 8,000 steps" in j.evidence
     one = rule(ev((0.3, NAN, NAN), n=1))
     assert one.verdict == INCONCLUSIVE and "one seed" in one.qualifier
     j = rule(ev((0.05, 0.01, 0.09)))
-    budget = extra.get("steps", (4000,))[-1]
+    budget = 8000
     assert f"{budget:,} steps" in j.evidence and f"{budget * 2048 / 1e6:.1f} M training tokens" in j.evidence
     assert "validation +0.050" in j.evidence and f"{SEEDS} seeds, the power rule asks for {SEEDS}" in j.evidence
     # no effect larger than the margin: both intervals strictly inside it, either sign of the mean
@@ -108,7 +113,7 @@ def test_the_shared_rule_reaches_every_verdict_on_every_row(rule, src, row, extr
     # an interval above 0 but inside the margin is a small effect, not no effect
     assert rule(ev((0.01, 0.002, 0.02))).verdict == REPRODUCED
     # the power rule: too few seeds, or a spread that asks for more than POWER_SEEDS
-    j = rule(ev((0.05, 0.01, 0.09), n=SEEDS - 1, planned=2 * SEEDS - 2, stored=2 * SEEDS - 2))
+    j = rule(ev((0.05, 0.01, 0.09), n=SEEDS - 1, planned=4 * SEEDS - 4))
     assert j.verdict == INCONCLUSIVE and f"judged on {SEEDS - 1} seeds where the power rule asks for {SEEDS}" in j.qualifier
     need = hs.rules.required_seeds(0.06)
     assert need > SEEDS
@@ -141,9 +146,10 @@ def test_a_gap_still_moving_toward_zero_is_not_judged_in_either_direction(rule, 
     # moving away from 0 never blocks a verdict
     assert rule(ev((0.06, 0.03, 0.09), change=(0.05, 0.02, 0.08))).verdict == REPRODUCED
     assert rule(ev((-0.06, -0.09, -0.03), change=(-0.05, -0.08, -0.02))).verdict == CONTRADICTED
-    # a change without an interval cannot settle the question
-    j = rule(ev((0.06, 0.03, 0.09), change=(-0.01, NAN, NAN)))
-    assert j.verdict == INCONCLUSIVE and "no interval" in j.qualifier
+    # a change measured on fewer seeds than the gap, or without an interval, cannot overrule it
+    assert rule(ev((0.06, 0.03, 0.09), change=(-0.01, NAN, NAN))).verdict == REPRODUCED
+    assert rule(ev((0.06, 0.03, 0.09), change=(-0.03, -0.05, -0.01), change_n=SEEDS - 1)).verdict == REPRODUCED
+    assert rule(ev((0.06, 0.03, 0.09), change=(-0.03, -0.05, -0.01), change_n=SEEDS)).verdict == INCONCLUSIVE
     # inside the margin and moving detectably: it stays only if it would not leave within the horizon
     m = hs.rules.MARGIN
     inside = (0.0, -0.02, 0.02)
@@ -154,20 +160,37 @@ def test_a_gap_still_moving_toward_zero_is_not_judged_in_either_direction(rule, 
     assert rule(ev(inside, change=(0.05, -0.001, 0.1))).verdict == NEGLIGIBLE  # movement not detectable
 
 
-@pytest.mark.parametrize("rule,src,row,extra", ONE_BUDGET_ROWS)
-def test_one_budget_rows_are_judged_without_a_trend_and_say_so(rule, src, row, extra):
+@pytest.mark.parametrize("rule,src,row,extra", TRAINING_ROWS)
+def test_rates_are_chosen_before_a_row_is_judged_and_named_in_its_evidence(rule, src, row, extra):
     ev = lambda *a, **k: {**_row(src, row, *a, **{**extra, **k}), **_LONG}  # noqa: E731
-    j = rule(ev((0.05, 0.02, 0.08)))
-    assert j.verdict == REPRODUCED and "one budget" in j.evidence and "4,000 steps" in j.evidence
+    j = rule(ev((0.05, 0.01, 0.09), lr_stored=17))
+    assert j.verdict == INCONCLUSIVE and "17 of the 18 runs" in j.evidence and "rates are chosen first" in j.qualifier
+    j = rule(ev((-0.05, -0.09, -0.01), lr=(0.005, 0.02)))
+    assert j.verdict == CONTRADICTED and "learning rates 0.005 and 0.02" in j.evidence
+    j = rule(ev((0.05, 0.01, 0.09), lr_edge="fixed h = 32"))
+    assert j.verdict == REPRODUCED and "fixed h = 32 is the end of its grid" in j.evidence
+
+
+@pytest.mark.parametrize("rule,src,row,extra", TRAINING_ROWS[:1] + TRAINING_ROWS[2:])
+def test_a_verdict_on_models_of_unequal_size_says_so(rule, src, row, extra):
+    ev = lambda *a, **k: {**_row(src, row, *a, **{**extra, **k}), **_LONG}  # noqa: E731
+    j = rule(ev((0.05, 0.01, 0.09), params=(169728, 401792)))
+    assert j.verdict == REPRODUCED and "differ in parameters (169,728 against 401,792, 2.37 times)" in j.qualifier
+    assert "169,728 and 401,792 parameters" in j.evidence
+    # within the tolerance: no such phrase, on either side of it
+    assert rule(ev((0.05, 0.01, 0.09), params=(1000, 1100))).qualifier == ""
+    assert "differ" in rule(ev((0.05, 0.01, 0.09), params=(1000, 1101))).qualifier
+    j = rule(ev((0.005, -0.02, 0.02), params=(1000, 2000)))
+    assert j.verdict == NEGLIGIBLE and "+-" in j.qualifier and "differ in parameters" in j.qualifier
 
 
 def test_too_few_heads_names_every_halving_that_hurts():
-    ev = {**_row("budget", "fewheads1", (0.2, 0.15, 0.25), steps=(4000,)),
-          **_row("budget", "fewheads2", (0.1, 0.05, 0.15), steps=(4000,)),
-          **_row("budget", "fewheads4", (0.01, -0.02, 0.04), steps=(4000,)), **_LONG}
+    ev = {**_row("budget", "fewheads1", (0.2, 0.15, 0.25)),
+          **_row("budget", "fewheads2", (0.1, 0.05, 0.15)),
+          **_row("budget", "fewheads4", (0.01, -0.02, 0.04)), **_LONG}
     j = hs.rules.rule_too_few_heads(ev)
     assert j.verdict == REPRODUCED and "from 2 to 1, from 4 to 2" in j.evidence and "8 to 4" not in j.evidence
-    ev.update(_row("budget", "fewheads1", (-0.05, -0.08, -0.02), steps=(4000,)))
+    ev.update(_row("budget", "fewheads1", (-0.05, -0.08, -0.02)))
     j = hs.rules.rule_too_few_heads(ev)
     assert j.verdict == CONTRADICTED and "from 4 to 2" in j.evidence
 
@@ -193,7 +216,7 @@ def test_parameter_matched_needs_a_matched_baseline():
     assert rule(ev(NAN)).verdict == INCONCLUSIVE
     # runs missing: said first, not as a parameter mismatch
     j = rule({**_row("budget", "match", (0.05, 0.01, 0.09), param_gap=NAN, stored=2), **_LONG})
-    assert j.verdict == INCONCLUSIVE and f"2 of the {2 * SEEDS} runs" in j.evidence and "nan" not in j.evidence
+    assert j.verdict == INCONCLUSIVE and f"2 of the {4 * SEEDS} runs" in j.evidence and "nan" not in j.evidence
 
 
 def test_live_rules_read_the_live_keys():

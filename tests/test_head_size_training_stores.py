@@ -138,6 +138,33 @@ def test_every_powered_record_was_trained_after_the_power_rule_was_registered():
         assert ok, f"record {r['key']} was trained at {rev[:8]}, before the power rule ({rules_commit[:8]})"
 
 
+def test_every_fair_design_record_was_trained_after_the_fair_design_was_registered():
+    """Runs at a rate other than the shared 0.01, and 8,000-step runs of the rows first compared at
+    4,000 steps, were trained from clean checkouts holding the amendment that registered the fair
+    design (each model at its own rate, every row at two budgets)."""
+    import subprocess
+
+    from lowrank.experiments.head_size_training import budget, fair
+    from lowrank.experiments.ledger import event_commit, read_ledger
+
+    amend = [e for e in read_ledger() if e.claim == "head-size-past-n" and e.event == "amend"
+             and e.reason.startswith("Fair comparisons")]
+    assert amend, "the fair design is not in the rules ledger"
+    rules_commit = event_commit(amend[0])
+    if not rules_commit:
+        pytest.skip("git history not available")
+    old = {run_key(c) for g in (budget.lr_check_grid(), budget.budget_grid(0.01), budget.factorial_grid(),
+                                *budget.added_grids(0.01)) for _, c in g}
+    latest = {r["key"]: r for r in _budget_records()}
+    _, grid, judged = fair.fair_grids(latest)
+    new = {run_key(c) for _, c in grid + judged} - old
+    for k in new & set(latest):
+        rev = latest[k]["provenance"]["git_revision"]
+        assert not rev.endswith("+dirty"), f"record {k} was trained from a checkout with local changes"
+        ok = subprocess.run(["git", "merge-base", "--is-ancestor", rules_commit, rev], cwd=ROOT).returncode == 0
+        assert ok, f"record {k} was trained at {rev[:8]}, before the fair design ({rules_commit[:8]})"
+
+
 @pytest.mark.slow
 def test_the_cheapest_budget_run_is_reproduced_by_todays_code(tmp_path):
     from lowrank.experiments.head_size_training import budget

@@ -110,6 +110,22 @@ def test_fast_path_matches_reference_path_in_float32(causal):
     torch.testing.assert_close(fast, ref, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scale", [0.05, 1.0])
+def test_fast_path_honours_a_custom_scale(causal, scale):
+    """A logit scale other than the default reaches the fused kernel: both paths agree, and they differ
+    from the default scale's output (so a fused path that dropped ``scale`` would fail here)."""
+    torch.manual_seed(0)
+    m = MultiHeadLatentAttention(16, 4, kv_latent=6, head_dim=8, rope_dim=4, causal=causal, scale=scale)
+    x = _x(d=16, dtype=torch.float32)
+    fast, _ = m(x)
+    ref, _ = m(x, need_weights=True)
+    torch.testing.assert_close(fast, ref, atol=1e-5, rtol=1e-5)
+    m.scale = 1.0 / math.sqrt(8 + 4)
+    default, _ = m(x)
+    assert (fast - default).abs().max() > 1e-3
+
+
 def test_padding_mask_on_both_paths():
     torch.manual_seed(0)
     m = MultiHeadLatentAttention(16, 2, kv_latent=4, head_dim=8, rope_dim=2, causal=True)

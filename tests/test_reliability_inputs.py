@@ -151,7 +151,7 @@ def test_a_run_estimated_over_a_week_is_refused_unless_forced(tmp_path):
 # --- python -m lowrank.experiments.head_size_training (the budget store) --------------------------
 
 @pytest.mark.parametrize("args, words", [
-    (["--store", "FOLDER"], ["--store must name a .jsonl file"]),
+    (["--store", "FOLDER"], ["--store", "a results store must be a .jsonl file"]),
     (["--store", "s.jsonl", "--workers", "0"], ["--workers must be a positive int"]),
     (["--store", "s.jsonl", "--shard", "3/2"], ["--shard"]),
 ])

@@ -39,7 +39,7 @@ def _files(*paths: Path) -> dict:
 
 def _record(name, **metrics) -> dict:
     config = {"k": name}
-    return {"key": run_key(config), "experiment": "t", "config": config, "metrics": metrics or {"v": 1.0},
+    return {"key": run_key(config), "experiment": "04_head_size_training", "config": config, "metrics": metrics or {"v": 1.0},
             "wall_s": 0.1}
 
 
@@ -234,7 +234,7 @@ def test_a_store_in_a_folder_that_cannot_be_written_is_an_input_error(capsys, tm
     ro.chmod(0o555)
     real_access = os.access
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # root may write anywhere: check what a user would see
-        monkeypatch.setattr(guards.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+        monkeypatch.setattr(os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
     try:
         rc, err = lowrank(capsys, "run", "04", "--scale", "smoke", "-p", "results_store", str(ro / "s.jsonl"),
                           "--dry-run")

@@ -99,3 +99,30 @@ def test_pool_workers_die_with_their_sweep_and_append_nothing(tmp_path):
         for pid in {pid for pid, _ in _log(tmp_path)}:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_an_interrupted_sweep_stops_its_workers_and_runs_nothing_more(tmp_path):
+    script, env = _setup(tmp_path, 3.0)
+    store, runs = tmp_path / "s.jsonl", tmp_path / "runs"
+    parent = subprocess.Popen([sys.executable, str(script), str(store), str(runs), "8", "2"], env=env,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        while len(_log(tmp_path)) < 2 and time.time() < deadline and parent.poll() is None:
+            time.sleep(0.2)
+        workers = {pid for pid, _ in _log(tmp_path)}
+        assert len(workers) == 2, parent.stderr.read()[-2000:] if parent.poll() is not None else workers
+        started = time.time()
+        parent.send_signal(signal.SIGINT)  # to the sweep alone, as a scheduler's signal would be
+        parent.wait(30)
+        assert time.time() - started < 10, "the sweep ran its queued runs before it stopped"
+        time.sleep(4)  # past the end of the runs the workers had started
+        assert len(_log(tmp_path)) == 2, f"runs started after the interrupt: {_log(tmp_path)}"
+        assert not any(_alive(p) for p in workers)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for pid in {pid for pid, _ in _log(tmp_path)}:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

@@ -49,7 +49,8 @@ def test_layer_intervals_per_block():
 
 
 def _h(key="vit", data="mnist5k", **p):
-    base = {"seeds": 5, "acc_top": 0.97, "a_lo": 2, "a_hi": 4, "r_lo": 4, "r_hi": 8, "gap": 0.0}
+    base = {"seeds": 5, "acc_top": 0.97, "a_lo": 2, "a_hi": 4, "r_lo": 4, "r_hi": 8, "gap": 0.0, "inc": 0.0,
+            "inc_lo": -0.01, "inc_hi": 0.01}
     base.update(p)
     return {f"ch07_cls_{key}_data": data, f"ch07_cls_{key}": R.format_saturation(base),
             f"ch07_cls_{key}_stored": "30 of the 30 runs"}
@@ -62,7 +63,14 @@ def test_the_plateau_rules_reach_every_verdict(rule, key, data, together):
     assert rule(_h(key, data, gap=R.PLATEAU_MARGIN)).verdict == REPRODUCED   # at the margin: not beyond it
     beyond = rule(_h(key, data, gap=R.PLATEAU_MARGIN + 0.001))
     assert beyond.verdict == (CONTRADICTED if together else WEAKER)
-    assert rule(_h(key, data, r_hi=math.inf)).verdict == CONTRADICTED
+    # a saturation open at the grid's top contradicts only on a rise over the last doubling wholly above the margin
+    m = R.PLATEAU_MARGIN
+    assert rule(_h(key, data, r_hi=math.inf, inc=0.05, inc_lo=m + 1e-6, inc_hi=0.09)).verdict == CONTRADICTED
+    j = rule(_h(key, data, r_hi=math.inf, inc=0.009, inc_lo=-0.040, inc_hi=0.058))
+    assert j.verdict == INCONCLUSIVE and "smallest rise this grid could detect is 0.059" in j.qualifier
+    assert "+0.009 (95 % interval -0.040 to +0.058" in j.evidence
+    assert rule(_h(key, data, r_hi=math.inf, inc=0.03, inc_lo=m, inc_hi=0.05)).verdict == INCONCLUSIVE  # touching
+    assert rule(_h(key, data, r_hi=math.inf, inc=0.0, inc_lo=-0.005, inc_hi=0.005)).verdict == INCONCLUSIVE
     j = rule(_h(key, data, acc_top=R.ACC_FLOOR[data] - 0.001))
     assert j.verdict == INCONCLUSIVE and "not trained well enough" in j.qualifier
     assert rule(_h(key, data, seeds=2)).verdict == INCONCLUSIVE
@@ -74,14 +82,32 @@ def test_the_plateau_rules_reach_every_verdict(rule, key, data, together):
 def test_the_layer_rule_reaches_every_verdict():
     def h(*sets):
         return {"ch07_cls_layers": "; ".join(sets), "ch07_cls_layers_what": "blocks"}
-    same = R.format_layers("mnist5k", 5, [(2, 4), (2, 8)])
-    apart = R.format_layers("bbcnews", 5, [(1, 2), (4, 8)])
+    same = R.format_layers("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
+    apart = R.format_layers("bbcnews", 5, [(1, 2), (4, 8)], acc_top=0.95)
     assert R.rule_layers(h(same)).verdict == REPRODUCED
     assert R.rule_layers(h(same, apart)).verdict == CONTRADICTED
-    j = R.rule_layers(h(R.format_layers("mnist5k", 5, [(2, 4), (2, math.inf)])))
+    # half-open grid intervals that touch, (2, 4] and (4, 8], share no point
+    touching = R.format_layers("mnist5k", 5, [(2, 4), (4, 8)], acc_top=0.97)
+    assert R.rule_layers(h(touching)).verdict == CONTRADICTED
+    assert R.rule_layers(h(R.format_layers("mnist5k", 5, [(2, 4), (3, 8)], acc_top=0.97))).verdict == REPRODUCED
+    j = R.rule_layers(h(R.format_layers("mnist5k", 5, [(2, 4), (2, math.inf)], acc_top=0.97)))
     assert j.verdict == INCONCLUSIVE and "does not saturate" in j.qualifier
-    assert R.rule_layers(h(R.format_layers("mnist5k", 2, [(2, 4), (2, 8)]))).verdict == INCONCLUSIVE
+    assert R.rule_layers(h(R.format_layers("mnist5k", 2, [(2, 4), (2, 8)], acc_top=0.97))).verdict == INCONCLUSIVE
     assert R.rule_layers(h()).verdict == INCONCLUSIVE
+
+
+def test_the_layer_rule_reads_no_model_below_its_accuracy_floor():
+    def h(*sets):
+        return {"ch07_cls_layers": "; ".join(sets), "ch07_cls_layers_what": "blocks"}
+    floor = R.ACC_FLOOR["bbcnews"]
+    apart_low = R.format_layers("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor - 0.001)
+    same = R.format_layers("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
+    # the disjoint blocks of an under-trained model do not decide; the model is named as left out
+    j = R.rule_layers(h(same, apart_low))
+    assert j.verdict == REPRODUCED and "bbcnews (accuracy 0.899 below 0.90)" in j.evidence
+    assert R.rule_layers(h(same, R.format_layers("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor))).verdict == CONTRADICTED
+    j = R.rule_layers(h(apart_low))
+    assert j.verdict == INCONCLUSIVE and "trained well enough" in j.qualifier
 
 
 def test_the_claims_are_the_chapters_and_left_the_inventory():

@@ -18,7 +18,7 @@
 #
 # {glue:text}`ch04_budget_answer`
 #
-# On the test split the same difference is {glue:text}`ch04_rule_budget_gap_test_diff:+.3f` nats ({glue:text}`ch04_rule_budget_gap_test_lo:+.3f` to {glue:text}`ch04_rule_budget_gap_test_hi:+.3f`). Over the training budgets, standard minus fixed validation loss at $h$ = 32 was {glue:text}`ch04_budget_trend_text`: a trend, not a verdict, and nothing beyond the largest budget is measured. This chapter reproduces the paper's parameter counts and re-runs its head-size experiments as causal language models on Shakespeare's plays: a small grid live on this page, and the paper's training claims decided on stored CPU runs ({ref}`sec-ch04-decided`) by one rule registered in the rules ledger before those runs, with enough seeds for a 95 % interval of about ±{glue:text}`ch04_budget_margin` nats.
+# {glue:text}`ch04_budget_answer_more` Over the training budgets at the shared rate, standard minus fixed validation loss at $h$ = 32 was {glue:text}`ch04_budget_trend_text`: a trend, not a verdict, and nothing beyond the largest budget is measured. This chapter reproduces the paper's parameter counts and re-runs its head-size experiments as causal language models on Shakespeare's plays: a small grid live on this page, and the paper's training claims decided on stored CPU runs ({ref}`sec-ch04-decided`) by one rule registered in the rules ledger before those runs, with enough seeds for a 95 % interval of about ±{glue:text}`ch04_budget_margin` nats.
 #
 
 # %% tags=["parameters", "hide-input"]
@@ -384,7 +384,7 @@ hs.figures.lr_check_display(B["lr_check"], B["lr_table"]).style.hide(axis="index
 # The learning-rate check: final validation loss of each model at each peak rate (one seed). {numref}`tab-ch04-lr-check` gives every run and, once the check is complete, each model's regret and the chosen rate.
 # ```
 #
-# {numref}`fig-ch04-budget` shows each judged comparison against the training budget.
+# {numref}`fig-ch04-budget` shows each comparison at the shared rate against the training budget.
 
 # %% tags=["hide-input"]
 fig, axes = subplots(2, 2, width=7.2, height=2.8, sharex=True)
@@ -400,16 +400,16 @@ hs.figures.budget_display(B["comparisons"]).style.hide(axis="index")
 # ```{table-caption}
 # :name: tab-ch04-budget
 #
-# A comparison is judged only at its largest budget and only once every seed is stored there; the last column says how far the store has come. Each judged comparison (a minus b, paired by seed) at each training budget: steps and training tokens a run, the validation and test difference (nats) with its 95 % interval, the change from the previous budget, and the runs stored.
+# At the shared rate, the comparisons at every budget: the trend the fair design of {ref}`sec-ch04-fair` re-decides. Each comparison (a minus b, paired by seed) at each training budget: steps and training tokens a run, the validation and test difference (nats) with its 95 % interval, the change from the previous budget, and the runs stored.
 # ```
 #
 # ```{glue:figure} ch04_fig_budget
 # :name: fig-ch04-budget
 #
-# Each judged comparison (a minus b, paired by seed; above the dashed line the claim holds) against the training tokens of a run (log axis), validation (circles) and test (squares) side by side, with 95 % intervals over seeds. A panel without points has no run stored yet; {numref}`tab-ch04-budget` gives every number and how many runs are stored.
+# At the shared rate, each comparison (a minus b, paired by seed; above the dashed line the claim holds) against the training tokens of a run (log axis), validation (circles) and test (squares) side by side, with 95 % intervals over seeds. A panel without points has no run stored yet; {numref}`tab-ch04-budget` gives every number and how many runs are stored.
 # ```
 #
-# The rows of Table 2(B) and Fig. 4 are measured at one budget; {numref}`fig-ch04-one-budget` shows them.
+# At the shared rate the rows of Table 2(B) and Fig. 4 were measured at one budget; {numref}`fig-ch04-one-budget` shows them.
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=6.4, height=4.4)
@@ -423,12 +423,50 @@ plt.close(fig)
 # ```{glue:figure} ch04_fig_one_budget
 # :name: fig-ch04-one-budget
 #
-# Table 2(B) and Fig. 4 at 8.2 M tokens a run: each comparison's paired gap (a minus b; right of the dashed line the claim holds) with its 95 % interval, validation (circles) and test (squares), and the margin shaded. A row marked "not stored yet" has no runs in the store yet.
+# Table 2(B) and Fig. 4 at the shared rate and 8.2 M tokens a run: each comparison's paired gap (a minus b; right of the dashed line the claim holds) with its 95 % interval, validation (circles) and test (squares), and the margin shaded. A row marked "not stored yet" has no runs in the store yet.
 # ```
 #
-# The rule reads the largest budget: both splits must agree there, and a gap that is detectably moving toward 0 over the last doubling, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, whichever its sign ({ref}`sec-ch04-verdicts`).
+# The rule reads the larger of a row's two budgets, each model at its own rate ({ref}`sec-ch04-fair`): both splits must agree there, and a gap that is detectably moving toward 0 between the two budgets, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, whichever its sign, when that change rests on as many seeds as the gap ({ref}`sec-ch04-verdicts`).
 #
 # ### Why the sign flips: tokenizer against initialisation
+
+# %% [markdown]
+# (sec-ch04-fair)=
+# ### Each model at its own learning rate
+#
+# The runs above share one peak learning rate, {glue:text}`ch04_budget_shared_lr`, chosen on the two $h$ = 32 models alone; a rate that suits one model can handicap another, and the comparisons of head sizes at $h$ = 4 could then measure the optimiser setting rather than the head. The rows are therefore decided by a fair design, registered in the rules ledger as an amendment before its first run: every model a row compares is trained at the peak rates {glue:text}`ch04_budget_fair_rates_text` for {glue:text}`ch04_budget_fair_grid_steps:,` steps with {glue:text}`ch04_budget_seeds` seeds and takes the rate with the lowest mean validation loss (the test split is never read); a model whose best rate is an end of the grid is trained at one more rate, a factor {glue:text}`ch04_budget_fair_edge_factor:g` beyond it, and takes the best of all its rates. Every row is then compared at {glue:text}`ch04_budget_fair_judged_text`, each model at its own rate, with the power rule's seeds at both budgets, and judged at the larger one. So far {glue:text}`ch04_budget_lr_grid_stored` of the {glue:text}`ch04_budget_lr_grid_planned` runs of the rate grid are stored, and {glue:text}`ch04_budget_lr_grid_text`. {numref}`fig-ch04-lr-grid` shows the loss against the rate for every model.
+
+# %% tags=["hide-input"]
+fig, axes = subplots(2, 1, width=6.4, height=3.6)
+hs.fair_figures.plot_lr_grid([row[0] for row in axes], B["fair"]["lr_grid"], B["fair"]["rates"])
+glue("ch04_fig_lr_grid", fig, display=False)
+plt.close(fig)
+hs.fair_figures.lr_grid_display(B["fair"]["rates"]).style.hide(axis="index")
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-lr-grid
+#
+# Each model's rate comes from its own grid, chosen on validation loss alone. Validation loss (nats, mean over the grid's seeds) of every model of the rate grid at each peak rate tried, the runs stored and the chosen rate ("not yet" until every run it needs is stored).
+# ```
+#
+# ```{glue:figure} ch04_fig_lr_grid
+# :name: fig-ch04-lr-grid
+#
+# Validation loss against the peak learning rate (log axis), mean over the grid's seeds, one line per model; a filled marker is the model's chosen rate, and "(partial)" marks a model whose runs are not all stored yet.
+# ```
+#
+# {numref}`tab-ch04-judged` gives every row compared with each model at its own rate, at both budgets.
+
+# %% tags=["hide-input"]
+hs.fair_figures.judged_display(B["fair"]["judged_comparisons"]).style.hide(axis="index")
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch04-judged
+#
+# The rows chapter 08 judges: each comparison (a minus b, paired by seed) with each model at its own rate, at both budgets: the two rates, the validation and test difference (nats) with its 95 % interval, the change from the first budget to the second, and the runs stored ("not chosen yet" until both rates are chosen).
+# ```
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=6.8, height=4.6)
@@ -457,7 +495,7 @@ hs.figures.factorial_display(B["effects"]).style.hide(axis="index")
 # (sec-ch04-verdicts)=
 # ## Verdicts
 #
-# {numref}`tab-ch04-claims` lists the paper's claims that this chapter tests. The training claims share one rule (`lowrank.experiments.head_size_training.rules.judge_row`): the claim's worse model minus its better one, paired by seed, at the largest budget with every seed stored; the validation and test splits must agree; and a gap detectably moving toward 0 over the last doubling of the budget, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, in either direction. Every training row is judged on the budget store (the verdicts chapter 08 records, at the long scale), at the largest budget of its models, with the seeds the power rule asks; a row whose intervals lie inside ±{glue:text}`ch04_budget_margin` nats on both splits shows no effect larger than the margin. Each row shows its rules-ledger history: when the rule was registered or amended, at which commit, and whether the data it judges had been seen. The next column applies the same rule to this page's live run, to show what its power allows.
+# {numref}`tab-ch04-claims` lists the paper's claims that this chapter tests. The training claims share one rule (`lowrank.experiments.head_size_training.rules.judge_row`): the claim's worse model minus its better one, paired by seed, each model at its own learning rate ({ref}`sec-ch04-fair`), compared at two budgets and judged at the larger with every seed of both stored; a verdict on two models whose parameter counts differ by more than 10 % says so; the validation and test splits must agree; and a gap detectably moving toward 0 over the last doubling of the budget, fast enough to reach it within {glue:text}`ch04_budget_horizon` more doublings, is not judged, in either direction. Every training row is judged on the budget store (the verdicts chapter 08 records, at the long scale), at the largest budget of its models, with the seeds the power rule asks; a row whose intervals lie inside ±{glue:text}`ch04_budget_margin` nats on both splits shows no effect larger than the margin. Each row shows its rules-ledger history: when the rule was registered or amended, at which commit, and whether the data it judges had been seen. The next column applies the same rule to this page's live run, to show what its power allows.
 
 # %% tags=["hide-input"]
 hs.claims_table(H).style.hide(axis="index")
@@ -516,8 +554,9 @@ for c in hs.CLAIMS:
 #
 # ## What to take away
 #
-# - **Decided** on the budget store, each claim at the largest budget of its models with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text`
-# - **The decisive comparison**: {glue:text}`ch04_budget_answer` Over the training budgets the gap was {glue:text}`ch04_budget_trend_text` (a trend, not a verdict).
+# - **Decided** on the budget store, each claim with each model at its own learning rate, at two budgets, with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text`
+# - **At equal parameters**: {glue:text}`ch04_budget_answer`
+# - **Adding parameters through a fixed head size**: {glue:text}`ch04_budget_answer_more` At the shared rate, over the training budgets, that gap was {glue:text}`ch04_budget_trend_text` (a trend, not a verdict).
 # - **Why set-ups disagree** (the factorial at {glue:text}`ch04_budget_factorial_steps:,` steps): {glue:text}`ch04_budget_factorial_text`
 # - The paper's parameter counts are BERT-style counts with $d_{ff} = 4096$ for $d \in \{512, 1024\}$ and $3072$ for $d = 768$: {glue:text}`ch04_table_within` of {glue:text}`ch04_table_rows` rows match within {glue:text}`ch04_table_max_diff:.2f` M, and the tables with more heads or larger heads are also tables with more parameters.
 # - **Earlier budget, superseded by the budget store** (the long sweep, {glue:text}`ch04_long_tokens_seen:,` tokens per run, {glue:text}`ch04_long_n_seeds` seeds): at fixed width and {glue:text}`ch04_long_gap_h` heads, standard minus fixed-head validation loss was {glue:text}`ch04_long_gap_text`; against the best standard model ($h$ = {glue:text}`ch04_long_best_std_h`) it was {glue:text}`ch04_long_fixed_vs_best_text`; at twice that budget ({glue:text}`ch04_long_rec_budget_text`) the pair's difference was {glue:text}`ch04_long_rec_gap_text`. The parameter-matched difference was {glue:text}`ch04_long_match_text`, and the head-size difference at $h$ = {glue:text}`ch04_long_size_heads` was {glue:text}`ch04_long_dp_change_text`.

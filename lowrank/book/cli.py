@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+from ..commands import OneLineParser
 from ..params import SCALES
 
 # The default first, as the help shows it; ``lowrank book`` has no long sets to render.
@@ -23,11 +24,8 @@ RUN_SCALES = ("default", *(s for s in SCALES if s != "default"))
 BOOK_SCALES = tuple(s for s in RUN_SCALES if s != "long")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, with a usage error in one line (the usage itself is one ``--help`` away)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+# argparse with a usage error in one line (the usage itself is one ``--help`` away).
+_Parser = OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -318,37 +316,28 @@ def _cost_text(cost) -> str:
 
 
 def _book_dry_run(args, root) -> int:
-    """Every chapter's estimate at ``args.scale`` on the device its set names, and the total."""
+    """Every check the real command makes (:func:`plan_book`), then every chapter's estimate at
+    ``args.scale`` on the device its set names, and the total; nothing is written."""
     from . import runner
-    from .costs import METADATA_KEY, duration, estimate, read_metadata
-    from .params import ParameterError
-    from .sets import set_parameters
+    from .costs import duration, estimate, read_metadata
+    from .staging import plan_book
 
     overrides = [(n, runner.parse_value(v)) for n, v in args.param]
+    _, plans = plan_book(root, scale=args.scale, out=args.out, allow_cpu=args.allow_cpu, force=args.force,
+                         kernel=args.kernel, overrides=overrides, machine=False)
     total = {"cpu": 0.0, "cuda": 0.0}
     wall = 0.0
-    for chapter in runner.list_chapters(root):
-        values: dict = {}
+    for plan in plans:
+        for note in plan.notes:
+            print(f"lowrank: note: {note}", file=sys.stderr)
         device = None
-        if args.scale != "default":
-            path = chapter.param_file(args.scale)
-            if not path.is_file():
-                print(f"{chapter.name}: no {args.scale!r} set")
-                continue
-            raw = runner.load_yaml(path.read_text(encoding="utf8")) or {}
-            device = read_metadata(path, raw)["devices"]
-            values = {k: v for k, v in raw.items() if k != METADATA_KEY}
-        known = runner.notebook_parameters(chapter, papermill=False)
-        values.update({n: v for n, v in overrides if n in known})
-        try:
-            params = set_parameters(chapter.path, values)
-        except ParameterError as e:
-            print(f"{chapter.name}: no estimate: {e}")
-            continue
-        if device is None or "device" in values:
-            device = "cuda" if params.get("device") == "cuda" else "cpu"
-        cost = estimate(chapter.name, params, device=device, root=root)
-        print(f"{chapter.name}: {_cost_text(cost)}")
+        if plan.files and "device" not in plan.injected:
+            path = plan.files[0]
+            device = read_metadata(path, runner.load_yaml(path.read_text(encoding="utf8")) or {})["devices"]
+        if device is None:
+            device = "cuda" if plan.parameters.get("device") == "cuda" else "cpu"
+        cost = estimate(plan.chapter.name, plan.parameters, device=device, root=root)
+        print(f"{plan.chapter.name}: {_cost_text(cost)}")
         if cost is not None:
             total[cost.device] += cost.device_s
             wall += cost.wall_s

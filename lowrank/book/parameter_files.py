@@ -1,19 +1,20 @@
 """Parameter values as a user writes them: ``-p`` values and YAML parameter files.
 
 Values are read as YAML 1.1 (safe loading), with two differences a user would expect: ``1e-3``
-without a dot is a float, as in Python, and an octal or base-60 number (``010``, ``1:10``) or a
-name set twice is refused instead of read silently as something else. A file's leading comments
+without a dot is a float, as in Python, and an octal or base-60 number (``010``, ``1:10``), a YAML
+1.1 boolean word (``yes``, ``no``, ``on``, ``off``) or a name set twice is refused instead of read
+silently as something else (``-p corpus no`` would be the boolean False). A file's leading comments
 may declare what its run needs (``# requires: gpu``).
 """
 from __future__ import annotations
 
 import re
-import stat
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..files import InputFileError, read_regular
 from .costs import METADATA_KEY
 from .errors import UsageError
 from .params import short_repr
@@ -60,6 +61,20 @@ def _construct_float(loader: _Loader, node: yaml.ScalarNode) -> float:
     return yaml.SafeLoader.construct_yaml_float(loader, node)
 
 
+# YAML 1.1 reads these words as booleans; only true and false mean one to a reader (and to YAML 1.2).
+_BOOLEANS = {"true": True, "false": False}
+
+
+def _construct_bool(loader: _Loader, node: yaml.ScalarNode) -> bool:
+    text = str(node.value)
+    value = yaml.SafeLoader.construct_yaml_bool(loader, node)
+    if text.lower() not in _BOOLEANS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{short_repr(text, 30)} would be read by YAML 1.1 as the boolean {value}; write "
+            f"{str(value).lower()} if you mean that, or quote it (\"{text[:30]}\") for a string", node.start_mark)
+    return value
+
+
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
     """A mapping whose keys are all different: with a key given twice YAML keeps the last one,
     so one of the two values a user wrote would be dropped without a word."""
@@ -81,6 +96,7 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> dict:
 
 
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
 _Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 _Loader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 
@@ -133,21 +149,11 @@ def load_parameter_file(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
 
 
 def _read_parameter_file(path: Path) -> str:
-    if path.is_dir():
-        raise UsageError(f"parameter file {path} is a folder; expected a YAML file")
-    if not path.exists():
-        raise UsageError(f"parameter file {path} does not exist")
     try:
-        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would block, a device never end
-            raise UsageError(f"parameter file {path} is not a regular file (a device, FIFO or socket); "
-                             "expected a YAML file")
-        with open(path, "rb") as f:
-            raw = f.read(MAX_PARAMETER_FILE + 1)  # bounded, whatever st_size says
-        if len(raw) > MAX_PARAMETER_FILE:
-            raise UsageError(f"parameter file {path} is larger than {MAX_PARAMETER_FILE} bytes; "
-                             "a parameter file is a few lines")
-    except OSError as e:
-        raise UsageError(f"parameter file {path} cannot be read ({e.strerror or type(e).__name__})") from None
+        raw = read_regular(path, MAX_PARAMETER_FILE)
+    except InputFileError as e:
+        hint = "a parameter file is a few lines" if "larger" in str(e) else "expected a YAML file"
+        raise UsageError(f"parameter file {path} {e}; {hint}") from None
     try:
         return raw.decode("utf8")
     except UnicodeDecodeError as e:

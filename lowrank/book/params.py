@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..experiments import registry
 from ..params import ParameterError, check_constraints as _check, short_repr, validate as _validate
 
-__all__ = ["ParameterError", "short_repr", "SCHEMAS", "CONSTRAINTS", "PATHS", "MANIFESTS", "CORPUS_NAMES",
+__all__ = ["ParameterError", "short_repr", "SCHEMAS", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "CORPUS_NAMES",
            "chapter_name", "schema", "validate", "check_constraints"]
 
 
@@ -51,6 +51,7 @@ SCHEMAS: MutableMapping[str, dict] = _FromModules(registry.schema)
 CONSTRAINTS: MutableMapping[str, tuple] = _FromModules(registry.constraints)
 PATHS: MutableMapping[str, dict] = _FromModules(registry.paths)
 MANIFESTS: MutableMapping[str, tuple] = _FromModules(registry.manifests)
+STORE_EXPERIMENTS: MutableMapping[str, tuple | None] = _FromModules(registry.store_experiments)
 # A "corpus" path parameter may instead name one of the corpora fetched by `make data`.
 CORPUS_NAMES = ("shakespeare", "bbcnews")
 

@@ -20,7 +20,7 @@ from .costs import estimate
 from .errors import UsageError
 from .guards import check_manifests, check_path
 from .parameter_files import load_parameter_file
-from .params import PATHS, SCHEMAS, ParameterError, check_constraints, short_repr, validate
+from .params import PATHS, SCHEMAS, STORE_EXPERIMENTS, ParameterError, check_constraints, short_repr, validate
 
 __all__ = ["RunPlan", "TIME_BOUND_S", "plan_run", "short_hash", "cuda_available"]
 
@@ -54,7 +54,7 @@ TIME_BOUND_S = 7 * 24 * 3600
 def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tuple = (),
              overrides: list[tuple[str, Any]] | tuple = (), kernel: str | None = None,
              allow_cpu: bool = False, cwd: Path | None = None, memory_bytes: float | None = None,
-             force: bool = False) -> RunPlan:
+             force: bool = False, machine: bool = True) -> RunPlan:
     """Merge and check a run's parameters, its kernel and its requirements; start nothing.
 
     ``overrides`` are (name, value) pairs, values already parsed (see :func:`parse_value`).
@@ -63,6 +63,8 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
     default the current folder; values from the book's own ``--scale`` sets against the book's
     folder) and the chapter's memory estimate (lowrank.book.costs) against ``memory_bytes`` (default: this machine's
     physical memory; runs on CUDA are not compared).
+    ``machine=False`` plans for another machine (``lowrank book --dry-run``): a GPU the run asks for
+    and this machine lacks is a note instead of a refusal.
     Raises UsageError (exit status 2) with a message naming the parameter, value and what is allowed.
     """
     cwd = Path(cwd or Path.cwd()).resolve()
@@ -112,7 +114,8 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
             raise UsageError(f"{e} [set {sources[name]}]") from None
     for name, kind in PATHS.get(chapter.name, {}).items():
         if injected.get(name) is not None:
-            injected[name] = check_path(name, injected[name], kind, bases[name], sources[name], book)
+            injected[name] = check_path(name, injected[name], kind, bases[name], sources[name], book,
+                                        STORE_EXPERIMENTS.get(chapter.name))
 
     merged = {**{k: v["default"] for k, v in known.items()}, **injected}
     try:
@@ -123,10 +126,12 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
         raise UsageError(f"{e} [{where}]") from None
     check_manifests(chapter, merged, injected, sources)
     device = merged.get("device")
-    if device == "cuda" and not cuda_available():
+    notes = []
+    if device == "cuda" and not cuda_available() and not machine:
+        notes.append(f"{chapter.name}: device = 'cuda', and this machine has no CUDA device")
+    elif device == "cuda" and not cuda_available():
         raise UsageError(f"parameter 'device' = 'cuda' (set {sources.get('device', 'in the notebook')}) but no "
                          "CUDA device is visible (torch.cuda.is_available() is False); use -p device cpu")
-    notes = []
     on_gpu = device == "cuda" or (device == "auto" and cuda_available())
     est = estimate(chapter.name, merged, device="cuda" if on_gpu else "cpu", root=book)
     if est is not None:
@@ -147,12 +152,15 @@ def plan_run(chapter: Chapter, *, scale: str = "default", files: list[Path] | tu
     requires_t = tuple(dict.fromkeys(requires))
     if "gpu" in requires_t and not cuda_available():
         where = ", ".join(str(p) for p in read)
-        if not allow_cpu:
+        if not machine:
+            notes.append(f"{chapter.name}: {where} declares '# requires: gpu', and this machine has no CUDA device")
+        elif not allow_cpu:
             raise UsageError(
                 f"chapter {chapter.name}: {where} declares '# requires: gpu' and no CUDA device is "
                 "visible (torch.cuda.is_available() is False). On a CPU this run would take very long; "
                 "run it on a GPU machine, or pass --allow-cpu to run it here anyway.")
-        notes.append(f"--allow-cpu: running {chapter.name} without the GPU that {where} asks for")
+        else:
+            notes.append(f"--allow-cpu: running {chapter.name} without the GPU that {where} asks for")
 
     kernel = kernel or _notebook_kernel(chapter)
     _check_kernel(kernel)

@@ -60,8 +60,8 @@ book did not render (the cell or step is named); 2 refused before a kernel start
 chapter, parameter, parameter set or kernel; bad value; YAML with a name set twice or a YAML 1.1
 octal or base-60 number; a broken cross-parameter constraint (``params.CONSTRAINTS``); a memory
 estimate beyond the machine (``lowrank.book.costs``); a path parameter of the wrong kind
-(``params.PATHS``), a store that is committed, someone else's file or at odds with its manifest
-(:mod:`lowrank.book.guards`); GPU required; OUTDIR inside the book's sources, not empty, under a
+(``params.PATHS``), a store that is committed (or a hard link or symlink to a committed file),
+someone else's file, another chapter's store or at odds with its manifest (:mod:`lowrank.book.guards`); GPU required; OUTDIR inside the book's sources, not empty, under a
 file, not writable or locked by another run; an ``OUTDIR.failed`` that is not a failed run's
 folder); 130 interrupted (Ctrl-C, SIGTERM, SIGHUP).
 

@@ -12,10 +12,11 @@ import yaml
 from ..provenance import code_hash
 from .chapters import list_chapters, notebook_parameters
 from .errors import ExecutionFailed, UsageError
+from .params import short_repr
 from .execution import execute
 from .planning import plan_run, short_hash
 
-__all__ = ["build_book", "stage_book"]
+__all__ = ["build_book", "plan_book", "stage_book"]
 
 # Files a staged book needs besides chapters/, the top-level *.md, the bibliography files that
 # _config.yml names and every file _toc.yml names.
@@ -39,25 +40,9 @@ def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, all
     ``overrides`` (``-p``) apply to every chapter whose parameters cell has the name, e.g.
     ``device cpu`` next to ``allow_cpu``; a name no chapter has is an error.
     """
+    out, plans = plan_book(root, scale=scale, out=out, allow_cpu=allow_cpu, force=force, kernel=kernel,
+                           overrides=overrides)
     root = Path(root).resolve()
-    out = Path(out or root / "runs" / f"book-{scale}").expanduser().resolve()
-    _check_book_out(out, root)
-    if not (root / "_toc.yml").is_file() or not (root / "_config.yml").is_file():
-        raise UsageError(f"{root} is not a book: _config.yml and _toc.yml are needed")
-    in_toc = set(_toc_files(root / "_toc.yml"))
-    chapters = [c for c in list_chapters(root) if f"chapters/{c.path.name}" in in_toc]
-    skipped = [c.name for c in list_chapters(root) if c not in chapters]
-    if skipped:
-        print(f"lowrank: not in _toc.yml, not run: {', '.join(skipped)}", file=sys.stderr)
-    if not chapters:
-        raise UsageError(f"_toc.yml names no notebook of {root / 'chapters'}")
-    names = {c.name: set(notebook_parameters(c)) for c in chapters}
-    nowhere = [n for n, _ in overrides if not any(n in known for known in names.values())]
-    if nowhere:
-        raise UsageError(f"no chapter has a parameter {nowhere[0]!r}; "
-                         f"parameters: {', '.join(sorted(set().union(*names.values())))}")
-    plans = [plan_run(c, scale=scale, kernel=kernel, allow_cpu=allow_cpu, force=force,
-                      overrides=[(n, v) for n, v in overrides if n in names[c.name]]) for c in chapters]
     for plan in plans:
         for note in plan.notes:
             print(f"lowrank: warning: {note}", file=sys.stderr)
@@ -92,6 +77,39 @@ def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, all
     if subprocess.call(command, cwd=src) != 0:
         raise ExecutionFailed(f"jupyter-book could not render {src}; the runs are kept in {out / 'runs'}")
     return out / "_build" / "html"
+
+
+def plan_book(root: Path, *, scale: str = "paper", out: Path | None = None, allow_cpu: bool = False,
+              force: bool = False, kernel: str | None = None, overrides: list[tuple[str, Any]] | tuple = (),
+              machine: bool = True) -> tuple[Path, list]:
+    """Every check ``lowrank book`` makes before it writes anything: the output folder, the book's
+    toc, the ``-p`` names, and every chapter's plan (:func:`plan_run`). Returns (the resolved output
+    folder, the plans). ``machine=False`` (``--dry-run``) notes the GPU a set asks for in the plans'
+    notes instead of refusing on a machine without one; every other refusal is the same."""
+    root = Path(root).resolve()
+    out = Path(out or root / "runs" / f"book-{scale}").expanduser().resolve()
+    _check_book_out(out, root)
+    if not (root / "_toc.yml").is_file() or not (root / "_config.yml").is_file():
+        raise UsageError(f"{root} is not a book: _config.yml and _toc.yml are needed")
+    in_toc = set(_toc_files(root / "_toc.yml"))
+    chapters = [c for c in list_chapters(root) if f"chapters/{c.path.name}" in in_toc]
+    skipped = [c.name for c in list_chapters(root) if c not in chapters]
+    if skipped:
+        print(f"lowrank: not in _toc.yml, not run: {', '.join(skipped)}", file=sys.stderr)
+    if not chapters:
+        raise UsageError(f"_toc.yml names no notebook of {root / 'chapters'}")
+    names = {c.name: set(notebook_parameters(c)) for c in chapters}
+    nowhere = [n for n, _ in overrides if not any(n in known for known in names.values())]
+    if nowhere:
+        import difflib
+
+        close = difflib.get_close_matches(nowhere[0], sorted(set().union(*names.values())), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UsageError(f"no chapter has a parameter {short_repr(nowhere[0], 40)}{hint}; lowrank list CHAPTER "
+                         "shows a chapter's parameters")
+    plans = [plan_run(c, scale=scale, kernel=kernel, allow_cpu=allow_cpu, force=force, machine=machine,
+                      overrides=[(n, v) for n, v in overrides if n in names[c.name]]) for c in chapters]
+    return out, plans
 
 
 def _check_book_out(out: Path, root: Path) -> None:

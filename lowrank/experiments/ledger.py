@@ -15,13 +15,21 @@ printed sentence changes the fingerprint, and ``tests/test_ledger.py`` fails unt
 recorded as an amendment. The commit that registered an event is read from git (the commit that
 added its line), so nobody types it.
 
+The ledger is a journal: an event is appended whole or not at all (a failed write is cut back),
+under an exclusive lock held while the command reads the ledger, decides and appends, so two
+``register`` commands of one claim cannot both succeed. Every read checks every line: a line that
+is not UTF-8, not JSON, not an event (an unknown key, a bad date) or has no final newline (a cut
+write, or an editor's) is named with its line number, and nothing is appended after it.
+
 Command line: ``python -m lowrank.experiments.ledger status`` lists claims whose rule differs from
-the ledger; ``register KEY --data-seen no --note TEXT`` and ``amend KEY --reason TEXT --data-seen
-yes --before VERDICT --after VERDICT`` append an event.
+the ledger (on a damaged ledger it reads what it can and names every line it skipped);
+``register KEY --data-seen no --note TEXT`` and ``amend KEY --reason TEXT --data-seen yes --before
+VERDICT --after VERDICT`` append an event. ``--ledger PATH`` reads and writes another ledger.
+Exit status 0 done, 1 rules differ from the ledger, 2 refused or a damaged ledger (one line), 130
+Ctrl-C, 143 SIGTERM.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import datetime as _dt
 import hashlib
@@ -37,14 +45,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..files import BOOK_ROOT
+from ..commands import (OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt)
+from ..files import BOOK_ROOT, InputFileError, appending, read_regular
 
-__all__ = ["LEDGER_PATH", "Event", "fingerprint", "thresholds", "read_ledger", "latest", "append_event",
+__all__ = ["LEDGER_PATH", "Event", "LedgerError", "fingerprint", "thresholds", "read_ledger", "scan_ledger",
+           "latest", "append_event",
            "check", "Mismatch", "event_commit", "ledger_note", "notes", "committed_after", "main"]
 
 ROOT = BOOK_ROOT
 LEDGER_PATH = ROOT / "data" / "rules_ledger.jsonl"
 EVENTS = ("register", "amend")
+MAX_LEDGER_BYTES = 1 << 26  # a ledger of a few hundred events is some hundred KiB
 # Values a threshold may take: plain data that prints and compares the same on every machine.
 _PLAIN = (bool, int, float, str, type(None))
 
@@ -119,27 +130,87 @@ class Event:
             raise ValueError(f"ledger line {self.line}: event {self.event!r} is not one of {EVENTS}")
         if len(self.fingerprint) != 64:
             raise ValueError(f"ledger line {self.line}: fingerprint is not a sha256 hex digest")
-        _dt.date.fromisoformat(self.date)
+        try:
+            _dt.date.fromisoformat(self.date)
+        except (TypeError, ValueError):
+            raise ValueError(f"ledger line {self.line}: date {str(self.date)[:40]!r} is not a date "
+                             "YYYY-MM-DD") from None
         if self.event == "amend":
             missing = [k for k in ("reason", "previous", "verdict_before", "verdict_after") if not getattr(self, k)]
             if missing:
                 raise ValueError(f"ledger line {self.line}: an amendment needs {', '.join(missing)}")
 
 
-def read_ledger(path: str | Path = LEDGER_PATH) -> list[Event]:
-    """Every event in file order; a damaged line is an error naming the file and line."""
+class LedgerError(ValueError):
+    """A ledger that cannot be read whole: the message names the file, the line and the fault."""
+
+
+_FIELDS = tuple(f for f in Event.__dataclass_fields__ if f != "line")
+
+
+def _event_at(text: str, number: int) -> Event:
+    """The event on line ``number``; ValueError with the fault in words otherwise."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg}, column {e.colno})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"not a JSON object (a {type(record).__name__})")
+    unknown = sorted(set(record) - set(_FIELDS))
+    if unknown:
+        raise ValueError(f"unknown key {one_line(unknown[0], 40)!r}; an event has {', '.join(_FIELDS)}")
+    missing = [k for k in ("event", "claim", "date", "fingerprint") if k not in record]
+    if missing:
+        raise ValueError(f"no {', '.join(missing)}")
+    try:
+        return Event(**record, line=number)
+    except (TypeError, ValueError) as e:
+        raise ValueError(str(e).removeprefix(f"ledger line {number}: ")) from None
+
+
+def scan_ledger(path: str | Path = LEDGER_PATH, *, for_append: bool = False
+                ) -> tuple[list[Event], list[tuple[int, str]]]:
+    """(every event that reads, [(line number, fault)] of every line that does not). With
+    ``for_append``, a last line without its newline is a fault even when it reads, since an append
+    would be glued onto it (its event is kept). A missing ledger holds nothing; one that is not a
+    readable regular file is a LedgerError."""
     path = Path(path)
-    if not path.exists():
-        return []
-    events = []
-    for i, text in enumerate(path.read_text(encoding="utf8").splitlines(), 1):
-        if not text.strip():
+    if not path.exists() and not path.is_symlink():
+        return [], []
+    try:
+        raw = read_regular(path, MAX_LEDGER_BYTES)
+    except InputFileError as e:
+        raise LedgerError(f"{path}: the rules ledger {e}; it is a JSON-lines file") from None
+    lines = raw.split(b"\n")
+    events, faults = [], []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        cut = number == len(lines)  # text after the last newline: a cut or unterminated line
+        try:
+            text = line.decode("utf8")
+        except UnicodeDecodeError as e:
+            faults.append((number, f"byte {line[e.start]:#04x} at column {e.start + 1} is not UTF-8"))
             continue
         try:
-            record = json.loads(text)
-            events.append(Event(**record, line=i))
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"{path}:{i}: not a ledger event ({e})") from None
+            events.append(_event_at(text, number))
+        except ValueError as e:
+            faults.append((number, f"{e}{'; the line has no final newline: a write was cut short' if cut else ''}"))
+            continue
+        if cut and for_append:
+            faults.append((number, "the last line has no final newline (cut short, or saved by an editor "
+                                   "without one); add the newline before appending"))
+    return events, faults
+
+
+def read_ledger(path: str | Path = LEDGER_PATH, *, for_append: bool = False) -> list[Event]:
+    """Every event in file order; a damaged line is a LedgerError naming the file, the line and the
+    fault (and how many other lines are damaged). ``for_append``: as :func:`scan_ledger`."""
+    events, faults = scan_ledger(path, for_append=for_append)
+    if faults:
+        number, why = faults[0]
+        more = f" ({len(faults) - 1} more damaged line{'s' if len(faults) > 2 else ''})" if len(faults) > 1 else ""
+        raise LedgerError(f"{path}:{number}: not a ledger event: {why}{more}")
     return events
 
 
@@ -151,13 +222,18 @@ def latest(events: Iterable[Event]) -> dict[str, Event]:
     return out
 
 
+def _line(record: Mapping[str, Any]) -> bytes:
+    return (json.dumps({k: v for k, v in record.items() if k != "line"}, sort_keys=True, ensure_ascii=False)
+            + "\n").encode("utf8")
+
+
 def append_event(record: Mapping[str, Any], path: str | Path = LEDGER_PATH) -> Event:
-    """Validate and append one event (the file is only ever appended to)."""
+    """Validate and append one event, whole, under the ledger's lock; a damaged ledger (a line
+    without its newline included) is a LedgerError and nothing is appended."""
     event = Event(**record)
-    line = json.dumps({k: v for k, v in record.items() if k != "line"}, sort_keys=True, ensure_ascii=False)
-    with open(path, "a", encoding="utf8") as f:
-        f.write(line + "\n")
-        f.flush()
+    with appending(path) as out:
+        read_ledger(path, for_append=True)
+        out.write(_line(record))
     return event
 
 
@@ -281,58 +357,125 @@ def _all_claims():
 
 
 def _yes_no(text: str) -> bool:
+    import argparse
+
     if text not in ("yes", "no"):
-        raise argparse.ArgumentTypeError("answer yes or no")
+        raise argparse.ArgumentTypeError(f"answer yes or no, not {one_line(text, 40)!r}")
     return text == "yes"
 
 
+def _said(name: str):
+    """An argparse type: a text that says something (not empty or blank)."""
+    def read(text: str) -> str:
+        import argparse
+
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{name} must say something; it is empty")
+        return text
+    return read
+
+
+PROG = "python -m lowrank.experiments.ledger"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m lowrank.experiments.ledger", description=__doc__.split("\n")[0])
+    import argparse
+
+    p = OneLineParser(prog=PROG, description=__doc__.split("\n")[0])
+    p.add_argument("--ledger", type=Path, default=LEDGER_PATH, help="the ledger file (default: the book's)")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    # The same options after the subcommand, as a user types them; given there, they win.
+    common = OneLineParser(add_help=False)
+    common.add_argument("--ledger", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("status", help="claims whose rule differs from the ledger")
-    reg = sub.add_parser("register", help="register a claim's rule")
+    sub.add_parser("status", parents=[common], help="claims whose rule differs from the ledger")
+    reg = sub.add_parser("register", parents=[common], help="register a claim's rule")
     reg.add_argument("claim")
     reg.add_argument("--data-seen", type=_yes_no, required=True)
     reg.add_argument("--note", default="")
-    am = sub.add_parser("amend", help="record a change to a registered rule")
+    am = sub.add_parser("amend", parents=[common], help="record a change to a registered rule")
     am.add_argument("claim")
-    am.add_argument("--reason", required=True)
+    am.add_argument("--reason", type=_said("--reason"), required=True)
     am.add_argument("--data-seen", type=_yes_no, required=True)
-    am.add_argument("--before", required=True, help="the verdict under the rule as registered")
-    am.add_argument("--after", required=True, help="the verdict under the amended rule")
-    args = p.parse_args(argv)
+    am.add_argument("--before", type=_said("--before"), required=True,
+                    help="the verdict under the rule as registered")
+    am.add_argument("--after", type=_said("--after"), required=True, help="the verdict under the amended rule")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed in one line
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        with signals_interrupt():
+            return _command(args)
+    except LedgerError as e:
+        return _say(args, f"error: {e}", 2)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM through signals_interrupt: nothing half-written
+        return _say(args, f"{interrupt_words(e)}; the ledger holds whole events only", interrupt_status(e))
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError) as e:
+        return _say(args, f"error: --ledger {args.ledger}: cannot be written ({e.strerror or type(e).__name__})", 2)
+    except OSError as e:  # a full disk, a file size limit: the append was cut back
+        return _say(args, f"error: cannot write the ledger {args.ledger} ({e.strerror or type(e).__name__}); "
+                          "nothing was appended", 1)
+    except Exception as e:  # noqa: BLE001 - a chapter module that fails to import, a rule that cannot be read
+        return _say(args, f"error: {args.cmd} stopped: {one_line(e) or type(e).__name__}"
+                          + ("" if args.debug else " (--debug shows the traceback)"), 1)
 
+
+def _say(args, text: str, status: int) -> int:
+    if args.debug:
+        import traceback
+
+        traceback.print_exc()
+    print(f"{PROG}: {one_line(text, 600)}", file=sys.stderr)
+    return status
+
+
+def _command(args) -> int:
+    ledger = args.ledger
     claims = {c.key: c for c in _all_claims()}
-    events = read_ledger()
     if args.cmd == "status":
+        if not ledger.exists():  # every claim would read as unregistered: say why instead
+            return _say(args, f"error: --ledger {ledger}: no such file", 2)
+        events, faults = scan_ledger(ledger, for_append=True)
         problems = check(claims.values(), events)
         for m in problems:
             print(f"{m.claim}: {m.problem}")
-        print(f"{len(claims)} claims, {len(events)} ledger events, {len(problems)} problems")
-        return 1 if problems else 0
+        read = {e.line for e in events}
+        skipped = sum(1 for number, _ in faults if number not in read)
+        print(f"{len(claims)} claims, {len(events)} ledger events, {len(problems)} problems"
+              + (f", {len(faults)} damaged ledger line{'s' if len(faults) > 1 else ''} ({skipped} skipped)"
+                 if faults else ""))
+        for number, why in faults:
+            print(f"{PROG}: error: {ledger}:{number}: {'read, but ' if number in read else 'skipped: '}"
+                  f"{one_line(why)}", file=sys.stderr)
+        return 2 if faults else (1 if problems else 0)
     if args.claim not in claims or claims[args.claim].rule is None:
-        print(f"unknown claim {args.claim!r} (or it has no rule)", file=sys.stderr)
-        return 2
+        return _say(args, f"error: unknown claim {one_line(args.claim, 60)!r} (or it has no rule); "
+                          f"{PROG} status lists the claims", 2)
     rule = claims[args.claim].rule
-    last = latest(events).get(args.claim)
     record: dict[str, Any] = {"event": args.cmd, "claim": args.claim, "date": _dt.date.today().isoformat(),
                               "fingerprint": fingerprint(rule), "thresholds": thresholds(rule),
                               "data_seen": args.data_seen}
-    if args.cmd == "register":
-        if last is not None:
-            print(f"{args.claim} is registered already; record an amendment", file=sys.stderr)
-            return 2
-        record["note"] = args.note
-    else:
-        if last is None:
-            print(f"{args.claim} is not registered yet", file=sys.stderr)
-            return 2
-        if last.fingerprint == record["fingerprint"]:
-            print(f"{args.claim}: the rule has not changed since the ledger's last event", file=sys.stderr)
-            return 2
-        record.update(reason=args.reason, previous=last.fingerprint, verdict_before=args.before,
-                      verdict_after=args.after)
-    append_event(record)
+    read_ledger(ledger, for_append=True)  # a damaged ledger is named before it is opened for writing
+    with appending(ledger) as out:
+        # Read, decide and append under one lock: a second register of the claim waits, then sees the first.
+        last = latest(read_ledger(ledger, for_append=True)).get(args.claim)
+        if args.cmd == "register":
+            if last is not None:
+                return _say(args, f"error: {args.claim} is registered already (ledger line {last.line}); "
+                                  "record an amendment", 2)
+            record["note"] = args.note
+        else:
+            if last is None:
+                return _say(args, f"error: {args.claim} is not registered yet; register it first", 2)
+            if last.fingerprint == record["fingerprint"]:
+                return _say(args, f"error: {args.claim}: the rule has not changed since the ledger's last event "
+                                  f"(line {last.line}); there is nothing to amend", 2)
+            record.update(reason=args.reason, previous=last.fingerprint, verdict_before=args.before,
+                          verdict_after=args.after)
+        Event(**record)
+        out.write(_line(record))
     print(f"{args.cmd} {args.claim} {record['fingerprint'][:12]}")
     return 0
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..params import ParameterError, short_repr, validate as validate_values
 
-__all__ = ["CHAPTERS", "CLAIM_CHAPTERS", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests",
+__all__ = ["CHAPTERS", "CLAIM_CHAPTERS", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests", "store_experiments",
            "validate"]
 
 # Book order: each chapter's notebook is chapters/<stem>.ipynb and its module
@@ -64,6 +64,12 @@ def paths(chapter: str) -> dict[str, str]:
 
 def manifests(chapter: str) -> tuple[str, ...]:
     return tuple(getattr(module(chapter), "MANIFESTS", ()))
+
+
+def store_experiments(chapter: str) -> tuple[str, ...] | None:
+    """The experiments whose records a store parameter of the chapter may hold (None: any)."""
+    found = getattr(module(chapter), "STORE_EXPERIMENTS", None)
+    return None if found is None else tuple(found)
 
 
 def validate(chapter: str, values: Mapping[str, Any], *, partial: bool = False) -> dict[str, Any]:

@@ -5,7 +5,6 @@ errors are refused with one line and exit status 2 before anything is written.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -13,13 +12,15 @@ from pathlib import Path
 
 import torch
 
+from ..commands import OneLineParser, interrupt_status, interrupt_words, signals_interrupt
 from ..data import DataUnavailableError
+from ..files import InputFileError, read_regular
 from ..provenance import physical_memory
 from .checkpoints import CheckpointError, last_step, not_resumable
-from .config import TrainConfig, clip, run_key
+from .config import TrainConfig, clip, run_key, short
 from .loop import NonFiniteLossError, train
 
-__all__ = ["memory_needed", "main"]
+__all__ = ["memory_needed", "read_config", "MAX_CONFIG_BYTES", "main"]
 
 
 def memory_needed(cfg: TrainConfig) -> float:
@@ -34,15 +35,54 @@ def memory_needed(cfg: TrainConfig) -> float:
 
 
 
+# A training config is a few dozen lines; anything larger is not one (and /dev/zero never ends).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all different: with a key given twice json keeps the last value,
+    and the run would train with one of the two a user wrote, silently."""
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {short(key, 40)} is given twice; each field may be set once")
+        seen[key] = value
+    return seen
+
+
+def read_config(path: Path) -> TrainConfig:
+    """The :class:`TrainConfig` in the JSON file ``path``; ValueError naming the fault otherwise."""
+    try:
+        raw = read_regular(path, MAX_CONFIG_BYTES)
+    except InputFileError as e:
+        raise ValueError(f"{'no such file' if str(e) == 'does not exist' else e}; expected a JSON file of "
+                         "TrainConfig fields") from None
+    try:
+        text = raw.decode("utf8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"cannot be read as UTF-8 text (byte {raw[e.start]:#04x} at offset {e.start})") from None
+    try:
+        config = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"expected a JSON object of TrainConfig fields, got {type(config).__name__}")
+    try:
+        return TrainConfig.from_dict(config)
+    except (ValueError, TypeError) as e:
+        raise ValueError(clip(e)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m lowrank.train --config cfg.json [--out-dir DIR] [--resume]`` (also under torchrun).
 
-    Exit status 0 done; 2 the input was refused (config file missing or unreadable, unknown key,
-    bad value, a used ``--out-dir`` without ``--resume``, an unreadable checkpoint), one line on
-    stderr, nothing written; 1 the run failed (non-finite loss: the last good checkpoint is kept).
-    ``--debug`` adds the Python traceback.
+    Exit status 0 done; 2 the input was refused (config file missing, unreadable, not a regular
+    file, with a key given twice, an unknown key or a bad value; a used ``--out-dir`` without
+    ``--resume``; an unreadable checkpoint), one line on stderr, nothing written; 1 the run failed
+    (non-finite loss: the last good checkpoint is kept); 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (one
+    line; the last checkpoint is kept). ``--debug`` adds the Python traceback.
     """
-    p = argparse.ArgumentParser(prog="python -m lowrank.train", description=__doc__.split("\n")[0])
+    p = OneLineParser(prog="python -m lowrank.train", description=__doc__.split("\n")[0])
     p.add_argument("--config", required=True, help="JSON file with TrainConfig fields")
     p.add_argument("--out-dir", default=None,
                    help="run folder (default runs/<config hash>); a folder holding files is refused "
@@ -51,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-root", default=None, help="data folder (default $LOWRANK_DATA or ./data)")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks")
-    args = p.parse_args(argv)
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed in one line
+        return e.code if isinstance(e.code, int) else 2
 
     def refuse(message: str, status: int = 2) -> int:
         if args.debug:
@@ -63,24 +106,9 @@ def main(argv: list[str] | None = None) -> int:
 
     path = Path(args.config)
     try:
-        text = path.read_text(encoding="utf8")
-    except IsADirectoryError:
-        return refuse(f"--config {path}: is a folder; expected a JSON file of TrainConfig fields")
-    except FileNotFoundError:
-        return refuse(f"--config {path}: no such file")
-    except (OSError, UnicodeDecodeError) as e:
-        return refuse(f"--config {path}: cannot be read as UTF-8 text ({type(e).__name__})")
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as e:
-        return refuse(f"--config {path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})")
-    if not isinstance(raw, dict):
-        return refuse(f"--config {path}: expected a JSON object of TrainConfig fields, got "
-                      f"{type(raw).__name__}")
-    try:
-        cfg = TrainConfig.from_dict(raw)
-    except (ValueError, TypeError) as e:
-        return refuse(f"--config {path}: {clip(e)}")
+        cfg = read_config(path)
+    except ValueError as e:
+        return refuse(f"--config {path}: {e}")
     if args.out_dir is None:
         args.out_dir = str(Path("runs") / run_key(cfg.to_dict()))
     out = Path(args.out_dir)
@@ -100,18 +128,10 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(f"--config {path}: this run needs about {need / 2**30:,.1f} GiB of memory (batch_size "
                       f"{cfg.batch_size}, seq_len {cfg.seq_len}, d_model {cfg.d_model}, n_layers {cfg.n_layers}); "
                       f"this machine has {have / 2**30:,.1f} GiB")
-    import signal
-    import threading
-
-    def stop(signum, frame):  # SIGTERM, SIGHUP: end as Ctrl-C does (exit 130, checkpoint kept)
-        raise KeyboardInterrupt
-
-    signals = [sg for sg in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if sg is not None]
-    on_main = threading.current_thread() is threading.main_thread()
-    previous = {sg: signal.signal(sg, stop) for sg in signals} if on_main else {}
     try:
-        result = train(cfg, out_dir=out, resume=args.resume, progress=not args.no_progress,
-                       data_root=args.data_root)
+        with signals_interrupt():
+            result = train(cfg, out_dir=out, resume=args.resume, progress=not args.no_progress,
+                           data_root=args.data_root)
     except CheckpointError as err:
         return refuse(str(err))
     except NonFiniteLossError as err:
@@ -120,18 +140,15 @@ def main(argv: list[str] | None = None) -> int:
         return refuse(str(err))
     except ValueError as err:  # a corpus path, a vocabulary or a checkpoint that does not fit
         return refuse(clip(err, 400))
-    except KeyboardInterrupt:
-        print("python -m lowrank.train: interrupted; resume with --resume (the last checkpoint is kept)",
-              file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as err:  # Ctrl-C, or SIGTERM/SIGHUP through signals_interrupt
+        print(f"python -m lowrank.train: {interrupt_words(err)}; resume with --resume (the last checkpoint "
+              "is kept)", file=sys.stderr)
+        return interrupt_status(err)
     except Exception as err:  # noqa: BLE001 - a failure inside the run (out of memory, a dead worker)
         last = last_step(out / "metrics.jsonl")
         return refuse(f"the run failed{f' after step {last}' if last is not None else ''}: "
                       f"{type(err).__name__}: {clip(err, 300)} (--debug shows the traceback; "
                       "--resume continues from the last checkpoint)", status=1)
-    finally:
-        for sg, handler in previous.items():
-            signal.signal(sg, handler)
     if int(os.environ.get("RANK", "0")) == 0:
         print(json.dumps({k: v for k, v in result.items() if k != "config"}))
     return 0

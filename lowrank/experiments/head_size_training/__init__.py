@@ -13,13 +13,15 @@ package's modules, one job each:
 - :mod:`.summaries`: seed means, curves and paired differences with their intervals;
 - :mod:`.headlines`: the glued numbers; :mod:`.rules`: the claims and their rules;
 - :mod:`.budget`: the budget store (learning-rate check, budget extension, factorial);
+- :mod:`.fair` and :mod:`.fair_figures`: the budget store's fair design (each model at its own
+  learning rate, every row at two budgets), its figure and tables;
 - :mod:`.tables` and :mod:`.figures`: the page's tables and figures.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import budget, figures, rules
+from . import budget, fair, fair_figures, figures, rules
 from .estimate import estimate, lm_units, memory, run_keys, training_runs
 from .grids import (base_config, head_size_at_fixed_heads, heads_at_fixed_width, lr_sweep_grid, parameter_matched,
                     recovery_grid, training_grids)
@@ -28,7 +30,7 @@ from .paper import PAPER_TABLES, PARAMETER_TOLERANCE_M, paper_parameter_table, r
 from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_head_size_past_n,
                     rule_more_heads_fixed, rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched,
                     rule_too_few_heads)
-from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA
+from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA, STORE_EXPERIMENTS
 from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, mean_curves, paired,
                         summarise)
 from .tables import (COMPARISONS, claims_table, comparison_display, comparison_table, configuration_display,
@@ -36,7 +38,7 @@ from .tables import (COMPARISONS, claims_table, comparison_display, comparison_t
 from .training import (BUDGET_STORE, choose_lr, default_runs_dir, manifest_path, run_budget,
                        run_corpus, run_grids, run_long, run_training, store_provenance)
 
-__all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "estimate", "memory", "lm_units", "run_keys",
+__all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "estimate", "memory", "lm_units", "run_keys",
            "training_runs", "run", "headline", "HEADLINE_KEYS", "CLAIMS", "LIVE_RULES",
            "PAPER_TABLES", "PARAMETER_TOLERANCE_M", "paper_parameter_table", "run_parameter_table",
            "heads_at_fixed_width", "parameter_matched", "head_size_at_fixed_heads", "base_config", "recovery_grid",
@@ -49,7 +51,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "estimate", "memory", 
            "rule_head_size", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size_past_n",
            "rule_too_few_heads",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
-           "lr_display", "claims_table", "budget", "figures", "rules"]
+           "lr_display", "claims_table", "budget", "fair", "fair_figures", "figures", "rules"]
 
 
 def run(P: Mapping) -> dict:

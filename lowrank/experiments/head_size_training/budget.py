@@ -28,7 +28,6 @@ chapter plots and its rules judge.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -38,9 +37,11 @@ from pathlib import Path
 import pandas as pd
 
 from ...attention import standard_head_dim
+from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
 from ...data import SPECIAL_TOKENS
 from ...stats import Estimate, t_interval
 from ...sweep import ResultStore, manifest_path, parse_shard, sweep
+from ...sweep import store_problem
 from ...train import TrainConfig, run_key
 from .rules import MAX_SEEDS, POWER_SEEDS, required_seeds
 
@@ -131,8 +132,13 @@ RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head
 
 def estimate_s() -> float:
     """CPU seconds of the three grids at :data:`STEP_COST_S` (shared runs counted once)."""
+    from . import fair  # the fair design builds on this module's grids
+
+    # Before the rates are chosen, every judged run is costed at the shared rate (a step's cost does not depend on it).
+    shared = {m: fair.RateChoice(m, BASE["lr"], (BASE["lr"],), 0, 0) for m in fair.LR_GRID_MODELS}
     seen, total = set(), 0.0
-    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid(), *added_grids(BASE["lr"])):
+    for labelled in (lr_check_grid(), budget_grid(BASE["lr"]), factorial_grid(), *added_grids(BASE["lr"]),
+                     fair.lr_grid(), fair.judged_grid(shared)):
         for lab, cfg in labelled:
             k = run_key(cfg)
             if k not in seen:
@@ -162,7 +168,10 @@ def _labels(name: str, **extra) -> dict:
 
 def design() -> dict:
     """The whole design as plain data (written beside the store as its manifest)."""
-    return {"experiment": EXPERIMENT, "base": BASE, "seeds": list(SEEDS), "budget_steps": list(BUDGET_STEPS),
+    from . import fair  # the fair design builds on this module's grids
+
+    return {"experiment": EXPERIMENT, "base": BASE, "fair": fair.design(), "seeds": list(SEEDS),
+            "budget_steps": list(BUDGET_STEPS),
             "models": [list(m) for m in MODELS], "rows": [list(r) for r in ROWS],
             "lr_check_rates": list(LR_CHECK_RATES), "lr_check_steps": LR_CHECK_STEPS,
             "lr_check_models": list(LR_CHECK_MODELS), "factorial_steps": FACTORIAL_STEPS,
@@ -317,6 +326,9 @@ def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = 
     for grid in added_grids(lr):
         go(grid)
     go(reestimate_grid(lr, read(store)["budget"]))
+    from . import fair  # the fair design builds on this module's grids
+
+    fair.run(go, lambda: _latest(store))
 
 
 def _budget_grids(lr: float, latest: Mapping[str, dict]) -> list[tuple[dict, dict]]:
@@ -333,13 +345,19 @@ def _budget_grids(lr: float, latest: Mapping[str, dict]) -> list[tuple[dict, dic
     return out
 
 
+def _latest(store: Path) -> dict[str, dict]:
+    return {r["key"]: r for r in ResultStore(store).records()} if store.is_file() else {}
+
+
 def read(store: str | os.PathLike) -> dict:
     """What ``store`` holds (a missing store holds nothing): ``lr_check``, ``lr`` (the chosen rate
     or None), ``lr_table``, ``budget`` (every budget run: the budget extension, the powered seeds,
     the doubled budget, Table 2(B), Fig. 4 and any re-estimated seeds), ``factorial`` (one row per
     stored run), the planned run counts ``planned`` and the store's ``path``."""
+    from . import fair  # the fair design builds on this module's grids
+
     store = Path(store)
-    latest = {r["key"]: r for r in ResultStore(store).records()} if store.is_file() else {}
+    latest = _latest(store)
     check = _frame(lr_check_grid(), latest)
     lr, table = choose_rate(check)
     grids = _budget_grids(lr if lr is not None else BASE["lr"], latest)
@@ -347,14 +365,18 @@ def read(store: str | os.PathLike) -> dict:
     fact = _frame(factorial_grid(), latest)
     planned = {"lr_check": len(lr_check_grid()), "budget": len(grids), "factorial": len(factorial_grid())}
     # The seed-0 h = 32 runs at the chosen rate and 1,000 steps belong to both the check and the extension.
-    design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), grids if lr is not None else [])
-                   for _, c in g}
+    fair_got = fair.read_fair(latest)
+    fair_grid, fair_judged = fair_got["grid_configs"], fair_got["judged_configs"]
+    planned["lr_grid"], planned["judged"] = fair_got["lr_grid_planned"], fair_got["judged_planned"]
+    design_keys = {run_key(c) for g in (lr_check_grid(), factorial_grid(), grids if lr is not None else [],
+                                        fair_grid, fair_judged) for _, c in g}
     keys = set(latest) & design_keys
     # Runs the design holds, each counted once; before the rate is chosen, the default rate gives the count.
-    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(), grids) for _, c in g})
+    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(), grids, fair_grid, fair_judged)
+                               for _, c in g})
     return {"lr_check": check, "lr": lr, "lr_table": table, "budget": budget, "factorial": fact,
             "planned": planned, "path": str(store), "n_records": len(keys),
-            "cpu_s": float(sum(latest[k]["wall_s"] for k in keys))}
+            "cpu_s": float(sum(latest[k]["wall_s"] for k in keys)), "fair": fair_got}
 
 
 def _pair(df: pd.DataFrame, a: Mapping, b: Mapping, value: str) -> pd.DataFrame:
@@ -432,26 +454,52 @@ def factorial_effects(fact: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.head_size_training",
-                                 description="Train chapter 04's budget store (resumable by run key).")
+    """``python -m lowrank.experiments.head_size_training --store PATH``: grow the budget store.
+
+    Every input is checked before anything is written (the manifest beside the store included):
+    the store must be a ``.jsonl`` file that is new, empty or a store of this experiment, neither it
+    nor the files beside it committed (by path, hard link or symlink), and its manifest, if any, of
+    this experiment. Exit status 0 done; 2 refused, one line; 1 the runs failed, one line; 130
+    Ctrl-C, 143 SIGTERM (finished runs are in the store; the command resumes by run key)."""
+    prog = "python -m lowrank.experiments.head_size_training"
+    ap = OneLineParser(prog=prog, description="Train chapter 04's budget store (resumable by run key).")
     ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
     ap.add_argument("--shard", default=None, help="i/N: train only this share of every grid")
     ap.add_argument("--progress", action="store_true")
     ap.add_argument("--workers", type=int, default=1, help="runs in parallel, one process and one core each")
-    a = ap.parse_args(argv)
-    store = Path(a.store).expanduser()
-    if store.suffix != ".jsonl" or store.is_dir():
-        print(f"error: --store must name a .jsonl file, got {str(a.store)[:200]!r}", file=sys.stderr)
-        return 2
+    ap.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed in one line
+        return e.code if isinstance(e.code, int) else 2
+
+    def say(text: str, status: int) -> int:
+        if a.debug:
+            import traceback
+
+            traceback.print_exc()
+        print(f"{prog}: {one_line(text, 600)}", file=sys.stderr)
+        return status
+
+    store = Path(a.store).expanduser().resolve()
+    why = store_problem(store, (EXPERIMENT,), manifest_names=True)  # run() rewrites the manifest
+    if why:
+        return say(f"error: --store {one_line(a.store, 200)!r} resolves to {store}: {why}; nothing was written", 2)
     try:
         parse_shard(a.shard)
     except ValueError as e:
-        print(f"error: --shard: {e}", file=sys.stderr)
-        return 2
+        return say(f"error: --shard: {e}", 2)
     if a.workers < 1:
-        print(f"error: --workers must be a positive int, got {a.workers}", file=sys.stderr)
-        return 2
-    run(store, shard=a.shard, progress=a.progress, workers=a.workers)
+        return say(f"error: --workers must be a positive int, got {a.workers}", 2)
+    try:
+        with signals_interrupt():
+            run(store, shard=a.shard, progress=a.progress, workers=a.workers)
+    except KeyboardInterrupt as e:
+        return say(f"{interrupt_words(e)}; the finished runs are in {store}, and the same command resumes",
+                   interrupt_status(e))
+    except Exception as e:  # noqa: BLE001 - a failed run or an incomplete rate check: its cause, one line
+        return say(f"error: stopped: {one_line(e) or type(e).__name__}"
+                   + ("" if a.debug else " (--debug shows the traceback)"), 1)
     return 0
 
 

@@ -9,9 +9,10 @@ import pandas as pd
 
 from ...models import bert_parameter_count
 from ...stats import Estimate
-from . import budget
+from . import budget, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key
+from ..verdicts import CONTRADICTED, NEGLIGIBLE, REPRODUCED
 from .rules import CLAIMS, HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
 from .summaries import curve_gap, diff_text, half_width, paired, summarise
 
@@ -47,7 +48,12 @@ _BUDGET_KEYS = ("budget_runs", "budget_planned", "budget_lr_check_runs", "budget
                 "budget_factorial_steps", "budget_factorial_lr", "budget_seeds", "budget_factorial_text",
                 "budget_horizon", "budget_cost_ratio", "budget_status_text", "budget_verdicts_text",
                 "budget_gap_reading", "budget_trend_text", "budget_power_text", "budget_answer", "budget_margin",
-                "budget_power_seeds", "budget_extended_tokens", "budget_added_text")
+                "budget_power_seeds", "budget_extended_tokens", "budget_added_text", "budget_answer_more",
+                "budget_shared_lr", "budget_fair_rates_text", "budget_fair_grid_steps",
+                "budget_fair_edge_factor", "budget_fair_judged_text", "budget_lr_grid_stored", "budget_lr_grid_planned", "budget_lr_grid_text",
+                *(f"budget_shared_{r}_{s}_{x}" for r in ("gap", "match") for s in ("val", "test")
+                  for x in ("diff", "lo", "hi", "n")),
+                *(f"budget_shared_{r}_params_{a}" for r in ("gap", "match") for a in ("a", "b")))
 _LIVE_ROWS = ("gap", "match", "stdheads", "fixedheads", "dpsize")
 
 HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
@@ -334,16 +340,43 @@ def _budget_headline(b: Mapping) -> dict:
     ``budget_*`` (what the store holds, the chosen rate, its provenance), without ``ch04_``."""
     comps, runs = b["comparisons"], b["budget"]
     out = {}
+    f = b["fair"]
+    judged, rates = f["judged_comparisons"], f["rates"]
     for row, a, bb in budget.ROWS:
-        gap = float("nan")
-        if row == "match" and len(runs):
-            pa, pb = (runs[runs.model == m].n_params for m in (a, bb))
-            if len(pa) and len(pb):
-                gap = abs(float(pa.iloc[0]) - float(pb.iloc[0])) / float(pb.iloc[0])
-        ev = row_evidence("budget", row, _BUDGET_WHAT[row], comps[comps.row == row],
-                          planned=2 * budget.row_seeds(runs, row), param_gap=gap,
-                          plan_sd=budget.planning_sd(runs, row))
+        c = judged[judged.row == row]
+        pa, pb = float(c.params_a.iloc[0]), float(c.params_b.iloc[0])
+        sds = [fair.planning_sd(f["judged"], rates, row, st) for st in fair.JUDGED_STEPS]
+        ev = row_evidence("budget", row, _BUDGET_WHAT[row], c,
+                          planned=int(c[c.split == "validation"].planned.sum()), param_gap=abs(pa - pb) / pb,
+                          plan_sd=float("nan") if any(math.isnan(x) for x in sds) else max(sds),
+                          lr_stored=rates[a].stored + rates[bb].stored, lr_planned=rates[a].planned + rates[bb].planned,
+                          lr_edge=" and ".join(m for m in (a, bb) if rates[m].at_edge))
         out.update({k[len("ch04_"):]: v for k, v in ev.items()})
+    nan = float("nan")
+    for row in ("gap", "match"):
+        c = comps[(comps.row == row) & (comps.steps == budget.EXTENDED_STEPS)] if len(comps) else comps
+        for s, split in (("val", "validation"), ("test", "test")):
+            r = c[c.split == split] if len(c) else c
+            for x in ("diff", "lo", "hi"):
+                out[f"budget_shared_{row}_{s}_{x}"] = float(r[x].iloc[0]) if len(r) else nan
+            out[f"budget_shared_{row}_{s}_n"] = int(r["n"].iloc[0]) if len(r) else 0
+        for side, m in zip(("a", "b"), budget._rows_of(row)):
+            n_params = runs[runs.model == m].n_params if len(runs) else []
+            out[f"budget_shared_{row}_params_{side}"] = float(n_params.iloc[0]) if len(n_params) else nan
+    out["budget_shared_lr"] = out_lr(b)
+    out["budget_fair_rates_text"] = ", ".join(f"{r:g}" for r in fair.LR_GRID_RATES[:-1]) + f" and {fair.LR_GRID_RATES[-1]:g}"
+    out["budget_fair_grid_steps"] = fair.LR_GRID_STEPS
+    out["budget_fair_edge_factor"] = fair.LR_EDGE_FACTOR
+    out["budget_fair_judged_text"] = " and ".join(
+        f"{s:,} steps ({s * budget.BASE['batch_size'] * budget.BASE['seq_len'] / 1e6:.1f} M tokens a run)"
+        for s in fair.JUDGED_STEPS)
+    out["budget_lr_grid_stored"] = len(f["lr_grid"])
+    out["budget_lr_grid_planned"] = int(f["lr_grid_planned"])
+    chosen = [r for r in rates.values() if r.rate is not None]
+    out["budget_lr_grid_text"] = (
+        f"{len(chosen)} of the {len(rates)} models have their rate"
+        + (": " + "; ".join(f"{r.model} {r.rate:g}" + (" (the end of its grid)" if r.at_edge else "")
+                            for r in chosen) if chosen else ""))
     planned = b["planned"]
     out["budget_runs"], out["budget_planned"] = len(runs), planned["budget"]
     out["budget_lr_check_runs"], out["budget_lr_check_planned"] = len(b["lr_check"]), planned["lr_check"]
@@ -439,6 +472,9 @@ def _gap_reading(H: Mapping) -> str:
     then = {1: "ahead", -1: "behind", 0: "level with the standard model"}[before]
     start = f"the fixed head size, {then} at {H['ch04_long_tokens_seen'] / 1e6:.1f} M tokens a run (the long sweep),"
     at = f"at {H[p + 'tokens'] / 1e6:.1f} M tokens a run (the budget store's largest budget)"
+    if H[p + "lr_stored"] < H[p + "lr_planned"]:
+        return (f"{start} is not measured yet {at} with each model at its own rate: {int(H[p + 'lr_stored'])} of the "
+                f"{int(H[p + 'lr_planned'])} runs of the two models' rate grid are stored")
     if H[p + "stored"] < H[p + "planned"]:
         return f"{start} is not measured yet {at}: {int(H[p + 'stored'])} of its {int(H[p + 'planned'])} runs are stored"
     after = {_side(H[f"{p}{s}_lo"], H[f"{p}{s}_hi"]) for s in ("val", "test")}
@@ -451,40 +487,85 @@ def _gap_reading(H: Mapping) -> str:
     return f"{start} is {'ahead' if now == 1 else 'behind'} {at}"
 
 
-_VERDICT_READING = {
-    "reproduced": "A fixed head size wins at h = 32, as the paper finds",
-    "contradicted": "Standard heads win at h = 32, against the paper",
-    "no effect larger than the margin": "Neither wins at h = 32 by more than the margin",
+_MATCH_READING = {
+    REPRODUCED: "a fixed head size wins",
+    CONTRADICTED: "standard heads win",
+    NEGLIGIBLE: "neither layout wins by more than the margin",
+}
+_GAP_READING = {
+    REPRODUCED: "buys a lower loss",
+    CONTRADICTED: "costs loss",
+    NEGLIGIBLE: "changes the loss by less than the margin",
 }
 
 
+def _claim(key: str):
+    return next(c for c in CLAIMS if c.key == key)
+
+
+def _judged(H: Mapping, row: str) -> bool:
+    p = f"ch04_rule_budget_{row}_"
+    return H[p + "lr_stored"] >= H[p + "lr_planned"] and H[p + "stored"] >= H[p + "planned"]
+
+
+def _nats(d: float, lo: float, hi: float) -> str:
+    return f"{d:+.3f} nats ({lo:+.3f} to {hi:+.3f})"
+
+
 def _answer(H: Mapping) -> str:
-    """The chapter's answer, first on the page and short enough for four lines on a phone: the
-    verdict of the decisive row (h = 32, standard minus fixed, at the largest budget), then its
-    budget, seeds and validation interval (the page's next sentence gives the test split), or how
-    far its runs are."""
-    p = "ch04_rule_budget_gap_"
-    j = CLAIMS[1].judge(H)
-    tokens = f"{H[p + 'tokens'] / 1e6:.1f} M tokens a run"
-    if H[p + "stored"] < H[p + "planned"]:
-        return (f"Open at this scale: the decisive runs, standard against fixed head size at h = 32 with {tokens} "
-                f"and {int(H[p + 'planned']) // 2} seeds, are still training ({int(H[p + 'stored'])} of "
-                f"{int(H[p + 'planned'])} stored).")
-    reading = _VERDICT_READING.get(j.verdict, f"The rule cannot decide: {j.qualifier}")
-    return (f"{reading}: over {int(H[p + 'val_n'])} seeds of {H[p + 'tokens'] / 1e6:.1f} M tokens, standard minus "
-            f"fixed validation loss is {H[p + 'val_diff']:+.3f} nats ({H[p + 'val_lo']:+.3f} to "
-            f"{H[p + 'val_hi']:+.3f}).")
+    """The chapter's answer, first on the page and short enough for four lines on a phone: at equal
+    parameters, which layout wins (the parameter-matched row, each model at its own rate), with its
+    validation interval, seeds and budget; while that row is not judged, what the shared-rate runs
+    showed, labelled as such."""
+    p = "ch04_rule_budget_match_"
+    if _judged(H, "match"):
+        j = _claim("bhojanapalli-parameter-matched").judge(H)
+        reading = _MATCH_READING.get(j.verdict, "the rule cannot decide yet")
+        return (f"At equal parameters, {reading}: standard minus fixed validation loss is "
+                f"{_nats(H[p + 'val_diff'], H[p + 'val_lo'], H[p + 'val_hi'])}, {int(H[p + 'val_n'])} seeds of "
+                f"{H[p + 'tokens'] / 1e6:.1f} M tokens, each model at its own learning rate.")
+    s = "ch04_budget_shared_match_val_"
+    if H[s + "n"] < 2:
+        return "Open: the parameter-matched comparison is still training, each model at its own learning rate."
+    side = "behind" if H[s + "hi"] < 0 else "ahead" if H[s + "lo"] > 0 else "level within its interval"
+    return (f"Open until each model has its own learning rate. At one shared rate and equal parameters the fixed "
+            f"head size was {side}: standard minus fixed validation loss {_nats(H[s + 'diff'], H[s + 'lo'], H[s + 'hi'])}, "
+            f"{int(H[s + 'n'])} seeds, {H['ch04_budget_extended_tokens'] / 1e6:.1f} M tokens.")
+
+
+def _answer_more(H: Mapping) -> str:
+    """What adding parameters through a fixed head size buys (the h = 32 row, not parameter-matched),
+    in one sentence, from the fair row when judged, else from the shared-rate runs, labelled."""
+    p, s = "ch04_rule_budget_gap_", "ch04_budget_shared_gap_"
+    pa, pb = H[s + "params_a"], H[s + "params_b"]
+    sizes = "" if math.isnan(pa) or math.isnan(pb) else f" ({int(pb):,} against {int(pa):,} parameters)"
+    lead = f"A fixed head size at h = 32, d_p = 16{sizes}, adds parameters rather than matching them"
+    if _judged(H, "gap"):
+        j = _claim("bhojanapalli-fixed-heads-training").judge(H)
+        reading = _GAP_READING.get(j.verdict, "has no verdict yet")
+        return (f"{lead}; against standard heads it {reading}: standard minus fixed validation loss "
+                f"{_nats(H[p + 'val_diff'], H[p + 'val_lo'], H[p + 'val_hi'])}, test "
+                f"{_nats(H[p + 'test_diff'], H[p + 'test_lo'], H[p + 'test_hi'])}.")
+    if H[s + "val_n"] < 2:
+        return f"{lead}; its comparison with standard heads is still training."
+    return (f"{lead}; at the shared rate, standard minus fixed validation loss was "
+            f"{_nats(H[s + 'val_diff'], H[s + 'val_lo'], H[s + 'val_hi'])} (test "
+            f"{_nats(H[s + 'test_diff'], H[s + 'test_lo'], H[s + 'test_hi'])}), which the fair comparison re-decides.")
 
 
 def _budget_verdicts(H: Mapping) -> str:
     """Each budget-store claim's verdict under its registered rule, with the rule's reason, as one
-    sentence per claim (the verdicts chapter 08 records)."""
-    out = []
+    sentence per verdict (claims with the same verdict and reason share a sentence)."""
+    groups: dict[str, list[str]] = {}
     for c in CLAIMS:
         if c.key in _BUDGET_CLAIMS:
             j = c.judge(H)
             why = f", because {j.qualifier}" if j.qualifier else ""
-            out.append(f"{_BUDGET_CLAIMS[c.key]}: {j.verdict}{why}.")
+            groups.setdefault(f"{j.verdict}{why}", []).append(_BUDGET_CLAIMS[c.key])
+    out = []
+    for label, names in groups.items():
+        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        out.append(f"{who}: {label}.")
     return " ".join(out)
 
 
@@ -577,6 +658,7 @@ def headline(tables: Mapping) -> dict:
     out["ch04_budget_verdicts_text"] = _budget_verdicts(out)
     out["ch04_budget_gap_reading"] = _gap_reading(out)
     out["ch04_budget_answer"] = _answer(out)
+    out["ch04_budget_answer_more"] = _answer_more(out)
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
     return out

@@ -50,6 +50,7 @@ MAX_SEEDS = 16
 
 _SPLITS = (("val", "validation"), ("test", "test"))
 EVIDENCE_FIELDS = ("what", "steps", "tokens", "planned", "stored", "prev_steps", "param_gap", "plan_sd",
+                   "params_a", "params_b", "lr_a", "lr_b", "lr_edge", "lr_stored", "lr_planned",
                    *(f"{s}_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")),
                    *(f"{s}_change_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")))
 
@@ -72,21 +73,30 @@ def evidence_keys(src: str, rows) -> tuple[str, ...]:
 
 
 def row_evidence(src: str, row: str, what: str, comps: pd.DataFrame, *, planned: int,
-                 param_gap: float = float("nan"), plan_sd: float = float("nan")) -> dict:
+                 param_gap: float = float("nan"), plan_sd: float = float("nan"), lr_stored: int = 0,
+                 lr_planned: int = 0, lr_edge: str = "") -> dict:
     """Headline keys of one row from its comparison table ``comps`` (one row per budget and split:
     ``steps``, ``tokens``, ``split`` 'validation' / 'test', ``diff``, ``lo``, ``hi``, ``n``, ``runs``
     stored of the two models, ``change_diff`` .. ``change_n`` from the previous budget), judged at
-    the largest budget in it; ``planned`` is how many runs of the two models that budget needs;
-    ``plan_sd``: the larger standard deviation (over the two splits) of the paired difference over the
-    first :data:`POWER_SEEDS` seeds, NaN until they are stored (powered rows only)."""
+    the largest budget in it; ``planned`` is how many runs of the two models its budgets need (all
+    of them, ``stored`` counts the runs at every budget of ``comps``); ``plan_sd``: the larger
+    standard deviation (over the two splits) of the paired difference over the first
+    :data:`POWER_SEEDS` seeds, NaN until they are stored (powered rows only). Optional columns of
+    ``comps``: ``lr_a`` / ``lr_b`` (each model's rate) and ``params_a`` / ``params_b`` (parameter
+    counts); ``lr_stored`` of ``lr_planned`` runs of the two models' rate grid are stored, and
+    ``lr_edge`` names a model whose best rate is still the end of its grid ("" when none)."""
     p = f"ch04_rule_{src}_{row}_"
     nan = float("nan")
     steps = sorted(int(s) for s in comps["steps"].unique())
     last = comps[comps.steps == steps[-1]]
+    stored = sum(int(comps[comps.steps == st]["runs"].iloc[0]) for st in steps)
+    col = lambda c: float(last[c].iloc[0]) if c in last else nan  # noqa: E731
     out = {p + "what": what, p + "steps": steps[-1], p + "tokens": float(last["tokens"].iloc[0]),
-           p + "planned": int(planned), p + "stored": int(last["runs"].iloc[0]),
+           p + "planned": int(planned), p + "stored": stored,
            p + "prev_steps": float(steps[-2]) if len(steps) > 1 else nan, p + "param_gap": float(param_gap),
-           p + "plan_sd": float(plan_sd)}
+           p + "plan_sd": float(plan_sd), p + "params_a": col("params_a"), p + "params_b": col("params_b"),
+           p + "lr_a": col("lr_a"), p + "lr_b": col("lr_b"), p + "lr_edge": str(lr_edge),
+           p + "lr_stored": int(lr_stored), p + "lr_planned": int(lr_planned)}
     for s, split in _SPLITS:
         r = last[last.split == split].iloc[0]
         for x in ("diff", "lo", "hi"):
@@ -105,22 +115,60 @@ def _interval(diff: float, lo: float, hi: float, n: int) -> str:
     return f"{diff:+.3f} nats ({RULE_LEVEL:.0%} interval {lo:+.3f} to {hi:+.3f}, {n} seeds)"
 
 
+def _arms_text(H: Mapping, p: str) -> str:
+    """Each model's rate and parameter count, as the evidence names them ("" when not measured)."""
+    parts = []
+    lr_a, lr_b = H.get(p + "lr_a", float("nan")), H.get(p + "lr_b", float("nan"))
+    if not (is_missing(lr_a) or is_missing(lr_b)):
+        parts.append(f"learning rates {lr_a:g} and {lr_b:g}, each model's best in its grid")
+    pa, pb = H.get(p + "params_a", float("nan")), H.get(p + "params_b", float("nan"))
+    if not (is_missing(pa) or is_missing(pb)):
+        parts.append(f"{int(pa):,} and {int(pb):,} parameters")
+    return "; ".join(parts)
+
+
+def _unequal(H: Mapping, p: str) -> str:
+    """The phrase a verdict carries when its two models' parameter counts differ by more than
+    MATCH_TOLERANCE ("" when they do not, or are not known)."""
+    pa, pb = H.get(p + "params_a", float("nan")), H.get(p + "params_b", float("nan"))
+    if is_missing(pa) or is_missing(pb) or abs(pa - pb) <= MATCH_TOLERANCE * min(pa, pb):
+        return ""
+    return (f"the two models differ in parameters ({int(pa):,} against {int(pb):,}, {max(pa, pb) / min(pa, pb):.2f} "
+            f"times), so the difference is not the head layout's alone")
+
+
+def _with_unequal(j: Judgement, H: Mapping, p: str) -> Judgement:
+    more = _unequal(H, p)
+    if not more:
+        return j
+    return Judgement(j.verdict, j.evidence, f"{j.qualifier}; {more}" if j.qualifier else more)
+
+
 def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judgement:
     """The rule every training row of chapter 04 shares: the claim's worse model minus its better
-    one, paired by seed, at the largest budget; both splits must agree. Intervals above (below) 0
-    reproduce (contradict) the claim, intervals wholly inside (-MARGIN, MARGIN) show no effect larger
-    than the margin; a gap detectably moving toward 0 fast enough to reach it within
-    HORIZON_DOUBLINGS doublings is not judged, whichever its sign, nor is one inside the margin
-    moving fast enough to leave it. ``powered``: the row needs the seeds :func:`required_seeds` asks."""
+    one, paired by seed, at the largest budget; both splits must agree. Where the row's models have
+    a learning-rate grid, each is compared at its own best rate, and nothing is judged before every
+    run of both models' grids is stored. Intervals above (below) 0 reproduce (contradict) the claim,
+    intervals wholly inside (-MARGIN, MARGIN) show no effect larger than the margin; a gap detectably
+    moving toward 0 fast enough to reach it within HORIZON_DOUBLINGS doublings is not judged, whichever
+    its sign, nor is one inside the margin moving fast enough to leave it, when that change rests on
+    at least as many seeds as the gap. ``powered``: the row needs the seeds :func:`required_seeds` asks.
+    A verdict on two models whose parameter counts differ by more than MATCH_TOLERANCE says so."""
     p = f"ch04_rule_{src}_{row}_"
     what, steps, tokens = need(H, p + "what"), need(H, p + "steps"), need(H, p + "tokens")
     planned, stored, prev = need(H, p + "planned"), need(H, p + "stored"), need(H, p + "prev_steps")
+    lr_stored, lr_planned = H.get(p + "lr_stored", 0), H.get(p + "lr_planned", 0)
     budget = f"{int(steps):,} steps ({tokens / 1e6:.1f} M training tokens a run)"
+    budgets = budget if is_missing(prev) else f"{int(prev):,} and {budget}"
+    if lr_stored < lr_planned:
+        return Judgement(INCONCLUSIVE, f"{what}: each model is compared at its own best learning rate, and "
+                                       f"{int(lr_stored)} of the {int(lr_planned)} runs of the two models' rate "
+                                       f"grid are stored",
+                         "not judged yet: the rates are chosen first; the runs resume by run key")
     if stored < planned:
-        return Judgement(INCONCLUSIVE, f"{what}: {int(stored)} of the {int(planned)} runs at the largest budget, "
-                                       f"{budget}, are stored",
-                         "the rule needs every seed of both models at the largest budget; the runs resume by "
-                         "run key")
+        return Judgement(INCONCLUSIVE, f"{what}: {int(stored)} of the {int(planned)} runs at {budgets} are stored",
+                         "the rule needs every seed of both models at every budget it compares; the runs resume "
+                         "by run key")
     sides, parts, half, inside = {}, [], 0.0, True
     for s, split in _SPLITS:
         d, lo, hi, n = (need(H, f"{p}{s}_{x}") for x in ("diff", "lo", "hi", "n"))
@@ -136,47 +184,55 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
         for s, split in _SPLITS:
             c = [need(H, f"{p}{s}_change_{x}") for x in ("diff", "lo", "hi", "n")]
             parts.append(f"change over the last doubling from {int(prev):,} steps, {split}: {_interval(*c)}")
-    ev = f"{what} at {budget}: " + "; ".join(parts)
+    arms = _arms_text(H, p)
+    edge = H.get(p + "lr_edge", "")
+    ev = f"{what} at {budget}" + (f" ({arms})" if arms else "") + ": " + "; ".join(parts)
+    if edge:
+        ev += f"; the best rate of {edge} is the end of its grid, so a rate beyond it might do better"
     if one_budget:
         ev += "; measured at this one budget, so whether the gap still moves was not measured"
     if None in sides.values():
-        return Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be detected")
+        return _with_unequal(Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be "
+                                                         "detected"), H, p)
+    seeds = min(int(need(H, f"{p}{s}_n")) for s, _ in _SPLITS)
     if powered:
-        seeds = min(int(need(H, f"{p}{s}_n")) for s, _ in _SPLITS)
         needed = required_seeds(need(H, p + "plan_sd"))
         ev += f"; {seeds} seeds, the power rule asks for {needed} (margin {MARGIN} nats)"
         if seeds < needed:
-            return Judgement(INCONCLUSIVE, ev, f"judged on {seeds} seeds where the power rule asks for {needed}: "
-                                               f"the smallest effect this run could detect is {half:.3f} nats")
+            return _with_unequal(Judgement(INCONCLUSIVE, ev, f"judged on {seeds} seeds where the power rule asks "
+                                                             f"for {needed}: the smallest effect this run could "
+                                                             f"detect is {half:.3f} nats"), H, p)
     side = sides["val"] if sides["val"] == sides["test"] else None
     if side is None and not inside:
-        return Judgement(INCONCLUSIVE, ev, "the validation and test splits do not agree, and the rule needs both")
+        return _with_unequal(Judgement(INCONCLUSIVE, ev, "the validation and test splits do not agree, and the "
+                                                         "rule needs both"), H, p)
     if side == 0 and not inside:
-        return Judgement(INCONCLUSIVE, ev, f"both intervals contain 0 and reach beyond the margin of {MARGIN} nats; "
-                                           f"the smallest effect this run could detect is {half:.3f} nats (the "
-                                           f"larger half-width)")
+        return _with_unequal(Judgement(INCONCLUSIVE, ev, f"both intervals contain 0 and reach beyond the margin of "
+                                                         f"{MARGIN} nats; the smallest effect this run could detect "
+                                                         f"is {half:.3f} nats (the larger half-width)"), H, p)
     if not one_budget:
         for s, split in _SPLITS:
             d = need(H, f"{p}{s}_diff")
             cd, clo, chi, cn = (need(H, f"{p}{s}_change_{x}") for x in ("diff", "lo", "hi", "n"))
-            if cn < 2 or is_missing(clo) or is_missing(chi):
-                return Judgement(INCONCLUSIVE, ev, "the change of the gap over the last doubling has no interval, "
-                                                   "so whether it still moves cannot be said")
+            # A change measured on fewer seeds than the gap cannot overrule it.
+            if cn < max(seeds, 2) or is_missing(clo) or is_missing(chi):
+                continue
             if side:
                 toward = chi < 0 if side > 0 else clo > 0
                 if toward and side * (d + HORIZON_DOUBLINGS * cd) <= 0:
-                    return Judgement(INCONCLUSIVE, ev, (
+                    return _with_unequal(Judgement(INCONCLUSIVE, ev, (
                         f"on the {split} split the gap is still moving toward 0 ({cd:+.3f} nats per doubling, "
                         f"interval excludes 0) and would reach it within {HORIZON_DOUBLINGS} more doublings of the "
-                        f"budget"))
+                        f"budget")), H, p)
             elif (clo > 0 or chi < 0) and abs(d + HORIZON_DOUBLINGS * cd) >= MARGIN:
-                return Judgement(INCONCLUSIVE, ev, (
+                return _with_unequal(Judgement(INCONCLUSIVE, ev, (
                     f"on the {split} split the gap lies inside the margin but is still moving ({cd:+.3f} nats per "
                     f"doubling, interval excludes 0) and would leave the margin of {MARGIN} nats within "
-                    f"{HORIZON_DOUBLINGS} more doublings of the budget"))
+                    f"{HORIZON_DOUBLINGS} more doublings of the budget")), H, p)
     if side:
-        return Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev)
-    return Judgement(NEGLIGIBLE, ev, f"both 95 % intervals lie inside +-{MARGIN} nats, at {budget}")
+        return _with_unequal(Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev), H, p)
+    return _with_unequal(Judgement(NEGLIGIBLE, ev, f"both 95 % intervals lie inside +-{MARGIN} nats, at {budget}"),
+                         H, p)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,7 +272,7 @@ def _matched(H: Mapping, src: str, *, powered: bool = False) -> Judgement:
 
 
 def rule_fixed_heads(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget (8,000 steps, 16.4 M tokens a run), the standard model's loss at h = 32 (d_h = 2) minus the fixed-head model's (d_p = 16), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
+    """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over 3 seeds at 4,000 steps among the rates 0.005, 0.01 and 0.02, and one rate a factor 2 beyond an end of that grid when the end wins), the standard model's loss at h = 32 (d_h = 2) minus the fixed-head model's (d_p = 16), both at width 64, paired by seed at 8,000 steps (16.4 M tokens a run), has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive until both models' rate grids and every seed at 4,000 and 8,000 steps are stored, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds at either budget needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from 4,000 to 8,000 steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than 10 % says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`).
     """
@@ -224,7 +280,7 @@ def rule_fixed_heads(H: Mapping) -> Judgement:
 
 
 def rule_parameter_matched(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget (8,000 steps, 16.4 M tokens a run), the standard model at d = 112 (within 10 % of the parameters) minus the fixed-head model at d = 64, h = 32, in loss paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; also inconclusive when the parameter counts differ by more than 10 %.
+    """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over 3 seeds at 4,000 steps among the rates 0.005, 0.01 and 0.02, and one rate a factor 2 beyond an end of that grid when the end wins), the standard model at d = 112, h = 4 minus the fixed-head model at d = 64, h = 32 (d_p = 16), within 10 % of its parameters, in loss, paired by seed at 8,000 steps (16.4 M tokens a run), has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive until both models' rate grids and every seed at 4,000 and 8,000 steps are stored, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds at either budget needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from 4,000 to 8,000 steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; also inconclusive when the parameter counts differ by more than 10 %; a verdict on two models whose parameter counts differ by more than 10 % says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`).
     """
@@ -232,7 +288,7 @@ def rule_parameter_matched(H: Mapping) -> Judgement:
 
 
 def rule_more_heads_standard(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget for these models (4,000 steps, 8.2 M tokens a run), the standard model's loss at h = 32 minus at h = 4 (d_h = d / h, width 64), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
+    """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over 3 seeds at 4,000 steps among the rates 0.005, 0.01 and 0.02, and one rate a factor 2 beyond an end of that grid when the end wins), the standard model's loss (d_h = d / h, width 64) at h = 32 minus at h = 4, paired by seed at 8,000 steps (16.4 M tokens a run), has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive until both models' rate grids and every seed at 4,000 and 8,000 steps are stored, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds at either budget needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from 4,000 to 8,000 steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than 10 % says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`). h = 4 at d = 64 has
     d_h = 16, the head size at which the paper's d = 256 models stop improving (h = 16).
@@ -241,7 +297,7 @@ def rule_more_heads_standard(H: Mapping) -> Judgement:
 
 
 def rule_more_heads_fixed(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at its largest budget for these models (4,000 steps, 8.2 M tokens a run), the fixed-head model's loss (d_p = 16, width 64) at h = 4 minus at h = 32, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
+    """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over 3 seeds at 4,000 steps among the rates 0.005, 0.01 and 0.02, and one rate a factor 2 beyond an end of that grid when the end wins), the fixed-head model's loss (d_p = 16, width 64) at h = 4 minus at h = 32, paired by seed at 8,000 steps (16.4 M tokens a run), has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive until both models' rate grids and every seed at 4,000 and 8,000 steps are stored, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds at either budget needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from 4,000 to 8,000 steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than 10 % says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`). At h = 4, d_p = 16 is
     the standard model.
@@ -250,7 +306,7 @@ def rule_more_heads_fixed(H: Mapping) -> Judgement:
 
 
 def rule_head_size(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at 4,000 steps (8.2 M tokens a run, n = 64, h = 4, width 64), the loss at head size n / 4 (d_p = 16, the standard d / h) minus at head size n (d_p = 64), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
+    """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over 3 seeds at 4,000 steps among the rates 0.005, 0.01 and 0.02, and one rate a factor 2 beyond an end of that grid when the end wins), at n = 64, h = 4 and width 64, the loss at head size n / 4 (d_p = 16, the standard d / h) minus at head size n (d_p = 64), paired by seed at 8,000 steps (16.4 M tokens a run), has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive until both models' rate grids and every seed at 4,000 and 8,000 steps are stored, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds at either budget needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from 4,000 to 8,000 steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than 10 % says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`), on Table 2(B)'s ratios
     (head sizes 32 and 128 at n = 128 there). The larger head also has more parameters, as in the
@@ -260,7 +316,7 @@ def rule_head_size(H: Mapping) -> Judgement:
 
 
 def rule_head_size_past_n(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at 4,000 steps (8.2 M tokens a run, n = 64, h = 4, width 64), the loss at head size n (d_p = 64) minus at head size 2n (d_p = 128), paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin.
+    """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over 3 seeds at 4,000 steps among the rates 0.005, 0.01 and 0.02, and one rate a factor 2 beyond an end of that grid when the end wins), at n = 64, h = 4 and width 64, the loss at head size n (d_p = 64) minus at head size 2n (d_p = 128), paired by seed at 8,000 steps (16.4 M tokens a run), has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive until both models' rate grids and every seed at 4,000 and 8,000 steps are stored, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds at either budget needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from 4,000 to 8,000 steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than 10 % says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`), on Table 2(B)'s ratio
     (head sizes 128 and 256 at n = 128 there). A head of size n already represents any attention
@@ -273,7 +329,7 @@ _FEW_HEADS = (("fewheads1", 1), ("fewheads2", 2), ("fewheads4", 4))
 
 
 def rule_too_few_heads(H: Mapping) -> Judgement:
-    """Reproduced when, in the long-scale budget store at 4,000 steps (8.2 M tokens a run), among standard models of head size 32 (width 32 h) at h = 1, 2, 4, 8, the loss at h = 1 minus at h = 2, paired by seed, has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive when runs are missing, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change over the last doubling of the budget has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; the evidence names every halving of h that hurts detectably, the largest of them being the threshold.
+    """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over 3 seeds at 4,000 steps among the rates 0.005, 0.01 and 0.02, and one rate a factor 2 beyond an end of that grid when the end wins), among standard models of head size 32 (width 32 h) at h = 1, 2, 4, 8, the loss at h = 1 minus at h = 2, paired by seed at 8,000 steps (16.4 M tokens a run), has a 95 % t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-0.03 nats; inconclusive until both models' rate grids and every seed at 4,000 and 8,000 steps are stored, when it has fewer seeds than the power rule asks (9, or more when the row's own spread over its first 9 seeds at either budget needs them for a half-width of 0.03 nats, at most 16), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from 4,000 to 8,000 steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus two such changes would reach 0 (from either side) or leave the margin; the evidence names every halving of h that hurts detectably, the largest of them being the threshold; a verdict on two models whose parameter counts differ by more than 10 % says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`) on the smallest halving.
     As in the paper's baselines, the width shrinks with h, so fewer heads also means fewer

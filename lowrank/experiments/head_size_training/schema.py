@@ -72,3 +72,5 @@ CONSTRAINTS = (
 PATHS = {"results_store": "store", "long_store": "read_store", "corpus": "corpus"}
 # Stores that keep a parameter manifest beside them: a run with other parameters is refused.
 MANIFESTS = ("results_store",)
+# The experiments whose runs a store of this chapter may hold: the long sweep's and the notebook's grids.
+STORE_EXPERIMENTS = ("04_head_size_training", "04_head_size_training_long")

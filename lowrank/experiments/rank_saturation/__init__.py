@@ -29,7 +29,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "estimate", "memory", "head_dim_grid", "satu
            "fit_saturation", "nested_hardmax_table", "curve_bootstrap", "point_summary", "criteria", "law_comparison",
            "law_value", "law_curves", "LAWS", "LOG", "POWER", "POLYLOG", "points_table", "laws_table", "trials_per_n",
            "main_criterion", "run", "headline", "HEADLINE_KEYS", "CLAIMS", "rule_saturation",
-           "rule_saturation_increment", "Z_PRED", "BIC_STRONG", "MIN_NS", "MIN_RANGE", "PATHS", "run_keys",
+           "rule_saturation_increment", "Z_PRED", "BIC_STRONG", "MIN_NS", "MIN_RANGE", "PATHS", "STORE_EXPERIMENTS", "run_keys",
            "EXPERIMENT", "LONG_STORE", "LONG_COMMAND", "long_configs", "long_units", "fill_store", "read_store",
            "run_length", "decode_ranks", "increment_evidence", "increment_keys"]
 
@@ -64,6 +64,8 @@ SCHEMA = dict(
 # Parameters that name results stores (lowrank.book.runner resolves and checks them): one read,
 # one written.
 PATHS = {"increment_store": "read_store", "increment_run_store": "store"}
+# The experiment whose runs those stores hold.
+STORE_EXPERIMENTS = (EXPERIMENT,)
 CONSTRAINTS = (
     Constraint(("ns",), distinct_at_least("ns", 3, "the saturation law is fitted across three or more n")),
     Constraint(("max_head_dim",), lambda p: None if p["max_head_dim"] >= 4 else (

@@ -1,22 +1,23 @@
 """The command that fills chapter 06's long-scale increment store (:mod:`.store`) with the grid the
 chapter's long parameter set states (chapters/params/long/06_rank_saturation.yaml):
 
-    python -m lowrank.experiments.rank_saturation.long --store data/results/06_rank_saturation_long.jsonl
+    python -m lowrank.experiments.rank_saturation.long --store runs/06_rank_saturation_long.jsonl
 
-Finished lengths are skipped, so an interrupted run resumes at the first missing one.
+Finished lengths are skipped, so an interrupted run resumes at the first missing one. The committed
+store is never written (nor a link to it): grow a copy, and commit the copy.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
+from ...sweep import store_problem
 from ...files import BOOK_ROOT
-from ...sweep import foreign_store
-from .store import GRID_PARAMETERS, fill_store, read_store
+from .store import EXPERIMENT, GRID_PARAMETERS, fill_store, read_store
 
 __all__ = ["LONG_SET", "long_parameters", "main"]
 
@@ -43,32 +44,43 @@ def long_parameters(book: str | Path = BOOK_ROOT) -> dict[str, Any]:
         raise ValueError(str(e)) from None
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line and status 2, as every input error of the book
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
 def main(argv: list[str] | None = None) -> int:
-    ap = _Parser(prog="python -m lowrank.experiments.rank_saturation.long",
-                 description="Fill chapter 06's long-scale increment store (resumable: finished lengths are skipped).")
+    """Exit status 0 done; 2 refused (one line, nothing written): a store that is not a ``.jsonl``
+    file, is committed (or a link to a committed file), or is not a store of this experiment, or a
+    long set that lost its grid; 1 the computation failed; 130 Ctrl-C, 143 SIGTERM (finished
+    lengths are in the store, and the same command resumes)."""
+    prog = "python -m lowrank.experiments.rank_saturation.long"
+    ap = OneLineParser(prog=prog, description="Fill chapter 06's long-scale increment store (resumable: finished "
+                                              "lengths are skipped).")
     ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
     ap.add_argument("--progress", action="store_true", help="show a progress bar")
-    a = ap.parse_args(argv)
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as e:  # --help (0) or a usage error (2), already printed in one line
+        return e.code if isinstance(e.code, int) else 2
     store = Path(a.store).expanduser()
     if store.suffix != ".jsonl" or store.is_dir():
-        print(f"{ap.prog}: error: --store must name a .jsonl file, got {str(a.store)[:200]!r}", file=sys.stderr)
+        print(f"{prog}: error: --store must name a .jsonl file, got {one_line(a.store, 200)!r}", file=sys.stderr)
         return 2
-    foreign = foreign_store(store)
-    if foreign:
-        print(f"{ap.prog}: error: --store {str(store)[:200]!r}: it is not a results store ({foreign}); "
-              "nothing is appended to it", file=sys.stderr)
+    why = store_problem(store.resolve(), (EXPERIMENT,), BOOK_ROOT)
+    if why:
+        print(f"{prog}: error: --store {one_line(store, 200)!r}: {why}; nothing was written", file=sys.stderr)
         return 2
     try:
         P = long_parameters(BOOK_ROOT)
     except ValueError as e:
-        print(f"{ap.prog}: error: {str(e)[:500]}", file=sys.stderr)
+        print(f"{prog}: error: {one_line(e, 500)}", file=sys.stderr)
         return 2
-    fill_store(P, store, progress=a.progress)
+    try:
+        with signals_interrupt():
+            fill_store(P, store, progress=a.progress)
+    except KeyboardInterrupt as e:
+        print(f"{prog}: {interrupt_words(e)}; the finished lengths are in {store}, and the same command resumes",
+              file=sys.stderr)
+        return interrupt_status(e)
+    except Exception as e:  # noqa: BLE001 - a failure inside a length's computation: its cause, one line
+        print(f"{prog}: error: stopped: {one_line(e) or type(e).__name__}", file=sys.stderr)
+        return 1
     got = read_store(store, P)
     print(f"{store}: {len(got['ns'])} of {len(got['ns']) + len(got['missing'])} lengths of the long grid")
     return 0

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ...files import in_book
-from ...sweep import ResultStore, sweep
+from ...sweep import ResultStore, foreign_store, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
 from ..shared.montecarlo import seeded
@@ -39,7 +39,8 @@ __all__ = ["EXPERIMENT", "LONG_STORE", "LONG_COMMAND", "MAX_ELEMENTS", "GRID_POI
 
 EXPERIMENT = "ch06_increment_long"
 LONG_STORE = "data/results/06_rank_saturation_long.jsonl"
-LONG_COMMAND = f"python -m lowrank.experiments.rank_saturation.long --store {LONG_STORE}"
+# The committed store is refused as a target: the command grows a copy under runs/, copied back by hand.
+LONG_COMMAND = "python -m lowrank.experiments.rank_saturation.long --store runs/06_rank_saturation_long.jsonl"
 # The block size nested_hardmax_table draws with: it fixes how the random stream is cut into
 # draws, so it is part of every record's config.
 MAX_ELEMENTS = 2 ** 25
@@ -138,13 +139,17 @@ def read_store(path: str | Path, P: Mapping[str, Any]) -> dict[str, Any]:
     "missing": the grid's lengths not in the store, "other": records of other grids (ignored),
     "path": the store}. A record whose ranks do not decode is skipped with a warning naming it, and
     its length counts as missing. A missing store raises FileNotFoundError naming the command
-    that makes it.
+    that makes it; a file that is not a store of this experiment raises ValueError.
     """
     path = in_book(path)
     if not path.is_file():
         raise FileNotFoundError(f"no long-scale increment store at {path}: make it with `python -m "
                                 f"lowrank.experiments.rank_saturation.long --store {path}` (hours on one CPU core), "
                                 "or set increment_store = None to judge the increment criterion on this run's grid")
+    foreign = foreign_store(path, (EXPERIMENT,))
+    if foreign:  # another chapter's store holds none of these runs and would read as an empty one
+        raise ValueError(f"results store {path}: {foreign}; the increment criterion is judged only on a store "
+                         f"of the long grid (python -m lowrank.experiments.rank_saturation.long --store PATH)")
     wanted = {run_key(c): c for c in long_configs(P)}
     stored = {r["key"]: r for r in ResultStore(path).records() if r.get("experiment") == EXPERIMENT}
     frames, used = [], []

@@ -45,9 +45,9 @@ from .figures import (LAW_LABELS, check_summary, classifier_status_table, latent
 from .estimate import estimate, memory, run_keys
 
 CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS + LATENT_CLAIMS
-from .schema import CONSTRAINTS, SCHEMA, PATHS
+from .schema import CONSTRAINTS, SCHEMA, PATHS, STORE_EXPERIMENTS
 
-__all__ = ["answer_text", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
+__all__ = ["answer_text", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "STORE_EXPERIMENTS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
            "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
            "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "capped_configs", "extended", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
            "plateau_table", "read_retrieval_store", "retrieval_configs", "retrieval_run",

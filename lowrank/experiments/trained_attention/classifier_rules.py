@@ -29,21 +29,25 @@ PLATEAU_MARGIN = 0.01
 MIN_CLASSIFIER_SEEDS = 3
 
 
+_SATURATION_FIELDS = ("seeds", "acc_top", "a_lo", "a_hi", "r_lo", "r_hi", "gap", "inc", "inc_lo", "inc_hi")
+
+
 def format_saturation(p: Mapping[str, Any]) -> str:
-    """One data set's evidence as the headline carries it: 'seeds:acc_top:a_lo:a_hi:r_lo:r_hi:gap'.
+    """One data set's evidence as the headline carries it: 'seeds:acc_top:a_lo:a_hi:r_lo:r_hi:gap:inc:inc_lo:inc_hi'.
 
     (a_lo, a_hi] holds d*_acc and (r_lo, r_hi] d*_rank (hi = inf when d* is the grid's top); acc_top
     is the seed-mean accuracy at the largest d_h; gap is the one-sided 95 % lower bound of (best
-    accuracy - accuracy at d*_rank), paired by seed."""
-    return ":".join(f"{float(p[k]):g}" for k in ("seeds", "acc_top", "a_lo", "a_hi", "r_lo", "r_hi", "gap"))
+    accuracy - accuracy at d*_rank), paired by seed; inc is the rise of the first block's hardmax
+    rank / n over the grid's last doubling of d_h, paired by seed, with its two-sided 95 % t
+    interval [inc_lo, inc_hi]."""
+    return ":".join(f"{float(p[k]):g}" for k in _SATURATION_FIELDS)
 
 
 def parse_saturation(text: str) -> dict[str, float] | None:
     """Inverse of :func:`format_saturation`; None for '' (no data set judged)."""
     if not text:
         return None
-    keys = ("seeds", "acc_top", "a_lo", "a_hi", "r_lo", "r_hi", "gap")
-    return dict(zip(keys, (float(v) for v in str(text).split(":"))))
+    return dict(zip(_SATURATION_FIELDS, (float(v) for v in str(text).split(":"))))
 
 
 def _interval(lo: float, hi: float) -> str:
@@ -71,7 +75,17 @@ def _plateau_rule(h: Mapping[str, Any], key: str, name: str, *, together: bool) 
         return Judgement(INCONCLUSIVE, ev, f"the models are not trained well enough to read ranks from: accuracy "
                                            f"{p['acc_top']:.3f} below {floor:.2f}")
     if not math.isfinite(p["r_hi"]):
-        return Judgement(CONTRADICTED, ev)
+        # The rank's saturation is not shown inside the grid: that alone is a failure to show the
+        # claim. Evidence against it is a rise over the last doubling of d_h wholly above the margin.
+        rise = (f"; rise of the rank / n over the grid's last doubling of d_h {p['inc']:+.3f} "
+                f"(95 % interval {p['inc_lo']:+.3f} to {p['inc_hi']:+.3f}, paired by seed)")
+        if p["inc_lo"] > PLATEAU_MARGIN:
+            return Judgement(CONTRADICTED, ev + rise)
+        half = (p["inc_hi"] - p["inc_lo"]) / 2
+        return Judgement(INCONCLUSIVE, ev + rise, (
+            f"the rank's saturation is not shown inside the grid, and its rise over the last doubling is not shown "
+            f"to exceed the margin {PLATEAU_MARGIN}: the smallest rise this grid could detect is "
+            f"{PLATEAU_MARGIN + half:.3f} of n"))
     if p["gap"] > PLATEAU_MARGIN:
         if together:
             return Judgement(CONTRADICTED, ev)
@@ -82,7 +96,7 @@ def _plateau_rule(h: Mapping[str, Any], key: str, name: str, *, together: bool) 
 
 
 def rule_vit_plateau(h: Mapping[str, Any]) -> Judgement:
-    """Vision transformers trained to a validation plateau at every head size of the grid, several seeds each, on packaged digit images: inconclusive with fewer than 3 seeds or a test accuracy at the largest head size below the data set's floor (0.95); contradicted when the first block's hardmax rank / n does not saturate inside the grid (d*_rank, the smallest d_h within 0.01 of the best one-sided at 95 % over seeds, at the grid's top); reproduced in a weaker form (the rank saturates, accuracy does not plateau with it) when the best accuracy minus the accuracy at d*_rank exceeds 0.01 (one-sided 95 % lower bound, paired by seed); reproduced otherwise.
+    """Vision transformers trained to a validation plateau at every head size of the grid, several seeds each, on packaged digit images: inconclusive with fewer than 3 seeds or a test accuracy at the largest head size below the data set's floor (0.95); when the first block's hardmax rank / n does not saturate inside the grid (d*_rank, the smallest d_h within 0.01 of the best one-sided at 95 % over seeds, at the grid's top), contradicted when its rise over the grid's last doubling of d_h (paired by seed) has a 95 % interval wholly above 0.01 and inconclusive otherwise; reproduced in a weaker form (the rank saturates, accuracy does not plateau with it) when the best accuracy minus the accuracy at d*_rank exceeds 0.01 (one-sided 95 % lower bound, paired by seed); reproduced otherwise.
 
     d* are grid intervals widened by a seed bootstrap, as in the retrieval study.
     """
@@ -90,7 +104,7 @@ def rule_vit_plateau(h: Mapping[str, Any]) -> Judgement:
 
 
 def rule_text_plateau(h: Mapping[str, Any]) -> Judgement:
-    """Topic classifiers on BBC News (the book's analogue of the IMDB experiment) trained to a validation plateau at every head size of the grid, several seeds each: inconclusive with fewer than 3 seeds or a test accuracy at the largest head size below 0.90; contradicted when the first block's hardmax rank / n does not saturate inside the grid, or when the best accuracy minus the accuracy at d*_rank exceeds 0.01 (one-sided 95 % lower bound, paired by seed: accuracy does not saturate with the rank); reproduced otherwise.
+    """Topic classifiers on BBC News (the book's analogue of the IMDB experiment) trained to a validation plateau at every head size of the grid, several seeds each: inconclusive with fewer than 3 seeds or a test accuracy at the largest head size below 0.90; when the first block's hardmax rank / n does not saturate inside the grid, contradicted when its rise over the grid's last doubling of d_h (paired by seed) has a 95 % interval wholly above 0.01 and inconclusive otherwise; contradicted when the best accuracy minus the accuracy at d*_rank exceeds 0.01 (one-sided 95 % lower bound, paired by seed: accuracy does not saturate with the rank); reproduced otherwise.
 
     The vision rule's decision (:func:`rule_vit_plateau`), except that the claim is that both
     saturate together, so accuracy rising past the rank's saturation contradicts it.
@@ -99,27 +113,39 @@ def rule_text_plateau(h: Mapping[str, Any]) -> Judgement:
 
 
 def rule_layers(h: Mapping[str, Any]) -> Judgement:
-    """In the trained classifiers with more than one block, d*_rank of every block's hardmax rank / n is a grid interval (seeds bootstrapped): reproduced when the intervals of all blocks share a point (one saturation head size is consistent with every layer) and every block saturates inside the grid; contradicted when two blocks' intervals are disjoint; inconclusive when a block does not saturate inside the grid, or with fewer than 3 seeds or no model with two blocks.
+    """In the trained classifiers with more than one block whose test accuracy at the largest head size reaches its data set's floor (0.95 for digits, 0.90 for BBC News, the plateau rules' floors), d*_rank of every block's hardmax rank / n is a grid interval (seeds bootstrapped): reproduced when the intervals of all blocks share a point (one saturation head size is consistent with every layer) and every block saturates inside the grid; contradicted when two blocks' intervals are disjoint; inconclusive when a block does not saturate inside the grid, or with fewer than 3 seeds, or when no model with two blocks reaches its floor.
 
-    Judged on every data set with a multi-block model; a contradiction on any data set decides.
+    Judged on every data set with a multi-block model that reaches its floor; a contradiction on any
+    of them decides. A model below its floor is named and not read.
     """
     text = need(h, "ch07_cls_layers")
     evidence = f"{need(h, 'ch07_cls_layers_what')}: " + (text or "no model with two blocks stored yet")
     sets = [s for s in str(text).split("; ") if s]
     if not sets:
         return Judgement(INCONCLUSIVE, evidence, "no model with two blocks is stored yet")
-    open_top, disjoint = False, False
+    open_top, disjoint, read, below = False, False, [], []
     for s in sets:
         name, _, body = s.partition(": ")
-        seeds, _, ivals = body.partition(" seeds, ")
+        seeds, _, rest = body.partition(" seeds, accuracy ")
+        acc, _, ivals = rest.partition(", ")
+        floor = ACC_FLOOR.get(name, 1.0)
+        if float(acc) < floor:
+            below.append(f"{name} (accuracy {float(acc):.3f} below {floor:.2f})")
+            continue
         if int(seeds) < MIN_CLASSIFIER_SEEDS:
             return Judgement(INCONCLUSIVE, evidence, f"{name}: {seeds} seeds, fewer than {MIN_CLASSIFIER_SEEDS}")
+        read.append(name)
         bounds = [tuple(float(v) for v in iv.strip("(]").split(", ")) for iv in ivals.split(" | ")]
         if any(not math.isfinite(hi) for _, hi in bounds):
             open_top = True
         lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
         if lo >= hi:
             disjoint = True
+    if below:
+        evidence += f"; not read, trained below the floor: {', '.join(below)}"
+    if not read:
+        return Judgement(INCONCLUSIVE, evidence, "no model with two blocks is trained well enough to read ranks "
+                                                 "from")
     if disjoint:
         return Judgement(CONTRADICTED, evidence)
     if open_top:
@@ -128,9 +154,11 @@ def rule_layers(h: Mapping[str, Any]) -> Judgement:
     return Judgement(REPRODUCED, evidence)
 
 
-def format_layers(name: str, seeds: int, intervals: Sequence[tuple[float, float]]) -> str:
-    """One data set's per-block d*_rank grid intervals as :func:`rule_layers` reads them."""
-    return f"{name}: {int(seeds)} seeds, " + " | ".join(f"({lo:g}, {hi:g}]" for lo, hi in intervals)
+def format_layers(name: str, seeds: int, intervals: Sequence[tuple[float, float]], acc_top: float) -> str:
+    """One data set's per-block d*_rank grid intervals, with its seed-mean test accuracy at the largest
+    head size, as :func:`rule_layers` reads them."""
+    return (f"{name}: {int(seeds)} seeds, accuracy {float(acc_top):.4f}, "
+            + " | ".join(f"({lo:g}, {hi:g}]" for lo, hi in intervals))
 
 
 CLASSIFIER_CLAIMS: tuple[Claim, ...] = (

@@ -142,8 +142,11 @@ def saturation(runs: pd.DataFrame, grid: pd.DataFrame, kind: str, *, seed: int =
     diff = A[best] - A[dims.index(int(d_rank))]
     k = len(seeds)
     gap = float(diff.mean() - t_quantile(LEVEL, k - 1) * diff.std(ddof=1) / math.sqrt(k))
+    rise = R[-1] - R[-2]
+    half = t_quantile(0.5 + LEVEL / 2, k - 1) * rise.std(ddof=1) / math.sqrt(k)
     return {"seeds": k, "acc_top": float(A[-1].mean()), "a_lo": a_lo, "a_hi": a_hi, "r_lo": r_lo, "r_hi": r_hi,
-            "gap": gap}
+            "gap": gap, "inc": float(rise.mean()), "inc_lo": float(rise.mean() - half),
+            "inc_hi": float(rise.mean() + half)}
 
 
 def layer_intervals(runs: pd.DataFrame, grid: pd.DataFrame, kind: str, *, seed: int = 0,
@@ -182,7 +185,9 @@ def classifier_headline(t: Mapping[str, Any]) -> dict[str, Any]:
         out[f"ch07_cls_{key}"] = format_saturation(p) if p else ""
         li = layer_intervals(runs, grid, kind) if len(g) else None
         if li:
-            layers.append(format_layers(data, *li))
+            sub_done, dims, done = _complete(runs, grid, kind)
+            top = sub_done[sub_done.head_dim == max(dims)]["test_acc"].mean()
+            layers.append(format_layers(data, *li, acc_top=float(top)))
     out["ch07_cls_layers"] = "; ".join(layers)
     out["ch07_cls_layers_what"] = ("saturation point d*_rank of each block's hardmax rank / n, grid intervals over "
                                    "seeds, per data set")

@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..verdicts import BOOK, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, TRAINING, WEAKER, Claim, Judgement, need
+from ..verdicts import BOOK, CONTRADICTED, INCONCLUSIVE, MIN_LI, PROOF_CHECK, REPRODUCED, TRAINING, WEAKER, Claim, Judgement, need
 
 __all__ = ["MLA_TRAINED_INCREMENT", "MIN_MLA_SEEDS", "LEARNED_NATS", "format_bound", "parse_bound",
            "format_saturation", "parse_saturation", "rule_mla_trained_bound", "rule_mla_trained_saturation",
@@ -119,7 +119,7 @@ def rule_mla_trained_saturation(h: Mapping[str, Any]) -> Judgement:
 LATENT_CLAIMS: tuple[Claim, ...] = (
     Claim("mla-logit-bound-trained", BOOK, "07", "sec-ch07-mla",
           "In trained MLA models (at CPU scale, on Shakespeare) every head's logits have rank at most "
-          "min(d_h, kv_latent) + rope_dim", rule_mla_trained_bound, kind=TRAINING,
+          "min(d_h, kv_latent) + rope_dim", rule_mla_trained_bound, kind=PROOF_CHECK,
           where="this book (lowrank.mla)"),
     Claim("minli-mla-trained", MIN_LI, "07", "sec-ch07-mla",
           "The results are verified in multi-head latent attention (MLA) as used in DeepSeek-V3: in a trained "

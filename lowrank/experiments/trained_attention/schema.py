@@ -94,3 +94,5 @@ CONSTRAINTS = (
 # written, a store only read, a folder read, or a corpus name or path.
 PATHS = {"retrieval_store": "store", "retrieval_long_store": "read_store", "classifiers_store": "store",
          "classifiers_long_store": "read_store"}
+# The experiments whose runs the chapter's stores hold (one store may hold all three).
+STORE_EXPERIMENTS = ("ch07_retrieval", "ch07_classifiers", "ch07_truncation")

@@ -26,9 +26,9 @@ def fields(prefix, what, diff, lo, hi, n=9, param_gap=0.06):
             f"{prefix}test_n": n, f"{prefix}param_gap": param_gap}
 
 
-VALUES = {**fields(AB.MATCH_FIELDS, "standard d = 112, h = 4 minus fixed h = 32 at d = 64 (d_p = 16) loss",
+VALUES = {**fields(AB.FAIR_FIELDS.format(row="match"), "standard d = 112, h = 4 minus fixed h = 32 at d = 64 (d_p = 16) loss",
                    -0.0341, -0.0565, -0.0116),
-          **fields(AB.GAP_FIELDS, "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss", 0.0781, 0.0612, 0.0941)}
+          **fields(AB.FAIR_FIELDS.format(row="gap"), "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss", 0.0781, 0.0612, 0.0941)}
 
 
 def book_rows(match=INCONCLUSIVE, gap=REPRODUCED, match_q="both splits disagree", gap_q=""):
@@ -57,10 +57,39 @@ def test_while_the_learning_rate_grid_is_stored_the_comparison_is_said_to_be_re_
     rows = book_rows(match_q="learning-rate grid: 12 of 90 runs stored", gap=INCONCLUSIVE,
                      gap_q="learning-rate grid: 0 of 90 runs stored")
     first, second = AB.practitioner_abstract(rows, VALUES)
-    assert "is being re-run; at one shared learning rate" in first and "0.034 nats lower" in first
-    assert "at one shared learning rate while its fair re-run is stored" in second
+    assert "is being re-run; so far in the long CPU runs, standard d = 112" in first and "0.034 nats lower" in first
+    assert second.startswith("Adding parameters through a fixed head size: so far, fixed (d_p = 16)")
     bho = " ".join(AB.paper_abstract(rows, BHOJANAPALLI))
     assert "(2 until their learning-rate grid is stored)" in bho
+
+
+def test_until_the_fair_runs_are_measured_the_shared_rate_runs_are_quoted_and_labelled():
+    """Chapter 04 as its fair design is being stored: the rule's fields are empty (counts aside),
+    the runs at one shared rate are quoted, with how much of the fair design is stored."""
+    fair = {f"{AB.FAIR_FIELDS.format(row=r)}{k}": v for r in ("match", "gap")
+            for k, v in (("test_diff", float("nan")), ("test_n", 0), ("lr_stored", 6), ("lr_planned", 18),
+                         ("stored", 0), ("planned", 36), ("param_gap", float("nan")))}
+    fair[AB.FAIR_FIELDS.format(row="match") + "what"] = VALUES[AB.FAIR_FIELDS.format(row="match") + "what"]
+    fair[AB.FAIR_FIELDS.format(row="gap") + "what"] = VALUES[AB.FAIR_FIELDS.format(row="gap") + "what"]
+    shared = {}
+    for row in ("match", "gap"):
+        for k in ("test_diff", "test_lo", "test_hi", "test_n"):
+            shared[AB.SHARED_FIELDS.format(row=row) + k] = VALUES[AB.FAIR_FIELDS.format(row=row) + k]
+    shared.update({AB.SHARED_FIELDS.format(row="match") + "params_a": 426048.0,
+                   AB.SHARED_FIELDS.format(row="match") + "params_b": 401792.0})
+    rows = book_rows(match_q="the fair design is not stored yet", gap=INCONCLUSIVE, gap_q="not stored yet")
+    first, second = AB.practitioner_abstract(rows, {**fair, **shared})
+    assert first.startswith("Choosing `head_dim` at about equal parameters (6 % apart): the fair comparison, each "
+                            "model at its own tuned learning rate, is being re-run (6 of its 18 learning-rate runs "
+                            "and 0 of its 36 comparison runs stored); at one shared learning rate in the long CPU runs, "
+                            "standard d = 112, h = 4 reached a test loss 0.034 nats lower")
+    assert second.startswith("Adding parameters through a fixed head size: at the shared rate, fixed (d_p = 16)")
+    assert "nan" not in first + second
+    # nothing measured at all: the state, with how much is stored, and no number
+    bare = AB.practitioner_abstract(rows, fair)
+    assert bare == ("Choosing `head_dim` at about equal parameters: the fair comparison, each model at its own tuned "
+                    "learning rate, is being re-run (6 of its 18 learning-rate runs and 0 of its 36 comparison runs "
+                    "stored).",)
 
 
 def test_missing_fields_give_the_verdict_not_a_typed_number():
@@ -70,7 +99,7 @@ def test_missing_fields_give_the_verdict_not_a_typed_number():
 
 
 def test_an_interval_across_zero_is_said_to_contain_it():
-    values = {**VALUES, AB.MATCH_FIELDS + "test_hi": 0.01}
+    values = {**VALUES, AB.FAIR_FIELDS.format(row="match") + "test_hi": 0.01}
     assert "95 % interval -0.057 to +0.010, which contains 0" in AB.practitioner_abstract(book_rows(), values)[0]
 
 

@@ -9,11 +9,14 @@ many fixed-size heads), because a choice of head size is a choice at a fixed bud
 says what adding parameters through a fixed head size buys, and that it is not parameter-matched.
 
 Everything is read from chapter 08's judged rows (:class:`lowrank.experiments.synthesis.Row`) and
-from the evidence fields chapter 04 glues for those two comparisons (``ch04_rule_budget_<row>_*``:
-``what``, ``test_diff``, ``test_lo``, ``test_hi``, ``test_n``, ``param_gap``); nothing is typed.
+from the evidence fields chapter 04 glues for those two comparisons: the fair design's
+(``ch04_rule_budget_<row>_*``: ``what``, ``test_diff``, ``test_lo``, ``test_hi``, ``test_n``,
+``param_gap``, the runs stored and planned) and, until those are measured, the runs at one shared
+learning rate (``ch04_budget_shared_<row>_*``, with the arms' parameter counts); nothing is typed.
 Rule internals (trends per doubling, floors, margins) stay in chapter 08, one click away. A
 comparison whose fair version (each model at its own tuned learning rate) is still being stored
-is said to be re-run, and its numbers are labelled as those of one shared learning rate.
+is said to be re-run, with how much of it is stored, and its numbers are labelled as those of one
+shared learning rate.
 """
 from __future__ import annotations
 
@@ -27,14 +30,16 @@ from .answers import THESIS, scale_phrase
 from .verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI, NEGLIGIBLE,
                        NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER)
 
-__all__ = ["MATCH_KEY", "GAP_KEY", "MATCH_FIELDS", "GAP_FIELDS", "paper_abstract", "practitioner_abstract",
+__all__ = ["MATCH_KEY", "GAP_KEY", "FAIR_FIELDS", "SHARED_FIELDS", "paper_abstract", "practitioner_abstract",
            "abstract", "abstract_text"]
 
-# The rows the practitioner's sentences rest on, and the prefixes of the fields chapter 04 glues for them.
+# The rows the practitioner's sentences rest on.
 MATCH_KEY = "bhojanapalli-parameter-matched"
 GAP_KEY = "bhojanapalli-fixed-heads-training"
-MATCH_FIELDS = "ch04_rule_budget_match_"
-GAP_FIELDS = "ch04_rule_budget_gap_"
+# Each row's fields: the fair design's (each model at its own rate), read by the rule, and the runs
+# at one shared rate, quoted (labelled) until the fair ones are measured.
+FAIR_FIELDS = "ch04_rule_budget_{row}_"
+SHARED_FIELDS = "ch04_budget_shared_{row}_"
 # The split an abstract quotes: the learning rate and budget are chosen on validation, so test reports.
 SPLIT = "test"
 
@@ -170,13 +175,34 @@ def _arms(what: str) -> tuple[str, str] | None:
     return a, b
 
 
-def _effect(values: Mapping[str, Any], prefix: str) -> str | None:
+def _fields(values: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    return {k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)}
+
+
+def _measured(f: Mapping[str, Any]) -> bool:
+    return all(math.isfinite(_num(f.get(f"{SPLIT}_{x}"))) for x in ("diff", "lo", "hi", "n")) \
+        and _num(f.get(f"{SPLIT}_n")) >= 1
+
+
+def _evidence(values: Mapping[str, Any], row: str) -> tuple[dict, dict, bool]:
+    """(the fields to quote, the fair design's fields, whether the quoted ones are the shared-rate
+    runs'): the fair comparison (each model at its own rate) once measured, else the runs at one
+    shared rate, else nothing to quote ({})."""
+    fair = _fields(values, FAIR_FIELDS.format(row=row))
+    if _measured(fair):
+        return fair, fair, False
+    shared = _fields(values, SHARED_FIELDS.format(row=row))
+    if _measured(shared):
+        return shared, fair, True
+    return {}, fair, False
+
+
+def _effect(f: Mapping[str, Any], what: str) -> str | None:
     """'{A} reached a test loss 0.034 nats lower (95 % interval 0.012 to 0.057, 9 seeds) than {B}',
     or None without the fields."""
-    f = {k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)}
-    arms = _arms(str(f.get("what", "")))
+    arms = _arms(what)
     diff, lo, hi, n = (_num(f.get(f"{SPLIT}_{x}")) for x in ("diff", "lo", "hi", "n"))
-    if arms is None or not all(math.isfinite(x) for x in (diff, lo, hi, n)) or n < 1:
+    if arms is None or not _measured(f):
         return None
     # the arm with the lower loss is the subject: "A reached a loss 0.03 nats lower than B"
     a, b = arms if diff <= 0 else arms[::-1]
@@ -191,41 +217,73 @@ def _effect(values: Mapping[str, Any], prefix: str) -> str | None:
     return f"{a} reached a {SPLIT} loss {_nats(diff)} nats lower ({interval}, {int(n)} seeds) than {b}"
 
 
-def _row_state(r) -> tuple[str, bool]:
-    """(how the row's verdict reads in a clause, whether its fair re-run is still being stored)."""
-    if r is None:
-        return "not judged yet", False
-    if _verdict(r) == INCONCLUSIVE and _GRID.search(r.qualifier):
-        return "being re-run", True
-    return _verdict(r), False
+def _apart(f: Mapping[str, Any], fair: Mapping[str, Any]) -> str:
+    """' (6 % apart)': how far the two arms' parameter counts are apart, when the fields say."""
+    share = _num(fair.get("param_gap"))
+    if not math.isfinite(share):
+        a, b = _num(f.get("params_a")), _num(f.get("params_b"))
+        share = abs(a - b) / b if math.isfinite(a) and math.isfinite(b) and b > 0 else math.nan
+    return f" ({share:.0%} apart)".replace("%", " %") if math.isfinite(share) else ""
+
+
+def _progress(fair: Mapping[str, Any]) -> str:
+    """' (6 of its 18 learning-rate runs and 0 of its 36 comparison runs stored)', from the fields."""
+    parts = []
+    for what, done, planned in (("learning-rate", "lr_stored", "lr_planned"), ("comparison", "stored", "planned")):
+        k, n = _num(fair.get(done)), _num(fair.get(planned))
+        if math.isfinite(k) and math.isfinite(n) and n > 0:
+            parts.append(f"{int(k)} of its {int(n)} {what} runs")
+    return f" ({_join(parts)} stored)" if parts else ""
+
+
+def _state(r) -> str:
+    return "not judged yet" if r is None else _verdict(r)
+
+
+def _incomplete(fair: Mapping[str, Any]) -> bool:
+    """Fewer runs of the fair design stored than planned, as its fields count them."""
+    counts = [(_num(fair.get(done)), _num(fair.get(planned)))
+              for done, planned in (("lr_stored", "lr_planned"), ("stored", "planned"))]
+    return any(math.isfinite(k) and math.isfinite(n) and k < n for k, n in counts)
+
+
+def _pending(r, shared: bool, fair: Mapping[str, Any]) -> bool:
+    """The row's fair comparison is still being stored: its numbers are the shared-rate runs', its
+    fields count fewer runs than planned, or its verdict waits for its learning-rate grid."""
+    return shared or (r is not None and _verdict(r) in (INCONCLUSIVE, "not judged yet")
+                      and (_incomplete(fair) or bool(_GRID.search(r.qualifier))))
 
 
 def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[str, ...]:
     """Two sentences for someone choosing ``head_dim``: the parameter-matched comparison first,
-    then what adding parameters through a fixed head size buys, said to be not parameter-matched."""
+    then what adding parameters through a fixed head size buys, said to be not parameter-matched.
+    While the fair comparison (each model at its own tuned learning rate) is being stored, the
+    sentences say so and quote the runs at one shared rate, labelled as such."""
     by_key = {r.key: r for r in rows if r.key}
     match, gap = by_key.get(MATCH_KEY), by_key.get(GAP_KEY)
     if match is None and gap is None:
         return ()
     out = []
-    state, pending = _row_state(match)
-    effect = _effect(values, MATCH_FIELDS)
-    share = _num(values.get(MATCH_FIELDS + "param_gap"))
-    within = f" ({share:.0%} apart)".replace("%", " %") if math.isfinite(share) else ""
+    f, fair, shared = _evidence(values, "match")
+    effect = _effect(f, str(fair.get("what", f.get("what", ""))))
     where = f" in {scale_phrase([match])}" if match is not None else ""
-    if pending and effect:
-        out.append(f"Choosing `head_dim` at about equal parameters{within}: the fair comparison, each model at "
-                   f"its own tuned learning rate, is being re-run; at one shared learning rate{where}, {effect}.")
+    head = f"Choosing `head_dim` at about equal parameters{_apart(f, fair)}"
+    if _pending(match, shared, fair):
+        rerun = (f"{head}: the fair comparison, each model at its own tuned learning rate, is being re-run"
+                 f"{_progress(fair)}")
+        label = "at one shared learning rate" if shared else "so far"
+        out.append(f"{rerun}; {label}{where}, {effect}." if effect else f"{rerun}.")
     elif effect:
-        out.append(f"Choosing `head_dim` at about equal parameters{within}{where}: {effect}; verdict: {state}.")
+        out.append(f"{head}{where}: {effect}; verdict: {_state(match)}.")
     else:
-        out.append(f"Choosing `head_dim` at about equal parameters: the book's comparison is {state}.")
-    state, pending = _row_state(gap)
-    effect = _effect(values, GAP_FIELDS)
+        out.append(f"{head}: the book's comparison is {_state(match)}.")
+    f, fair, shared = _evidence(values, "gap")
+    effect = _effect(f, str(fair.get("what", f.get("what", ""))))
     if effect:
-        label = "at one shared learning rate while its fair re-run is stored, " if pending else ""
-        out.append(f"Adding parameters through a fixed head size: {label}{effect}, "
-                   f"but not at equal parameters" + (f" ({state})." if not pending and gap is not None else "."))
+        pending = _pending(gap, shared, fair)
+        label = "at the shared rate, " if shared else "so far, " if pending else ""
+        out.append(f"Adding parameters through a fixed head size: {label}{effect}, but not at equal parameters"
+                   + (f" ({_state(gap)})." if not pending and gap is not None else "."))
     return tuple(out)
 
 

@@ -13,8 +13,8 @@ from lowrank.experiments.verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTE
                                           NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING)
 
 ROOT = Path(__file__).resolve().parents[1]
-# An abstract does its job in 150 to 250 words; the box adds one sentence of links.
-MAX_WORDS = 240
+# An abstract does its job in 150 to 250 words (the box adds one short sentence with a link).
+MAX_WORDS = 250
 
 
 def row(verdict, kind, paper=BHOJANAPALLI, key="", qualifier="", statement="A claim holds", scale="long"):
@@ -49,7 +49,7 @@ def test_the_practitioner_reads_the_parameter_matched_comparison_first():
     assert "standard d = 112, h = 4 reached a test loss 0.034 nats lower (95 % interval 0.012 to 0.057, 9 seeds) " \
            "than fixed h = 32 at d = 64 (d_p = 16)" in first and "inconclusive" in first
     # the gap row is told with the lower-loss arm first, and never as parameter-matched
-    assert "fixed (d_p = 16) at h = 32 reached a test loss 0.078 nats lower" in second
+    assert "at h = 32, fixed (d_p = 16) reached a test loss 0.078 nats lower (95 % interval 0.061 to 0.094) " in second
     assert "not at equal parameters" in second
 
 
@@ -58,9 +58,9 @@ def test_while_the_learning_rate_grid_is_stored_the_comparison_is_said_to_be_re_
                      gap_q="learning-rate grid: 0 of 90 runs stored")
     first, second = AB.practitioner_abstract(rows, VALUES)
     assert "is being re-run; so far in the long CPU runs, standard d = 112" in first and "0.034 nats lower" in first
-    assert second.startswith("Adding parameters through a fixed head size: so far, fixed (d_p = 16)")
+    assert second.startswith("Adding parameters through a fixed head size (so far): at h = 32, fixed (d_p = 16)")
     bho = " ".join(AB.paper_abstract(rows, BHOJANAPALLI))
-    assert "(2 until their learning-rate grid is stored)" in bho
+    assert "; 2 are open while each model's learning rate is chosen;" in bho
 
 
 def test_until_the_fair_runs_are_measured_the_shared_rate_runs_are_quoted_and_labelled():
@@ -79,17 +79,16 @@ def test_until_the_fair_runs_are_measured_the_shared_rate_runs_are_quoted_and_la
                    AB.SHARED_FIELDS.format(row="match") + "params_b": 401792.0})
     rows = book_rows(match_q="the fair design is not stored yet", gap=INCONCLUSIVE, gap_q="not stored yet")
     first, second = AB.practitioner_abstract(rows, {**fair, **shared})
-    assert first.startswith("Choosing `head_dim` at about equal parameters (6 % apart): the fair comparison, each "
-                            "model at its own tuned learning rate, is being re-run (6 of its 18 learning-rate runs "
-                            "and 0 of its 36 comparison runs stored); at one shared learning rate in the long CPU runs, "
-                            "standard d = 112, h = 4 reached a test loss 0.034 nats lower")
-    assert second.startswith("Adding parameters through a fixed head size: at the shared rate, fixed (d_p = 16)")
+    assert first.startswith("Choosing `head_dim` at about equal parameters (6 % apart): the fair comparison (each "
+                            "model at its tuned learning rate) is being re-run, 6 of 54 runs stored; at one "
+                            "shared rate in the long CPU runs, standard d = 112, h = 4 reached a test loss 0.034 nats "
+                            "lower")
+    assert second.startswith("Adding parameters through a fixed head size (shared rate): at h = 32, fixed (d_p = 16)")
     assert "nan" not in first + second
     # nothing measured at all: the state, with how much is stored, and no number
     bare = AB.practitioner_abstract(rows, fair)
-    assert bare == ("Choosing `head_dim` at about equal parameters: the fair comparison, each model at its own tuned "
-                    "learning rate, is being re-run (6 of its 18 learning-rate runs and 0 of its 36 comparison runs "
-                    "stored).",)
+    assert bare == ("Choosing `head_dim` at about equal parameters: the fair comparison (each model at its tuned "
+                    "learning rate) is being re-run, 6 of 54 runs stored.",)
 
 
 def test_missing_fields_give_the_verdict_not_a_typed_number():

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .answers import THESIS, scale_phrase
+from .answers import THESIS
 from .verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI, NEGLIGIBLE,
                        NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER)
 
@@ -49,8 +49,18 @@ _WORD = {REPRODUCED: "reproduced", CORRECTED: "reproduced with a correction", WE
          CONDITIONAL: "hold only under conditions", NEGLIGIBLE: "show no effect beyond the margin",
          CONTRADICTED: "contradicted", INCONCLUSIVE: "inconclusive"}
 _PAREN = re.compile(r"\s*\([^()]*\)")
-# An inconclusive row waiting for its learning-rate grid: "learning-rate grid: 12 of 90 runs stored".
-_GRID = re.compile(r"learning[- ]rate grid", re.I)
+# An open row waiting for its models' learning rates: "learning-rate grid: 12 of 90 runs stored",
+# "not judged yet: the rates are chosen first".
+_GRID = re.compile(r"learning[- ]rate grid|rates are (?:being )?chosen", re.I)
+# The scales as the abstract names them, shorter than the verdict table's words.
+_SHORT_SCALE = {"smoke": "smoke-test", "default": "book's default", "long": "long CPU", "paper": "paper-scale",
+                "custom": "custom"}
+
+
+def scale_phrase(rows: Iterable) -> str:
+    """'the long CPU runs', "the book's default and long CPU runs": the scales the rows were judged at."""
+    names = list(dict.fromkeys(_SHORT_SCALE.get(r.scale, r.scale) for r in rows if r.scale not in ("", "none")))
+    return f"the {_join(names)} runs" if names else "the book's runs"
 
 
 def _verdict(r) -> str:
@@ -117,16 +127,20 @@ def _evidence_sentence(rows: list, untested: int) -> str:
     decided = [r for r in rows if r not in open_rows]
     models = "trained and pretrained models" if {r.kind for r in rows} == set(_EVIDENCE) else \
         "pretrained models" if {r.kind for r in rows} == {PRETRAINED} else "trained models"
-    head = f"In {models} ({scale_phrase(rows)}), {len(decided)} of {len(rows)} " \
-           f"{'claim is' if len(rows) == 1 else 'claims are'} decided"
-    counts = Counter(_verdict(r) for r in decided)
-    told = [f"{counts[v]} {_WORD[v]}" for v in VERDICTS if counts[v]]
-    text = head + (f": {_join(told)}" if told else "")
-    if open_rows:
-        waiting = sum(bool(_GRID.search(r.qualifier)) for r in open_rows)
-        text += (f"; {'all ' if not decided else ''}{len(open_rows)} {'is' if len(open_rows) == 1 else 'are'} open"
-                 + (f" ({waiting} until {'its' if waiting == 1 else 'their'} learning-rate grid is stored)"
-                    if waiting else ""))
+    waiting = sum(bool(_GRID.search(r.qualifier)) for r in open_rows)
+    waits = "while each model's learning rate is chosen"
+    where = f"In {models} ({scale_phrase(rows)}), "
+    if not decided:  # nothing to count but what is open, and why
+        text = where + (f"its {len(rows)} {'claim is' if len(rows) == 1 else 'claims are'} open"
+                        + (f" {waits}" if waiting == len(rows) else f" ({waiting} {waits})" if waiting else ""))
+    else:
+        counts = Counter(_verdict(r) for r in decided)
+        told = [f"{counts[v]} {_WORD[v]}" for v in VERDICTS if counts[v]]
+        text = (where + f"{len(decided)} of {len(rows)} {'claim is' if len(rows) == 1 else 'claims are'} decided: "
+                + _join(told))
+        if open_rows:
+            text += (f"; {len(open_rows)} {'is' if len(open_rows) == 1 else 'are'} open"
+                     + (f" {waits}" if waiting == len(open_rows) else f" ({waiting} {waits})" if waiting else ""))
     if untested:
         text += f"; {untested} more {'is' if untested == 1 else 'are'} not tested"
     return text + "."
@@ -163,16 +177,11 @@ def _nats(x: float) -> str:
     return f"{abs(x):.3f}".rstrip("0").rstrip(".") if abs(x) >= 0.001 else f"{abs(x):.1g}"
 
 
-def _arms(what: str) -> tuple[str, str] | None:
-    """('standard d = 112, h = 4', 'fixed h = 32 at d = 64 (d_p = 16)') from a field ``what`` of
-    the form 'A minus B loss' (an optional leading 'at ..., ' names what both arms share)."""
+def _arms(what: str) -> tuple[str, str, str] | None:
+    """('standard d = 112, h = 4', 'fixed h = 32 at d = 64 (d_p = 16)', '') from a field ``what``
+    of the form '[at S, ]A minus B loss'; the third is what both arms share ('h = 32'), if said."""
     m = re.fullmatch(r"(?:at (?P<shared>[^,]+), )?(?P<a>.+?) minus (?P<b>.+?) loss", what.strip())
-    if not m:
-        return None
-    a, b = m["a"], m["b"]
-    if m["shared"]:
-        a, b = f"{a} at {m['shared']}", f"{b} at {m['shared']}"
-    return a, b
+    return (m["a"], m["b"], m["shared"] or "") if m else None
 
 
 def _fields(values: Mapping[str, Any], prefix: str) -> dict[str, Any]:
@@ -197,7 +206,7 @@ def _evidence(values: Mapping[str, Any], row: str) -> tuple[dict, dict, bool]:
     return {}, fair, False
 
 
-def _effect(f: Mapping[str, Any], what: str) -> str | None:
+def _effect(f: Mapping[str, Any], what: str, *, seeds: bool = True) -> str | None:
     """'{A} reached a test loss 0.034 nats lower (95 % interval 0.012 to 0.057, 9 seeds) than {B}',
     or None without the fields."""
     arms = _arms(what)
@@ -205,7 +214,9 @@ def _effect(f: Mapping[str, Any], what: str) -> str | None:
     if arms is None or not _measured(f):
         return None
     # the arm with the lower loss is the subject: "A reached a loss 0.03 nats lower than B"
-    a, b = arms if diff <= 0 else arms[::-1]
+    a, b, both = arms
+    a, b = (a, b) if diff <= 0 else (b, a)
+    a = f"at {both}, {a}" if both else a
     if diff > 0:
         lo, hi = -hi, -lo
     # the interval as magnitudes in the same direction as the effect when it excludes 0
@@ -214,7 +225,8 @@ def _effect(f: Mapping[str, Any], what: str) -> str | None:
         interval = f"95 % interval {_nats(ends[0])} to {_nats(ends[1])}"
     else:
         interval = f"95 % interval {lo:+.3f} to {hi:+.3f}, which contains 0"
-    return f"{a} reached a {SPLIT} loss {_nats(diff)} nats lower ({interval}, {int(n)} seeds) than {b}"
+    n_seeds = f", {int(n)} seeds" if seeds else ""
+    return f"{a} reached a {SPLIT} loss {_nats(diff)} nats lower ({interval}{n_seeds}) than {b}"
 
 
 def _apart(f: Mapping[str, Any], fair: Mapping[str, Any]) -> str:
@@ -227,13 +239,13 @@ def _apart(f: Mapping[str, Any], fair: Mapping[str, Any]) -> str:
 
 
 def _progress(fair: Mapping[str, Any]) -> str:
-    """' (6 of its 18 learning-rate runs and 0 of its 36 comparison runs stored)', from the fields."""
-    parts = []
-    for what, done, planned in (("learning-rate", "lr_stored", "lr_planned"), ("comparison", "stored", "planned")):
-        k, n = _num(fair.get(done)), _num(fair.get(planned))
+    """', 6 of 54 runs stored': the learning-rate grid's and the comparison's runs, from the fields."""
+    done = planned = 0
+    for k, n in (("lr_stored", "lr_planned"), ("stored", "planned")):
+        k, n = _num(fair.get(k)), _num(fair.get(n))
         if math.isfinite(k) and math.isfinite(n) and n > 0:
-            parts.append(f"{int(k)} of its {int(n)} {what} runs")
-    return f" ({_join(parts)} stored)" if parts else ""
+            done, planned = done + int(k), planned + int(n)
+    return f", {done} of {planned} runs stored" if planned else ""
 
 
 def _state(r) -> str:
@@ -269,20 +281,20 @@ def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[st
     where = f" in {scale_phrase([match])}" if match is not None else ""
     head = f"Choosing `head_dim` at about equal parameters{_apart(f, fair)}"
     if _pending(match, shared, fair):
-        rerun = (f"{head}: the fair comparison, each model at its own tuned learning rate, is being re-run"
-                 f"{_progress(fair)}")
-        label = "at one shared learning rate" if shared else "so far"
+        rerun = f"{head}: the fair comparison (each model at its tuned learning rate) is being re-run{_progress(fair)}"
+        label = "at one shared rate" if shared else "so far"
         out.append(f"{rerun}; {label}{where}, {effect}." if effect else f"{rerun}.")
     elif effect:
         out.append(f"{head}{where}: {effect}; verdict: {_state(match)}.")
     else:
         out.append(f"{head}: the book's comparison is {_state(match)}.")
     f, fair, shared = _evidence(values, "gap")
-    effect = _effect(f, str(fair.get("what", f.get("what", ""))))
+    # the seeds were said with the first comparison
+    effect = _effect(f, str(fair.get("what", f.get("what", ""))), seeds=not out[0].count(" seeds)"))
     if effect:
         pending = _pending(gap, shared, fair)
-        label = "at the shared rate, " if shared else "so far, " if pending else ""
-        out.append(f"Adding parameters through a fixed head size: {label}{effect}, but not at equal parameters"
+        label = " (shared rate)" if shared else " (so far)" if pending else ""
+        out.append(f"Adding parameters through a fixed head size{label}: {effect}, but not at equal parameters"
                    + (f" ({_state(gap)})." if not pending and gap is not None else "."))
     return tuple(out)
 

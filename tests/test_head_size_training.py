@@ -434,7 +434,7 @@ def test_a_complete_budget_store_is_judged_by_the_shared_rule(tmp_path, monkeypa
                                                  "budget)"),
 ])
 def test_the_gap_reading_follows_the_intervals(long_side, budget_sides, reading):
-    from lowrank.experiments.head_size_training.headlines import _gap_reading
+    from lowrank.experiments.head_size_training.leads import gap_reading as _gap_reading
 
     H = {"ch04_long_gap_lo": long_side[0], "ch04_long_gap_hi": long_side[1], "ch04_long_tokens_seen": 2048000,
          "ch04_rule_budget_gap_tokens": 16384000.0, "ch04_rule_budget_gap_stored": 18,
@@ -472,7 +472,7 @@ def _shared(row, val, test, n, params=(169728.0, 401792.0)):
 
 
 def test_the_answer_leads_with_the_parameter_matched_row_then_says_what_added_parameters_buy():
-    from lowrank.experiments.head_size_training.headlines import _answer, _answer_more
+    from lowrank.experiments.head_size_training.leads import answer as _answer, answer_more as _answer_more
 
     seeds = hs.rules.POWER_SEEDS
     matched = (180000.0, 170000.0)

@@ -11,8 +11,10 @@ package's modules, one job each:
 - :mod:`.training`: the corpus, the sweep that trains the grids, the learning-rate choice and
   the committed stores (the long-scale sweep, the budget store) read back;
 - :mod:`.summaries`: seed means, curves and paired differences with their intervals;
-- :mod:`.headlines`: the glued numbers; :mod:`.rules`: the claims and their rules;
-- :mod:`.budget`: the budget store (learning-rate check, budget extension, factorial);
+- :mod:`.headlines`: the glued numbers; :mod:`.leads`: the chapter's answer in words;
+  :mod:`.rules`: the claims and their rules;
+- :mod:`.design` and :mod:`.budget`: the budget store's models and rows, and its first design
+  (learning-rate check, budget extension, factorial);
 - :mod:`.fair` and :mod:`.fair_figures`: the budget store's fair design (each model at its own
   learning rate, every row at two budgets), its figure and tables;
 - :mod:`.tables` and :mod:`.figures`: the page's tables and figures.

@@ -36,13 +36,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...attention import standard_head_dim
 from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
 from ...data import SPECIAL_TOKENS
-from ...stats import Estimate, t_interval
 from ...sweep import ResultStore, manifest_path, parse_shard, sweep
 from ...sweep import store_problem
-from ...train import TrainConfig, run_key
+from ...train import run_key
+from . import fair
+from .design import (ALL_MODELS, BASE, BUDGET_STEPS, EXPERIMENT, EXTENDED_MODELS, EXTENDED_STEPS, FIG4_MODELS,
+                     MODELS, ROW_STEPS, ROWS, SEEDS, TABLE2B_MODELS)
+from .design import config as _config
+from .design import estimate as _est
+from .design import frame as _frame
+from .design import labels as _labels
+from .design import rows_of as _rows_of
 from .rules import MAX_SEEDS, POWER_SEEDS, required_seeds
 
 __all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", "LR_CHECK_STEPS",
@@ -52,58 +58,6 @@ __all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", 
            "EXTENDED_MODELS", "TABLE2B_MODELS", "FIG4_MODELS", "ALL_MODELS", "ROW_STEPS", "power_grid", "extension_grid",
            "table2b_grid", "fig4_grid", "reestimate_grid", "row_seeds", "planned_seeds", "planning_sd",
            "added_grids"]
-
-EXPERIMENT = "04_head_size_budget"
-
-# The long-scale sweep's recipe (its committed manifest), so that the 1,000-step budget repeats it.
-BASE = dict(task="lm", corpus="shakespeare", vocab_size=512, seq_len=64, d_model=64, n_layers=2, d_ff=None,
-            norm="pre", tie_embeddings=False, init="scaled", batch_size=32, lr=0.01, warmup_steps=100,
-            schedule="cosine", dropout=0.0, eval_interval=100, eval_tokens=8192, test_tokens=32768,
-            num_threads=1, device="cpu")
-
-SEEDS = (0, 1, 2)
-# 1,000 steps is the long sweep's budget; two doublings reach 8.2M tokens a run.
-BUDGET_STEPS = (1000, 2000, 4000)
-# (name, family, heads, head size or None for d / h, width): the six models of the extension.
-MODELS = (
-    ("standard h = 4", "standard", 4, None, 64),  # also the fixed d_p = 16 model at h = 4
-    ("standard h = 16", "standard", 16, None, 64),
-    ("standard h = 32", "standard", 32, None, 64),
-    ("fixed h = 16", "fixed", 16, 16, 64),
-    ("fixed h = 32", "fixed", 32, 16, 64),
-    ("standard d = 112", "standard", 4, None, 112),
-)
-# Twice the largest budget (16.4 M tokens a run) for the two rows that decide whether to decouple
-# the head size: the h = 32 pair and the parameter-matched baseline.
-EXTENDED_STEPS = 8000
-EXTENDED_MODELS = ("standard h = 32", "fixed h = 32", "standard d = 112")
-# Table 2(B) at n = 64: head sizes n / 4 (the standard d / h, "standard h = 4"), n / 2, n and 2 n at h = 4,
-# the ratios of the paper's 32, 64, 128 and 256 at n = 128.
-TABLE2B_MODELS = (
-    ("fixed h = 4, d_p = 32", "fixed", 4, 32, 64),
-    ("fixed h = 4, d_p = 64", "fixed", 4, 64, 64),
-    ("fixed h = 4, d_p = 128", "fixed", 4, 128, 64),
-)
-# Fig. 4: the paper's baselines with head size 32, width and heads varied together (d = 32 h).
-FIG4_MODELS = tuple((f"head size 32, h = {h}", "standard", h, None, 32 * h) for h in (1, 2, 4, 8))
-ALL_MODELS = MODELS + TABLE2B_MODELS + FIG4_MODELS
-# (row, model a, model b): a minus b is positive when the claim holds.
-ROWS = (
-    ("gap", "standard h = 32", "fixed h = 32"),
-    ("match", "standard d = 112", "fixed h = 32"),
-    ("stdheads", "standard h = 32", "standard h = 4"),
-    ("fixedheads", "standard h = 4", "fixed h = 32"),
-    ("capacity", "standard h = 4", "fixed h = 4, d_p = 64"),
-    ("pastn", "fixed h = 4, d_p = 64", "fixed h = 4, d_p = 128"),
-    ("fewheads1", "head size 32, h = 1", "head size 32, h = 2"),
-    ("fewheads2", "head size 32, h = 2", "head size 32, h = 4"),
-    ("fewheads4", "head size 32, h = 4", "head size 32, h = 8"),
-)
-# The budgets each row is compared at; it is judged at the last.
-ROW_STEPS = {"gap": (*BUDGET_STEPS, EXTENDED_STEPS), "match": (*BUDGET_STEPS, EXTENDED_STEPS),
-             "stdheads": BUDGET_STEPS, "fixedheads": BUDGET_STEPS, "capacity": BUDGET_STEPS[-1:],
-             "pastn": BUDGET_STEPS[-1:], "fewheads1": BUDGET_STEPS[-1:], "fewheads2": BUDGET_STEPS[-1:],
-             "fewheads4": BUDGET_STEPS[-1:]}
 
 LR_CHECK_RATES = (0.003, 0.01, 0.02)
 LR_CHECK_STEPS = 1000
@@ -132,8 +86,6 @@ RESUME_COMMAND = ("nohup nice -n 15 .venv/bin/python -m lowrank.experiments.head
 
 def estimate_s() -> float:
     """CPU seconds of the three grids at :data:`STEP_COST_S` (shared runs counted once)."""
-    from . import fair  # the fair design builds on this module's grids
-
     # Before the rates are chosen, every judged run is costed at the shared rate (a step's cost does not depend on it).
     shared = {m: fair.RateChoice(m, BASE["lr"], (BASE["lr"],), 0, 0) for m in fair.LR_GRID_MODELS}
     seen, total = set(), 0.0
@@ -147,29 +99,8 @@ def estimate_s() -> float:
     return total
 
 
-def _model(name: str) -> tuple:
-    for m in ALL_MODELS:
-        if m[0] == name:
-            return m
-    raise ValueError(f"unknown model {name!r}; expected one of {[m[0] for m in ALL_MODELS]}")
-
-
-def _config(name: str, *, steps: int, seed: int, **over) -> dict:
-    _, _, h, hd, d = _model(name)
-    cfg = dict(BASE, d_model=d, n_heads=h, head_dim=hd, steps=int(steps), seed=int(seed),
-               checkpoint_every=max(int(steps) // 4, 1), **over)
-    return TrainConfig.from_dict(cfg).to_dict()
-
-
-def _labels(name: str, **extra) -> dict:
-    _, family, h, hd, d = _model(name)
-    return {"model": name, "family": family, "h": h, "d": d, "d_h": hd or standard_head_dim(d, h), **extra}
-
-
 def design() -> dict:
     """The whole design as plain data (written beside the store as its manifest)."""
-    from . import fair  # the fair design builds on this module's grids
-
     return {"experiment": EXPERIMENT, "base": BASE, "fair": fair.design(), "seeds": list(SEEDS),
             "budget_steps": list(BUDGET_STEPS),
             "models": [list(m) for m in MODELS], "rows": [list(r) for r in ROWS],
@@ -231,13 +162,6 @@ def added_grids(lr: float) -> tuple[list[tuple[dict, dict]], ...]:
     return power_grid(lr), extension_grid(lr), table2b_grid(lr), fig4_grid(lr)
 
 
-def _rows_of(row: str) -> tuple[str, str]:
-    for r, a, b in ROWS:
-        if r == row:
-            return a, b
-    raise ValueError(f"unknown row {row!r}; expected one of {[r for r, _, _ in ROWS]}")
-
-
 def planning_sd(runs: pd.DataFrame, row: str, seeds=None, steps: int | None = None) -> float:
     """The larger (over the two splits) standard deviation of ``row``'s paired difference at its
     last budget (or ``steps``) over ``seeds`` (default: the first POWER_SEEDS); NaN unless every one
@@ -279,21 +203,6 @@ def reestimate_grid(lr: float, runs: pd.DataFrame) -> list[tuple[dict, dict]]:
     return out
 
 
-def _frame(labelled: list[tuple[dict, dict]], latest: Mapping[str, dict]) -> pd.DataFrame:
-    rows = []
-    for labels, cfg in labelled:
-        r = latest.get(run_key(cfg))
-        if r is None:
-            continue
-        m = r["metrics"]
-        rows.append({**labels, "seed": cfg["seed"], "steps": cfg["steps"], "lr": cfg["lr"],
-                     "tokens": cfg["steps"] * cfg["batch_size"] * cfg["seq_len"], "n_params": int(m["n_params"]),
-                     "val_loss": float(m["val_loss"]), "test_loss": float(m["test_loss"]),
-                     "train_wall_s": float(m["train_wall_s"]), "wall_s": float(r["wall_s"]), "key": r["key"],
-                     "val_curve": m.get("val_curve"), "provenance": r.get("provenance") or {}})
-    return pd.DataFrame(rows)
-
-
 def choose_rate(check: pd.DataFrame) -> tuple[float | None, pd.DataFrame | None]:
     """The rate the budget extension uses, from the learning-rate check's runs (None until all are
     stored): :func:`lowrank.experiments.head_size_training.choose_lr`'s rule, stated before the check ran."""
@@ -326,8 +235,6 @@ def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = 
     for grid in added_grids(lr):
         go(grid)
     go(reestimate_grid(lr, read(store)["budget"]))
-    from . import fair  # the fair design builds on this module's grids
-
     fair.run(go, lambda: _latest(store))
 
 
@@ -354,8 +261,6 @@ def read(store: str | os.PathLike) -> dict:
     or None), ``lr_table``, ``budget`` (every budget run: the budget extension, the powered seeds,
     the doubled budget, Table 2(B), Fig. 4 and any re-estimated seeds), ``factorial`` (one row per
     stored run), the planned run counts ``planned`` and the store's ``path``."""
-    from . import fair  # the fair design builds on this module's grids
-
     store = Path(store)
     latest = _latest(store)
     check = _frame(lr_check_grid(), latest)
@@ -384,16 +289,6 @@ def _pair(df: pd.DataFrame, a: Mapping, b: Mapping, value: str) -> pd.DataFrame:
     pick = lambda w: df[pd.concat([df[k] == v for k, v in w.items()], axis=1).all(axis=1)]  # noqa: E731
     j = pick(a)[["seed", value]].merge(pick(b)[["seed", value]], on="seed", suffixes=("_a", "_b"))
     return j.assign(diff=j[f"{value}_a"] - j[f"{value}_b"])[["seed", "diff"]]
-
-
-def _est(x: pd.Series) -> Estimate:
-    if len(x) == 0:
-        nan = float("nan")
-        return Estimate(nan, nan, nan, nan, 0)
-    if len(x) == 1:
-        v = float(x.iloc[0])
-        return Estimate(v, float("nan"), float("nan"), float("nan"), 1)
-    return t_interval(list(x))
 
 
 def comparisons(budget: pd.DataFrame) -> pd.DataFrame:

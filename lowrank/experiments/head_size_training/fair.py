@@ -6,14 +6,14 @@ models over others, and rows compared at one budget escaped the movement clause 
 several budgets face. This design, registered before any of its runs, replaces both:
 
 1. :func:`lr_grid`: every model of :data:`LR_GRID_MODELS` at each rate of :data:`LR_GRID_RATES`,
-   :data:`LR_GRID_STEPS` steps, the seeds of :data:`budget.SEEDS` (the grid's 0.01 runs are the
+   :data:`LR_GRID_STEPS` steps, the seeds of :data:`design.SEEDS` (the grid's 0.01 runs are the
    budget grid's own runs, shared by run key).
 2. :func:`select_rates`: a model's rate is the grid rate with the lowest validation loss, averaged
    over those seeds (ties: the smaller rate; the test split is never read). A model whose best rate
    is an end of the grid gets one more rate, :data:`LR_EDGE_FACTOR` beyond that end
    (:func:`edge_grid`), and its rate is then the best of all its rates; one still at the new end is
    said to be at the edge of its grid.
-3. :func:`judged_grid`: every row of :data:`budget.ROWS` at both budgets of :data:`JUDGED_STEPS`,
+3. :func:`judged_grid`: every row of :data:`design.ROWS` at both budgets of :data:`JUDGED_STEPS`,
    each of its two models at its own rate, with the seeds :func:`row_seeds` asks at both budgets
    (the power rule of :func:`rules.required_seeds`, read from the spread at each budget, the larger).
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import budget as B
+from . import design as D
 from .rules import POWER_SEEDS, required_seeds
 
 __all__ = ["LR_GRID_RATES", "LR_GRID_STEPS", "LR_GRID_MODELS", "LR_EDGE_FACTOR", "JUDGED_STEPS", "JUDGE_ORDER",
@@ -45,7 +45,7 @@ JUDGED_STEPS = (4000, 8000)
 # Every model a row of budget.ROWS compares, plus Table 2(B)'s d_p = 32, cheapest head-size models first
 # so that the head-size rows can be decided first; Fig. 4's baselines last.
 LR_GRID_MODELS = ("fixed h = 4, d_p = 32", "fixed h = 4, d_p = 64", "standard h = 4", "fixed h = 4, d_p = 128",
-                  "standard d = 112", "standard h = 32", "fixed h = 32", *(m[0] for m in B.FIG4_MODELS))
+                  "standard d = 112", "standard h = 32", "fixed h = 32", *(m[0] for m in D.FIG4_MODELS))
 # The order rows are trained in: the head-size rows first, then the h = 32 rows, Fig. 4 last.
 JUDGE_ORDER = ("capacity", "pastn", "gap", "match", "stdheads", "fixedheads", "fewheads1", "fewheads2", "fewheads4")
 
@@ -65,8 +65,8 @@ class RateChoice:
 
 
 def _grid_at(model: str, rates, steps: int = LR_GRID_STEPS) -> list[tuple[dict, dict]]:
-    return [(B._labels(model, steps=steps, lr=float(r)), B._config(model, steps=steps, seed=s, lr=float(r)))
-            for r in rates for s in B.SEEDS]
+    return [(D.labels(model, steps=steps, lr=float(r)), D.config(model, steps=steps, seed=s, lr=float(r)))
+            for r in rates for s in D.SEEDS]
 
 
 def lr_grid() -> list[tuple[dict, dict]]:
@@ -87,7 +87,7 @@ def _means(runs: pd.DataFrame, model: str, rates) -> dict[float, tuple[int, floa
     out = {}
     for r in rates:
         at = runs[(runs.model == model) & (runs.lr == r) & (runs.steps == LR_GRID_STEPS)
-                  & runs.seed.isin(B.SEEDS)] if len(runs) else runs
+                  & runs.seed.isin(D.SEEDS)] if len(runs) else runs
         out[r] = (len(at), float(at.val_loss.mean()) if len(at) else float("nan"))
     return out
 
@@ -100,7 +100,7 @@ def select_rates(runs: pd.DataFrame) -> dict[str, RateChoice]:
     """Every model's :class:`RateChoice` from the stored grid and edge runs ``runs`` (labels
     ``model``, ``lr``, ``steps``, ``seed``, ``val_loss``)."""
     out = {}
-    seeds = len(B.SEEDS)
+    seeds = len(D.SEEDS)
     for m in LR_GRID_MODELS:
         rates = tuple(LR_GRID_RATES)
         means = _means(runs, m, rates)
@@ -138,7 +138,7 @@ def edge_grid(rates: Mapping[str, RateChoice]) -> list[tuple[dict, dict]]:
 
 
 def _row(row: str) -> tuple[str, str]:
-    return B._rows_of(row)
+    return D.rows_of(row)
 
 
 def _arm(runs: pd.DataFrame, model: str, rate: float, steps: int) -> pd.DataFrame:
@@ -188,11 +188,11 @@ def judged_grid(rates: Mapping[str, RateChoice], runs: pd.DataFrame | None = Non
         for steps in JUDGED_STEPS:
             for seed in range(n):
                 for m in (a, b):
-                    cfg = B._config(m, steps=steps, seed=seed, lr=rates[m].rate)
-                    k = B.run_key(cfg)
+                    cfg = D.config(m, steps=steps, seed=seed, lr=rates[m].rate)
+                    k = D.run_key(cfg)
                     if k not in seen:
                         seen.add(k)
-                        out.append((B._labels(m, steps=steps, lr=rates[m].rate), cfg))
+                        out.append((D.labels(m, steps=steps, lr=rates[m].rate), cfg))
     return out
 
 
@@ -211,7 +211,7 @@ def judged_comparisons(runs: pd.DataFrame, rates: Mapping[str, RateChoice]) -> p
     ``params_b``: NaN until a run of the model is stored)."""
     nan = float("nan")
     rows = []
-    for row, a, b in B.ROWS:
+    for row, a, b in D.ROWS:
         ra, rb = rates[a].rate, rates[b].rate
         n = row_seeds(runs, rates, row)
         prev = {}
@@ -222,13 +222,13 @@ def judged_comparisons(runs: pd.DataFrame, rates: Mapping[str, RateChoice]) -> p
             params = [float(e.n_params.iloc[0]) if len(e) else nan for e in (ea, eb)]
             for split, value in (("validation", "val_loss"), ("test", "test_loss")):
                 d = _pair(ea, eb, value)
-                e = B._est(d["diff"])
-                c = B._est(pd.Series(dtype=float))
+                e = D.estimate(d["diff"])
+                c = D.estimate(pd.Series(dtype=float))
                 if split in prev and len(d) and len(prev[split]):
                     j = d.merge(prev[split], on="seed", suffixes=("", "_prev"))
-                    c = B._est(j["diff"] - j["diff_prev"])
+                    c = D.estimate(j["diff"] - j["diff_prev"])
                 rows.append({"row": row, "a": a, "b": b, "steps": s,
-                             "tokens": s * B.BASE["batch_size"] * B.BASE["seq_len"], "split": split,
+                             "tokens": s * D.BASE["batch_size"] * D.BASE["seq_len"], "split": split,
                              "diff": e.mean, "lo": e.lo, "hi": e.hi, "n": e.n, "runs": len(ea) + len(eb),
                              "planned": 2 * n, "change_diff": c.mean, "change_lo": c.lo, "change_hi": c.hi,
                              "change_n": c.n, "lr_a": nan if ra is None else ra, "lr_b": nan if rb is None else rb,
@@ -240,11 +240,11 @@ def judged_comparisons(runs: pd.DataFrame, rates: Mapping[str, RateChoice]) -> p
 def fair_grids(latest: Mapping[str, dict]) -> tuple[dict[str, RateChoice], list, list]:
     """(rates, grid runs, judged runs) as (labels, config) lists, from a store's records ``latest``."""
     grid = lr_grid()
-    rates = select_rates(B._frame(grid, latest))
+    rates = select_rates(D.frame(grid, latest))
     grid = grid + edge_grid(rates)
-    rates = select_rates(B._frame(grid, latest))
+    rates = select_rates(D.frame(grid, latest))
     first = judged_grid(rates)
-    judged = judged_grid(rates, B._frame(first, latest))
+    judged = judged_grid(rates, D.frame(first, latest))
     return rates, grid, judged
 
 
@@ -254,8 +254,8 @@ def read_fair(latest: Mapping[str, dict]) -> dict:
     (``lr_grid_planned``; ``judged_planned``, of the rows whose rates are chosen) and the two
     designs as (labels, config) lists (``grid_configs``, ``judged_configs``)."""
     rates, grid, judged = fair_grids(latest)
-    runs = B._frame(judged, latest)
-    return {"rates": rates, "lr_grid": B._frame(grid, latest), "judged": runs,
+    runs = D.frame(judged, latest)
+    return {"rates": rates, "lr_grid": D.frame(grid, latest), "judged": runs,
             "judged_comparisons": judged_comparisons(runs, rates), "lr_grid_planned": len(grid),
             "judged_planned": len(judged), "grid_configs": grid, "judged_configs": judged}
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from . import fair
-from .figures import _interval
+from .figures import interval_text
 
 __all__ = ["GRID_PANELS", "plot_lr_grid", "lr_grid_display", "judged_display"]
 
@@ -80,9 +80,9 @@ def judged_display(comps: pd.DataFrame) -> pd.DataFrame:
         first = r.steps == min(comps[comps.row == r.row].steps)
         rates = "not chosen yet" if pd.isna(r.lr_a) or pd.isna(r.lr_b) else f"{r.lr_a:g} and {r.lr_b:g}"
         rows.append({"comparison (a minus b)": f"{r.a} minus {r.b}", "rates": rates, "steps": f"{r.steps:,}",
-                     "validation (nats)": _interval(r.diff, r.lo, r.hi, r.n),
-                     "test (nats)": _interval(t["diff"], t.lo, t.hi, int(t.n)),
+                     "validation (nats)": interval_text(r.diff, r.lo, r.hi, r.n),
+                     "test (nats)": interval_text(t["diff"], t.lo, t.hi, int(t.n)),
                      "change (validation)": "first budget" if first else
-                     _interval(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
+                     interval_text(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
                      "runs stored": f"{r.runs} of {r.planned}"})
     return pd.DataFrame(rows)

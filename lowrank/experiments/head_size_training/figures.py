@@ -19,7 +19,7 @@ from .summaries import curve_gap, mean_curves, summarise
 
 __all__ = ["plot_learning_curves", "plot_heads", "plot_matched", "plot_sizes", "plot_comparisons",
            "plot_recovery", "ROW_TITLES", "plot_budget_gaps", "plot_one_budget", "plot_lr_check", "plot_factorial", "budget_display",
-           "factorial_display", "lr_check_display"]
+           "factorial_display", "lr_check_display", "interval_text"]
 
 # The symmetric-log axis of the recovery figure: linear within 0.05 nats of 0, where the gaps close.
 RECOVERY_TICKS = [-0.2, -0.1, -0.05, 0, 0.05, 0.1, 0.2, 0.5, 1]
@@ -162,7 +162,7 @@ _SPLIT_STYLE = {"validation": dict(marker="o", color="black", offset=0.94),
                 "test": dict(marker="s", color="grey", offset=1.06)}
 
 
-def _interval(d: float, lo: float, hi: float, n: int) -> str:
+def interval_text(d: float, lo: float, hi: float, n: int) -> str:
     if n == 0 or (isinstance(d, float) and math.isnan(d)):
         return "not stored yet"
     if n < 2 or math.isnan(lo):
@@ -261,11 +261,11 @@ def budget_display(comps: pd.DataFrame) -> pd.DataFrame:
         t = comps[(comps.row == r.row) & (comps.steps == r.steps) & (comps.split == "test")].iloc[0]
         rows.append({"comparison (a minus b)": f"{r.a} minus {r.b}", "steps": f"{r.steps:,}",
                      "tokens a run": f"{r.tokens / 1e6:.1f} M",
-                     "validation (nats, 95 % interval)": _interval(r.diff, r.lo, r.hi, r.n),
-                     "test (nats, 95 % interval)": _interval(t["diff"], t.lo, t.hi, int(t.n)),
+                     "validation (nats, 95 % interval)": interval_text(r.diff, r.lo, r.hi, r.n),
+                     "test (nats, 95 % interval)": interval_text(t["diff"], t.lo, t.hi, int(t.n)),
                      "change from the previous budget (validation)":
                          "first budget" if r.steps == budget.ROW_STEPS[r.row][0] else
-                         _interval(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
+                         interval_text(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
                      "runs stored": f"{r.runs} of {r.planned}"})
     return pd.DataFrame(rows)
 
@@ -276,8 +276,8 @@ def factorial_display(effects: pd.DataFrame) -> pd.DataFrame:
     t = effects[effects.split == "test"].set_index("effect")
     return pd.DataFrame({
         "standard minus fixed at h = 32 (nats)": list(v.index),
-        "validation (95 % interval)": [_interval(r["diff"], r.lo, r.hi, int(r.n)) for _, r in v.iterrows()],
-        "test (95 % interval)": [_interval(r["diff"], r.lo, r.hi, int(r.n)) for _, r in t.iterrows()],
+        "validation (95 % interval)": [interval_text(r["diff"], r.lo, r.hi, int(r.n)) for _, r in v.iterrows()],
+        "test (95 % interval)": [interval_text(r["diff"], r.lo, r.hi, int(r.n)) for _, r in t.iterrows()],
         "seeds": [int(n) for n in v.n]})
 
 

@@ -9,11 +9,11 @@ import pandas as pd
 
 from ...models import bert_parameter_count
 from ...stats import Estimate
-from . import budget, fair
+from . import budget, design, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key
-from ..verdicts import CONTRADICTED, NEGLIGIBLE, REPRODUCED
-from .rules import CLAIMS, HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
+from .leads import answer, answer_more, budget_verdicts, gap_reading, interval_side
+from .rules import HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
 from .summaries import curve_gap, diff_text, half_width, paired, summarise
 
 __all__ = ["HEADLINE_KEYS", "LONG_COMMAND", "headline"]
@@ -360,7 +360,7 @@ def _budget_headline(b: Mapping) -> dict:
             for x in ("diff", "lo", "hi"):
                 out[f"budget_shared_{row}_{s}_{x}"] = float(r[x].iloc[0]) if len(r) else nan
             out[f"budget_shared_{row}_{s}_n"] = int(r["n"].iloc[0]) if len(r) else 0
-        for side, m in zip(("a", "b"), budget._rows_of(row)):
+        for side, m in zip(("a", "b"), design.rows_of(row)):
             n_params = runs[runs.model == m].n_params if len(runs) else []
             out[f"budget_shared_{row}_params_{side}"] = float(n_params.iloc[0]) if len(n_params) else nan
     out["budget_shared_lr"] = out_lr(b)
@@ -448,127 +448,6 @@ def _budget_status(stored: int, planned: int, cpu_h: float) -> str:
     return f"partial: {stored} of the {planned} planned runs are stored so far ({hours})"
 
 
-# The claims the budget store decides, in the order the page lists them, with a short name each.
-_BUDGET_CLAIMS = {"bhojanapalli-fixed-heads-training": "Fixed against standard heads at h = 32",
-                  "bhojanapalli-parameter-matched": "Parameter-matched",
-                  "bhojanapalli-more-heads-hurt-standard": "More standard heads hurt",
-                  "bhojanapalli-more-heads-help-fixed": "More fixed-size heads help",
-                  "bhojanapalli-head-size-capacity": "Larger heads help (Table 2(B))",
-                  "head-size-past-n": "Head size past n helps (Table 2(B))",
-                  "too-few-heads-hurt": "Too few heads hurt (Fig. 4)"}
-
-
-def _side(lo: float, hi: float) -> int:
-    """+1 when a 95 % interval lies above 0, -1 below, 0 when it contains 0 (or is missing)."""
-    return 1 if lo > 0 else -1 if hi < 0 else 0
-
-
-def _gap_reading(H: Mapping) -> str:
-    """What the h = 32 gap did between the long sweep's budget and the budget store's largest, as a
-    phrase read off the intervals (validation and test must agree at the largest budget), naming
-    both budgets; a largest budget whose runs are not all stored is said to be still training."""
-    p = "ch04_rule_budget_gap_"
-    before = _side(H["ch04_long_gap_lo"], H["ch04_long_gap_hi"])
-    then = {1: "ahead", -1: "behind", 0: "level with the standard model"}[before]
-    start = f"the fixed head size, {then} at {H['ch04_long_tokens_seen'] / 1e6:.1f} M tokens a run (the long sweep),"
-    at = f"at {H[p + 'tokens'] / 1e6:.1f} M tokens a run (the budget store's largest budget)"
-    if H[p + "lr_stored"] < H[p + "lr_planned"]:
-        return (f"{start} is not measured yet {at} with each model at its own rate: {int(H[p + 'lr_stored'])} of the "
-                f"{int(H[p + 'lr_planned'])} runs of the two models' rate grid are stored")
-    if H[p + "stored"] < H[p + "planned"]:
-        return f"{start} is not measured yet {at}: {int(H[p + 'stored'])} of its {int(H[p + 'planned'])} runs are stored"
-    after = {_side(H[f"{p}{s}_lo"], H[f"{p}{s}_hi"]) for s in ("val", "test")}
-    if len(after) > 1:
-        return f"{start} is judged differently by the two splits {at}"
-    now = after.pop()
-    if now == 0:
-        return (f"{start} is not detectably better or worse {at}"
-                + ("; its early deficit was a matter of training budget" if before == -1 else ""))
-    return f"{start} is {'ahead' if now == 1 else 'behind'} {at}"
-
-
-_MATCH_READING = {
-    REPRODUCED: "a fixed head size wins",
-    CONTRADICTED: "standard heads win",
-    NEGLIGIBLE: "neither layout wins by more than the margin",
-}
-_GAP_READING = {
-    REPRODUCED: "buys a lower loss",
-    CONTRADICTED: "costs loss",
-    NEGLIGIBLE: "changes the loss by less than the margin",
-}
-
-
-def _claim(key: str):
-    return next(c for c in CLAIMS if c.key == key)
-
-
-def _judged(H: Mapping, row: str) -> bool:
-    p = f"ch04_rule_budget_{row}_"
-    return H[p + "lr_stored"] >= H[p + "lr_planned"] and H[p + "stored"] >= H[p + "planned"]
-
-
-def _nats(d: float, lo: float, hi: float) -> str:
-    return f"{d:+.3f} nats ({lo:+.3f} to {hi:+.3f})"
-
-
-def _answer(H: Mapping) -> str:
-    """The chapter's answer, first on the page and short enough for four lines on a phone: at equal
-    parameters, which layout wins (the parameter-matched row, each model at its own rate), with its
-    validation interval, seeds and budget; while that row is not judged, what the shared-rate runs
-    showed, labelled as such."""
-    p = "ch04_rule_budget_match_"
-    if _judged(H, "match"):
-        j = _claim("bhojanapalli-parameter-matched").judge(H)
-        reading = _MATCH_READING.get(j.verdict, "the rule cannot decide yet")
-        return (f"At equal parameters, {reading}: standard minus fixed validation loss is "
-                f"{_nats(H[p + 'val_diff'], H[p + 'val_lo'], H[p + 'val_hi'])}, {int(H[p + 'val_n'])} seeds of "
-                f"{H[p + 'tokens'] / 1e6:.1f} M tokens, each model at its own learning rate.")
-    s = "ch04_budget_shared_match_val_"
-    if H[s + "n"] < 2:
-        return "Open: the parameter-matched comparison is still training, each model at its own learning rate."
-    side = "behind" if H[s + "hi"] < 0 else "ahead" if H[s + "lo"] > 0 else "level within its interval"
-    return (f"Open until each model has its own learning rate. At one shared rate and equal parameters the fixed "
-            f"head size was {side}: standard minus fixed validation loss {_nats(H[s + 'diff'], H[s + 'lo'], H[s + 'hi'])}, "
-            f"{int(H[s + 'n'])} seeds, {H['ch04_budget_extended_tokens'] / 1e6:.1f} M tokens.")
-
-
-def _answer_more(H: Mapping) -> str:
-    """What adding parameters through a fixed head size buys (the h = 32 row, not parameter-matched),
-    in one sentence, from the fair row when judged, else from the shared-rate runs, labelled."""
-    p, s = "ch04_rule_budget_gap_", "ch04_budget_shared_gap_"
-    pa, pb = H[s + "params_a"], H[s + "params_b"]
-    sizes = "" if math.isnan(pa) or math.isnan(pb) else f" ({int(pb):,} against {int(pa):,} parameters)"
-    lead = f"A fixed head size at h = 32, d_p = 16{sizes}, adds parameters rather than matching them"
-    if _judged(H, "gap"):
-        j = _claim("bhojanapalli-fixed-heads-training").judge(H)
-        reading = _GAP_READING.get(j.verdict, "has no verdict yet")
-        return (f"{lead}; against standard heads it {reading}: standard minus fixed validation loss "
-                f"{_nats(H[p + 'val_diff'], H[p + 'val_lo'], H[p + 'val_hi'])}, test "
-                f"{_nats(H[p + 'test_diff'], H[p + 'test_lo'], H[p + 'test_hi'])}.")
-    if H[s + "val_n"] < 2:
-        return f"{lead}; its comparison with standard heads is still training."
-    return (f"{lead}; at the shared rate, standard minus fixed validation loss was "
-            f"{_nats(H[s + 'val_diff'], H[s + 'val_lo'], H[s + 'val_hi'])} (test "
-            f"{_nats(H[s + 'test_diff'], H[s + 'test_lo'], H[s + 'test_hi'])}), which the fair comparison re-decides.")
-
-
-def _budget_verdicts(H: Mapping) -> str:
-    """Each budget-store claim's verdict under its registered rule, with the rule's reason, as one
-    sentence per verdict (claims with the same verdict and reason share a sentence)."""
-    groups: dict[str, list[str]] = {}
-    for c in CLAIMS:
-        if c.key in _BUDGET_CLAIMS:
-            j = c.judge(H)
-            why = f", because {j.qualifier}" if j.qualifier else ""
-            groups.setdefault(f"{j.verdict}{why}", []).append(_BUDGET_CLAIMS[c.key])
-    out = []
-    for label, names in groups.items():
-        who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        out.append(f"{who}: {label}.")
-    return " ".join(out)
-
-
 def _budget_lr_text(b: Mapping) -> str:
     """The budget extension's rate, how it was chosen, its largest regret and each model's own
     best rate in the learning-rate check (one seed), as a phrase."""
@@ -593,7 +472,7 @@ def _factorial_text(effects: pd.DataFrame) -> str:
     moves = []
     for name in dict.fromkeys(main.effect):
         e = main[main.effect == name]
-        sides = {_side(r.lo, r.hi) for r in e.itertuples()}
+        sides = {interval_side(r.lo, r.hi) for r in e.itertuples()}
         if len(sides) == 1 and 0 not in sides:
             splits = ", ".join(f"{r.split} {r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]" for r in e.itertuples())
             factor, _, levels = name.partition(": ")
@@ -655,10 +534,10 @@ def headline(tables: Mapping) -> dict:
                                              float(long["tokens_seen"]), ("dpsize",))))
     out.update(_budget_headline(tables["budget"]))
     out = {f"ch04_{k}": v for k, v in out.items()}
-    out["ch04_budget_verdicts_text"] = _budget_verdicts(out)
-    out["ch04_budget_gap_reading"] = _gap_reading(out)
-    out["ch04_budget_answer"] = _answer(out)
-    out["ch04_budget_answer_more"] = _answer_more(out)
+    out["ch04_budget_verdicts_text"] = budget_verdicts(out)
+    out["ch04_budget_gap_reading"] = gap_reading(out)
+    out["ch04_budget_answer"] = answer(out)
+    out["ch04_budget_answer_more"] = answer_more(out)
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
     return out

@@ -400,7 +400,7 @@ hs.figures.budget_display(B["comparisons"]).style.hide(axis="index")
 # ```{table-caption}
 # :name: tab-ch04-budget
 #
-# At the shared rate, the comparisons at every budget: the trend the fair design of {ref}`sec-ch04-fair` re-decides. Each comparison (a minus b, paired by seed) at each training budget: steps and training tokens a run, the validation and test difference (nats) with its 95 % interval, the change from the previous budget, and the runs stored.
+# At the shared rate, the comparisons at every budget: the trend that the fair design below re-decides. Each comparison (a minus b, paired by seed) at each training budget: steps and training tokens a run, the validation and test difference (nats) with its 95 % interval, the change from the previous budget, and the runs stored.
 # ```
 #
 # ```{glue:figure} ch04_fig_budget

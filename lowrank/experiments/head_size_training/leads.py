@@ -51,11 +51,6 @@ def gap_reading(H: Mapping) -> str:
     return f"{start} is {'ahead' if now == 1 else 'behind'} {at}"
 
 
-_MATCH_READING = {
-    REPRODUCED: "a fixed head size wins",
-    CONTRADICTED: "standard heads win",
-    NEGLIGIBLE: "neither layout wins by more than the margin",
-}
 _GAP_READING = {
     REPRODUCED: "buys a lower loss",
     CONTRADICTED: "costs loss",
@@ -76,45 +71,65 @@ def _nats(d: float, lo: float, hi: float) -> str:
     return f"{d:+.3f} nats ({lo:+.3f} to {hi:+.3f})"
 
 
+def _fixed_by(d: float, lo: float, hi: float) -> str:
+    """Standard minus fixed loss read as the fixed head size's side: 'x nats worse (a to b)', 'x nats
+    better (a to b)' when the interval excludes 0, else the signed difference with its interval."""
+    if hi < 0:
+        return f"{-d:.3f} nats worse ({-hi:.3f} to {-lo:.3f})"
+    if lo > 0:
+        return f"{d:.3f} nats better ({lo:.3f} to {hi:.3f})"
+    return f"level ({_nats(d, lo, hi)})"
+
+
 def answer(H: Mapping) -> str:
-    """The chapter's answer, first on the page and short enough for four lines on a phone: at equal
-    parameters, which layout wins (the parameter-matched row, each model at its own rate), with its
-    validation interval, seeds and budget; while that row is not judged, what the shared-rate runs
-    showed, labelled as such."""
+    """The chapter's answer, first on the page and at most about four lines on a phone: at equal
+    parameters, which layout wins (the parameter-matched row, each model at its own rate) and by how
+    much, with its interval and seeds; while that row is not judged, what the shared-rate runs
+    showed, labelled as such. The budget opens the next paragraph (:func:`answer_more`)."""
     p = "ch04_rule_budget_match_"
     if _judged(H, "match"):
         j = _claim("bhojanapalli-parameter-matched").judge(H)
-        reading = _MATCH_READING.get(j.verdict, "the rule cannot decide yet")
-        return (f"At equal parameters, {reading}: standard minus fixed validation loss is "
-                f"{_nats(H[p + 'val_diff'], H[p + 'val_lo'], H[p + 'val_hi'])}, {int(H[p + 'val_n'])} seeds of "
-                f"{H[p + 'tokens'] / 1e6:.1f} M tokens, each model at its own learning rate.")
+        d, lo, hi, n = (H[p + f"val_{x}"] for x in ("diff", "lo", "hi", "n"))
+        if j.verdict in (REPRODUCED, CONTRADICTED):
+            return (f"At equal parameters, a fixed head size is {_fixed_by(d, lo, hi)}, {int(n)} seeds, each model at "
+                    f"its own rate.")
+        if j.verdict == NEGLIGIBLE:
+            return (f"At equal parameters, neither layout wins by more than {H['ch04_budget_margin']:g} nats: "
+                    f"{_nats(d, lo, hi)}, {int(n)} seeds.")
+        return f"At equal parameters, undecided: standard minus fixed {_nats(d, lo, hi)}, {int(n)} seeds."
     s = "ch04_budget_shared_match_val_"
     if H[s + "n"] < 2:
-        return "Open: the parameter-matched comparison is still training, each model at its own learning rate."
-    side = "behind" if H[s + "hi"] < 0 else "ahead" if H[s + "lo"] > 0 else "level within its interval"
-    return (f"Open until each model has its own learning rate. At one shared rate and equal parameters the fixed "
-            f"head size was {side}: standard minus fixed validation loss {_nats(H[s + 'diff'], H[s + 'lo'], H[s + 'hi'])}, "
-            f"{int(H[s + 'n'])} seeds, {H['ch04_budget_extended_tokens'] / 1e6:.1f} M tokens.")
+        return "Undecided: the parameter-matched comparison is still training, each model at its own rate."
+    return (f"Undecided: at one shared rate and equal parameters, fixed heads were "
+            f"{_fixed_by(H[s + 'diff'], H[s + 'lo'], H[s + 'hi'])}, {int(H[s + 'n'])} seeds.")
 
 
 def answer_more(H: Mapping) -> str:
-    """What adding parameters through a fixed head size buys (the h = 32 row, not parameter-matched),
-    in one sentence, from the fair row when judged, else from the shared-rate runs, labelled."""
+    """The opening's second paragraph: the budget and rates of the answer, then what adding parameters
+    through a fixed head size buys (the h = 32 row, not parameter-matched), from the fair rows when
+    judged, else from the shared-rate runs, labelled."""
     p, s = "ch04_rule_budget_gap_", "ch04_budget_shared_gap_"
+    tokens = H["ch04_budget_extended_tokens"] / 1e6
     pa, pb = H[s + "params_a"], H[s + "params_b"]
-    sizes = "" if math.isnan(pa) or math.isnan(pb) else f" ({int(pb):,} against {int(pa):,} parameters)"
-    lead = f"A fixed head size at h = 32, d_p = 16{sizes}, adds parameters rather than matching them"
+    sizes = "" if math.isnan(pa) or math.isnan(pb) else f" ({int(pb):,} against {int(pa):,})"
+    adds = f"A fixed head size of 16 at h = 32 adds parameters{sizes}"
     if _judged(H, "gap"):
         j = _claim("bhojanapalli-fixed-heads-training").judge(H)
         reading = _GAP_READING.get(j.verdict, "has no verdict yet")
-        return (f"{lead}; against standard heads it {reading}: standard minus fixed validation loss "
+        return (f"Both comparisons train {tokens:.1f} M tokens a run, each model at the best rate of its own grid. "
+                f"{adds}: against standard heads it {reading}, standard minus fixed validation loss "
                 f"{_nats(H[p + 'val_diff'], H[p + 'val_lo'], H[p + 'val_hi'])}, test "
                 f"{_nats(H[p + 'test_diff'], H[p + 'test_lo'], H[p + 'test_hi'])}.")
+    if _judged(H, "match"):
+        return (f"The parameter-matched runs trained {tokens:.1f} M tokens each, each model at the best rate of its "
+                f"own grid. {adds}; that comparison is still training.")
+    first = (f"Those runs trained {tokens:.1f} M tokens each at one peak learning rate; the fair comparison, each "
+             f"model at its own rate, is still training.")
     if H[s + "val_n"] < 2:
-        return f"{lead}; its comparison with standard heads is still training."
-    return (f"{lead}; at the shared rate, standard minus fixed validation loss was "
-            f"{_nats(H[s + 'val_diff'], H[s + 'val_lo'], H[s + 'val_hi'])} (test "
-            f"{_nats(H[s + 'test_diff'], H[s + 'test_lo'], H[s + 'test_hi'])}), which the fair comparison re-decides.")
+        return f"{first} {adds}."
+    return (f"{first} {adds}: at the shared rate, standard minus fixed validation loss was "
+            f"{_nats(H[s + 'val_diff'], H[s + 'val_lo'], H[s + 'val_hi'])}, test "
+            f"{_nats(H[s + 'test_diff'], H[s + 'test_lo'], H[s + 'test_hi'])}.")
 
 
 def budget_verdicts(H: Mapping) -> str:

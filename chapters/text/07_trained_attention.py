@@ -77,6 +77,15 @@ mla_steps = 150                              # optimiser steps per model
 mla_batch = 16                               # sequences per step
 mla_lr = 0.003                               # peak learning rate (warm-up, cosine decay)
 mla_rank_windows = 32                        # held-out test windows ranked per model
+models_run = False                           # False: read SmolLM2's and MPNet's measurements from the committed store
+models_store = None                          # your store when models_run is True (None: a temporary file)
+models_long_store = "data/results/07_pretrained_models_long.jsonl"  # committed store (read only)
+models_lengths = [128, 256, 512]             # n at which both models' heads are ranked
+models_windows = 4                           # windows per corpus at each n
+models_cut_ns = [64, 128, 256]               # n at which both models' heads are cut
+models_cut_ranks = [1, 2, 4, 8, 16, 32, 64]  # logit ranks r of the cut (64: the full head)
+models_cut_per_class = 40                    # BBC News articles per topic for the encoder's cut
+models_loss_windows = 16                     # BBC News windows for the decoder's next-token loss
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt

@@ -9,6 +9,9 @@
 - :mod:`.latent`, :mod:`.latent_rules`: small language models on multi-head latent attention at
   several latent sizes, their heads' logit rank against the layer's bound and their attention's
   rank, and the two claims' rules.
+- :mod:`.pretrained_models`, :mod:`.model_rules`, :mod:`.model_figures`: SmolLM2-135M-Instruct and
+  all-mpnet-base-v2 measured like MiniLM (read from their committed long-scale store), their six
+  per-model claims, and the model-by-claim table.
 - :mod:`.runs`: :func:`run`, the chapter's parameters mapped onto the three experiments.
 - :mod:`.figures`: the chapter's figures and tables, drawn from :func:`run`'s tables.
 
@@ -44,7 +47,7 @@ from .figures import (LAW_LABELS, check_summary, classifier_status_table, latent
 
 from .model_rules import LOSS_MARGIN, MODEL_CLAIMS, verdict_key
 from .pretrained_models import LONG_MODELS_STORE, MODELS_KEYS, models_configs, models_headline, run_models
-from .model_figures import model_claim_table, models_cut_display
+from .model_figures import model_claim_display, model_claim_table, models_cut_display
 
 from .estimate import estimate, memory, run_keys
 
@@ -71,7 +74,7 @@ __all__ = ["answer_text", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAIN
            "latent_headline", "latent_summary", "paired_saturation", "run_latent", "rule_mla_trained_bound",
            "rule_mla_trained_saturation", "latent_arguments", "latent_table", "plot_latent", "LOSS_MARGIN",
            "MODEL_CLAIMS", "LONG_MODELS_STORE", "MODELS_KEYS", "models_configs", "models_headline", "run_models",
-           "model_claim_table", "models_cut_display"]
+           "model_claim_table", "model_claim_display", "models_cut_display"]
 
 _PRETRAINED_KEYS = (
     "ch07_mini_layers", "ch07_mini_heads", "ch07_mini_dh", "ch07_mini_maps",

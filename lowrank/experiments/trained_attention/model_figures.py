@@ -7,9 +7,9 @@ from typing import Any
 import pandas as pd
 
 from ..verdicts import is_missing
-from .model_rules import LOSS_MARGIN
+from .model_rules import LOSS_MARGIN, MODEL_TITLES as _TITLES
 
-__all__ = ["model_claim_table", "models_cut_display"]
+__all__ = ["model_claim_table", "model_claim_display", "models_cut_display"]
 
 
 def _word(label: str) -> str:
@@ -54,11 +54,16 @@ def model_claim_table(h: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("model")
 
 
-def models_cut_display(tables: Mapping[str, Any]) -> pd.DataFrame:
+def model_claim_display(h: Mapping[str, Any]):
+    """:func:`model_claim_table` styled as the book's tables are."""
+    return model_claim_table(h).style
+
+
+def models_cut_display(tables: Mapping[str, Any]):
     """The two models' cuts as the chapter shows them: per (model, n, r) the measure the rule reads."""
     cut = tables["models_cut"]
     if not len(cut):
-        return pd.DataFrame()
+        return pd.DataFrame().style
     out = []
     for row in cut.itertuples():
         if row.model == "smollm2":
@@ -67,5 +72,5 @@ def models_cut_display(tables: Mapping[str, Any]) -> pd.DataFrame:
         else:
             shown = {"measure": "top-10 overlap (95 % lower bound); similarity correlation",
                      "value": f"{row.overlap:.2f} ({row.overlap_lb:.2f}); {row.sim_corr:.3f}"}
-        out.append({"model": row.model, "n": row.n, "r": row.r, **shown})
-    return pd.DataFrame(out)
+        out.append({"model": _TITLES[row.model], "n (tokens)": row.n, "logit rank r": row.r, **shown})
+    return pd.DataFrame(out).style.hide(axis="index")

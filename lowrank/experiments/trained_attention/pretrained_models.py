@@ -265,33 +265,3 @@ def models_headline(t: Mapping[str, Any]) -> dict[str, Any]:
                     float("nan"), p + "git": str(i.git)[:12]})
     return out
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m lowrank.experiments.trained_attention.pretrained_models --store FILE``: the two
-    models measured with the long parameter set's ``models_*`` values into FILE (resumable by run key)."""
-    import argparse
-    import sys
-
-    import yaml
-
-    from ...files import BOOK_ROOT
-
-    ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.trained_attention.pretrained_models")
-    ap.add_argument("--store", required=True, help="your store (the committed one is read, never written)")
-    args = ap.parse_args(argv)
-    store = Path(args.store).resolve()
-    if store == (BOOK_ROOT / LONG_MODELS_STORE).resolve():
-        print(f"{ap.prog}: error: --store {args.store}: the committed store is never written; measure into "
-              "runs/ and copy it back", file=sys.stderr)
-        return 2
-    p = yaml.safe_load((BOOK_ROOT / "chapters" / "params" / "long" / "07_trained_attention.yaml").read_text())
-    from .runs import models_arguments
-
-    configs = models_configs(**models_arguments({**p, "seed": p.get("seed", 0)}))
-    run_models(configs, run=True, store=store)
-    print(f"{len(configs)} configurations measured into {store}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

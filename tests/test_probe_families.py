@@ -213,3 +213,18 @@ def test_the_shipped_models_are_probed_by_name(name, d_h, causal, tmp_path, caps
     assert found["query_heads_per_key_head"] == (3 if name == "smollm2" else 1)
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["cross_check"]["max_abs_diff"] < 1e-5 and prov["inputs"]["corpus"] == "shakespeare"
+
+
+def test_a_run_folder_whose_config_names_another_corpus_is_probed_on_its_own(tmp_path, capsys, monkeypatch):
+    from test_probe_cli import lowrank_run as fixture
+
+    run, cfg = fixture.__wrapped__(tmp_path, monkeypatch)
+    # config.json edited to name another corpus: the checkpoint's record decides, and is recorded
+    (run / "config.json").write_text(json.dumps({**cfg.to_dict(), "corpus": "shakespeare"}))
+    out = tmp_path / "o"
+    code, io = _probe(capsys, run, "--windows", 1, "-o", out)
+    assert code == 0, io.err
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["inputs"]["texts"] == f"{cfg.corpus} (test split)" and prov["checkpoint"]["corpus"] == cfg.corpus
+    code, io = _probe(capsys, run, "--texts", "shakespeare", "-o", tmp_path / "o2")
+    assert code == 2 and "its own corpus" in io.err

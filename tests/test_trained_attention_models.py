@@ -55,3 +55,112 @@ def test_every_model_claim_names_its_parent_and_glue_key():
 def test_cut_points_round_trip():
     pts = [{"n": 64, "prev": 1, "r": 2}, {"n": 128, "prev": 32, "r": 64}]
     assert mr.parse_cut_points(mr.format_cut_points(pts)) == [(64, 1, 2), (128, 32, 64)]
+
+
+# --- the committed store, its estimate, the chapter's tables ------------------------------------
+
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+STORE = ROOT / "data" / "results" / "07_pretrained_models_long.jsonl"
+
+
+def _long_params():
+    import yaml
+
+    p = yaml.safe_load((ROOT / "chapters" / "params" / "long" / "07_trained_attention.yaml").read_text())
+    return {**p, "seed": p.get("seed", 0)}
+
+
+def _records():
+    from lowrank.experiments.trained_attention.pretrained_models import models_configs
+    from lowrank.experiments.trained_attention.runs import models_arguments
+    from lowrank.sweep import ResultStore
+    from lowrank.train import run_key
+
+    want = {run_key(c) for c in models_configs(**models_arguments(_long_params()))}
+    return [r for r in ResultStore(STORE).records() if r["key"] in want], want
+
+
+def test_the_store_holds_the_long_grid_with_provenance():
+    recs, want = _records()
+    assert {r["key"] for r in recs} == want
+    for r in recs:
+        assert r["provenance"]["git_revision"] and r["provenance"]["code_hash"] and r["wall_s"] > 0
+
+
+def test_the_estimate_is_within_3x_of_the_stores_measured_time():
+    from lowrank.experiments.trained_attention.estimate import models_seconds
+
+    recs, _ = _records()
+    measured = sum(r["wall_s"] for r in recs)
+    estimated = models_seconds(_long_params())
+    assert measured / 3 <= estimated <= 3 * measured, (estimated, measured)
+    assert models_seconds({**_long_params(), "models_run": False}) == 0
+
+
+def test_the_default_scale_reads_the_store_and_every_model_claim_is_judged():
+    from lowrank.experiments.trained_attention import MODEL_CLAIMS, model_claim_table, models_cut_display
+    from lowrank.experiments.trained_attention.model_rules import verdict_key
+    from lowrank.experiments.trained_attention.pretrained_models import models_configs, models_headline, run_models
+    from lowrank.experiments.trained_attention.runs import models_arguments
+
+    p = {**_long_params(), "models_run": False}
+    t = run_models(models_configs(**models_arguments(p)), run=False)
+    h = models_headline(t)
+    assert h["ch07_pm_scale"] == "long" and h["ch07_pm_smollm2_causal"] is True
+    assert h["ch07_pm_mpnet_causal"] is False and h["ch07_pm_smollm2_kv"] == 3
+    for c in MODEL_CLAIMS:
+        h[verdict_key(c)] = c.judge(h).label
+    assert all(h[verdict_key(c)].split(":")[0] != "inconclusive" or "no" in h[verdict_key(c)] for c in MODEL_CLAIMS)
+    h.update({"ch07_mini_dh": 32, "ch07_verdict_mechanism": "reproduced", "ch07_logit_range": "exactly 32",
+              "ch07_verdict_barrier": "x", "ch07_head_mean": 0.2, "ch07_barrier": 0.63, "ch07_n_max": 512,
+              "ch07_verdict_truncation": "y", "ch07_trr_text": "z"})
+    table = model_claim_table(h)
+    assert list(table.index) == ["all-MiniLM-L6-v2", "all-mpnet-base-v2", "SmolLM2-135M-Instruct"]
+    assert "does not apply (causal)" in table.loc["SmolLM2-135M-Instruct"].iloc[2]
+    assert "does not apply" not in table.loc["all-mpnet-base-v2"].iloc[2]
+    assert len(models_cut_display(t).data) == len(t["models_cut"])
+
+
+def test_the_long_command_refuses_the_committed_store(capsys):
+    from lowrank.experiments.trained_attention.measure_models import main
+
+    assert main(["--store", str(STORE)]) == 2
+    assert "never written" in capsys.readouterr().err
+
+
+def test_chapter_08_counts_a_claim_once_and_names_its_other_models():
+    from types import SimpleNamespace
+
+    from lowrank.experiments.claims import ChapterSource, collect_claims
+    from lowrank.experiments.synthesis import judge_claims, verdict_counts
+    from lowrank.experiments.verdicts import MIN_LI, PRETRAINED, Claim, Judgement
+
+    def parent(h):
+        """Parent rule."""
+        return Judgement(REPRODUCED, f"MiniLM {h['ch07_x']}")
+
+    def child(h):
+        """Child rule."""
+        return Judgement(CONTRADICTED, f"decoder {h['ch07_x']}")
+
+    claims = (Claim("p-claim", MIN_LI, "07", "sec-a", "A claim", parent, kind=PRETRAINED),
+              Claim("p-claim-smollm2", MIN_LI, "07", "sec-a", "A claim (SmolLM2-135M-Instruct)", child,
+                    kind=PRETRAINED, model_of="p-claim"))
+    src = ChapterSource("07", "07_trained_attention", "fake")
+    col = collect_claims([src], load=lambda name: SimpleNamespace(CLAIMS=claims), untested=())
+    rows = judge_claims(col, {"ch07_x": 1})
+    assert [r.key for r in rows] == ["p-claim"] and rows[0].verdict == REPRODUCED
+    assert "SmolLM2-135M-Instruct" in rows[0].evidence and "contradicted" in rows[0].evidence
+    assert verdict_counts(rows)[REPRODUCED] == 1 and verdict_counts(rows)[CONTRADICTED] == 0
+
+
+def test_the_real_pretrained_rows_name_their_models():
+    from lowrank.experiments.claims import collect_claims
+
+    col = collect_claims()
+    extended = {c.model_of for c in col.claims if c.model_of}
+    assert extended == {"bhojanapalli-trained-logit-rank", "minli-trained-barrier", "minli-truncation"}
+    keys = {c.key for c in col.claims}
+    assert extended <= keys

@@ -164,3 +164,18 @@ def test_the_real_pretrained_rows_name_their_models():
     assert extended == {"bhojanapalli-trained-logit-rank", "minli-trained-barrier", "minli-truncation"}
     keys = {c.key for c in col.claims}
     assert extended <= keys
+
+
+def test_every_key_a_model_rule_reads_is_a_headline_key():
+    import inspect
+    import re
+
+    from lowrank.experiments import trained_attention as ch
+
+    for c in mr.MODEL_CLAIMS:
+        model = c.key.rsplit("-", 1)[1]
+        helper = {"logit": mr._logit_bound, "barrier": mr._barrier, "truncation": mr._cut}[mr.VERDICT_SHORT[c.model_of]]
+        keys = re.findall(r'need\(h, p \+ "(\w+)"\)|need\(h, p \+ \'(\w+)\'\)', inspect.getsource(helper))
+        assert keys
+        for k in {a or b for a, b in keys}:
+            assert f"ch07_pm_{model}_{k}" in ch.HEADLINE_KEYS, k

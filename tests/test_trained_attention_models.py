@@ -179,3 +179,21 @@ def test_every_key_a_model_rule_reads_is_a_headline_key():
         assert keys
         for k in {a or b for a, b in keys}:
             assert f"ch07_pm_{model}_{k}" in ch.HEADLINE_KEYS, k
+
+
+@pytest.mark.slow
+def test_the_cheapest_stored_measurement_is_reproduced():
+    """MPNet's ranks measured again (about 1.5 CPU minutes; needs make models) match the stored record."""
+    from lowrank import pretrained_models as pm
+    from lowrank.experiments.trained_attention.pretrained_models import models_run
+
+    try:
+        pm.verify_model("mpnet")
+    except Exception:
+        pytest.skip("all-mpnet-base-v2 is not fetched (make models)")
+    recs, _ = _records()
+    stored = next(r for r in recs if r["config"]["model"] == "mpnet" and r["config"]["part"] == "ranks")
+    again = models_run(stored["config"])
+    for col in ("n", "layer", "head", "logit_max", "logit_min", "hard", "windows"):
+        assert again["per_head"][col] == stored["metrics"]["per_head"][col], col
+    assert again["per_head"]["a_rank"] == pytest.approx(stored["metrics"]["per_head"]["a_rank"], abs=0.25)

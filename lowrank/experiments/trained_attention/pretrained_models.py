@@ -44,7 +44,7 @@ from .model_rules import LOSS_MARGIN, MODEL_TITLES, format_cut_points
 from .rules import LEVEL, NEIGHBOUR_MARGIN, SIMILARITY_LEVEL
 from .truncation import agreement, probe_documents
 
-__all__ = ["MODELS_EXPERIMENT", "LONG_MODELS_STORE", "MODEL_NAMES", "models_configs", "models_run",
+__all__ = ["MODELS_EXPERIMENT", "LONG_MODELS_STORE", "MODEL_NAMES", "models_configs", "models_run", "models_meta",
            "run_models", "models_rank_table", "models_cut_table", "models_headline", "MODELS_KEYS"]
 
 MODELS_EXPERIMENT = "ch07_pretrained_models"

@@ -149,7 +149,8 @@ def run_models(configs: Sequence[dict], *, run: bool, store: str | Path | None =
         if not recs:
             raise FileNotFoundError(f"no measurement of the requested models in {path}")
     return {"models_ranks": models_rank_table(recs), "models_cut": models_cut_table(recs),
-            "models_meta": models_meta(recs), "models_source": "notebook" if run else "store"}
+            "models_meta": models_meta(recs), "models_source": "notebook" if run else "store",
+            "models_wall_s": float(sum(r.get("wall_s", 0.0) for r in recs))}
 
 
 def models_meta(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -229,7 +230,7 @@ def models_headline(t: Mapping[str, Any]) -> dict[str, Any]:
     ranks, cut, meta = t["models_ranks"], t["models_cut"], t["models_meta"]
     out: dict[str, Any] = {"ch07_pm_loss_margin": LOSS_MARGIN,
                            "ch07_pm_scale": "long" if t.get("models_source") == "store" else "notebook",
-                           "ch07_pm_cpu_min": float(meta.wall_s.sum() / 60) if len(meta) else float("nan")}
+                           "ch07_pm_cpu_min": float(t.get("models_wall_s", float("nan"))) / 60}
     for m in MODEL_NAMES:
         p = f"ch07_pm_{m}_"
         info = meta[meta.model == m]

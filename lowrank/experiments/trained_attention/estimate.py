@@ -50,17 +50,19 @@ def models_units(p) -> dict[str, float]:
     decoder's windows under every cut and the full model), and SmolLM2's one load."""
     if not p["models_run"]:
         return {}
-    svd = tokens = 0.0
+    out = {"pretrained_svd": 0.0, "pretrained_token": 0.0, "encoder_cut_token": 0.0, "decoder_cut_token": 0.0,
+           "gguf_load": 1.0}
     for c in models_configs(**models_arguments(p)):
         layers, heads, params = MODEL_SHAPES[c["model"]]
         if c["part"] == "ranks":
             count = c["windows"] * len(c["corpora"])
-            svd += count * layers * heads * sum(n ** 3 for n in c["lengths"])
-            tokens += count * sum(c["lengths"]) * params / 1e8
+            out["pretrained_svd"] += count * layers * heads * sum(n ** 3 for n in c["lengths"])
+            out["pretrained_token"] += count * sum(c["lengths"]) * params / 1e8
+        elif c["model"] == "mpnet":
+            out["encoder_cut_token"] += 5 * c["per_class"] * c["n"] * (1 + len(c["ranks"])) * params / 1e8
         else:
-            docs = 5 * c["per_class"] if c["model"] == "mpnet" else c["loss_windows"]
-            tokens += docs * c["n"] * (1 + len(c["ranks"])) * params / 1e8
-    return {"pretrained_svd": svd, "pretrained_token": tokens, "gguf_load": 1.0}
+            out["decoder_cut_token"] += c["loss_windows"] * c["n"] * (1 + len(c["ranks"])) * params / 1e8
+    return out
 
 
 def estimate(p) -> tuple[dict[str, float], str]:

@@ -111,7 +111,8 @@ def memory(p) -> float:
 def run_keys(p) -> set[str]:
     from ...train import run_key
 
-    return {run_key(c) for c in retrieval_configs_at(p) + truncation_configs_at(p) + classifier_configs_at(p)}
+    models = models_configs(**models_arguments(p)) if p["models_run"] else []
+    return {run_key(c) for c in retrieval_configs_at(p) + truncation_configs_at(p) + classifier_configs_at(p) + models}
 
 
 def models_seconds(p) -> float:

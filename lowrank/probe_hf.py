@@ -16,6 +16,13 @@ afterwards. Inside, the function
 
 No private attribute of any attention module is read: only the arguments of the public
 attention-function interface and the module's class (to find its eager function).
+
+MPNet computes its attention inside its own module, adding a relative position bias to the scaled
+dot products, so it never calls the registry. Its self-attention modules are read by forward
+hooks instead (:data:`HOOKED`): queries and keys from the module's ``q`` and ``k`` projections,
+the bias and the mask from the call's arguments, and the module's own probabilities (asked for
+with ``output_attentions``) to check against. Its logits are the content part ``scale * Q K^T``,
+the bilinear form the head size bounds; the probabilities are ``softmax(logits + bias + mask)``.
 """
 from __future__ import annotations
 
@@ -27,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["IMPLEMENTATION", "HFCall", "is_hf_model", "max_tokens", "reading", "cross_check_atol",
+__all__ = ["IMPLEMENTATION", "HOOKED", "HFCall", "is_hf_model", "max_tokens", "reading", "cross_check_atol",
            "special_tokens", "text_windows"]
 
 IMPLEMENTATION = "lowrank_probe"
@@ -142,6 +149,56 @@ def _attention(module, query, key, value, attention_mask, scaling=None, dropout=
     return out, weights
 
 
+# Attention modules that bypass the registry and are read by hooks: class name -> how to split a
+# call's positional arguments into (hidden states, additive mask, additive position bias).
+HOOKED = {"MPNetSelfAttention": lambda args, kwargs: (
+    args[0] if args else kwargs["hidden_states"],
+    args[1] if len(args) > 1 else kwargs.get("attention_mask"),
+    args[2] if len(args) > 2 else kwargs.get("position_bias"))}
+
+
+def _hooked_modules(model) -> list[torch.nn.Module]:
+    return [m for m in model.modules() if type(m).__name__ in HOOKED]
+
+
+def _ask_for_probs(module, args, kwargs):
+    return args, {**kwargs, "output_attentions": True}
+
+
+def _hooked_call(reader: _Reader, module, args, kwargs, output) -> None:
+    index, reader.calls = reader.calls, reader.calls + 1
+    if not reader.want(index):
+        return
+    hidden, mask, bias = HOOKED[type(module).__name__](args, kwargs)
+    B, n, _ = hidden.shape
+    h = module.num_attention_heads
+    q = module.q(hidden).view(B, n, h, -1).transpose(1, 2)
+    k = module.k(hidden).view(B, n, h, -1).transpose(1, 2)
+    logits, _ = _recompute(q, k, None, None)
+    masked = logits
+    for extra in (bias, mask):
+        if extra is not None:
+            masked = masked + _additive(extra, logits.shape)
+    probs = torch.softmax(masked, dim=-1)
+    own = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+    diff = float((probs - own.double()).abs().max()) if own is not None else float("nan")
+    reader.on_call(HFCall(index, module, logits, probs, diff))
+
+
+@contextlib.contextmanager
+def _hooks(model, reader: _Reader) -> Iterator[None]:
+    handles = []
+    for m in _hooked_modules(model):
+        handles.append(m.register_forward_pre_hook(_ask_for_probs, with_kwargs=True))
+        handles.append(m.register_forward_hook(
+            lambda mod, args, kwargs, output: _hooked_call(reader, mod, args, kwargs, output), with_kwargs=True))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 @contextlib.contextmanager
 def reading(model, on_call: Callable[[HFCall], None], *,
             want: Callable[[int], bool] = lambda index: True) -> Iterator[None]:
@@ -151,8 +208,13 @@ def reading(model, on_call: Callable[[HFCall], None], *,
     Calls are numbered in forward order from 0 (the layer index for a single stack). Raises
     ValueError when no call arrived: the model's attention does not go through the registry (the
     message names the model class). The model's own implementation (sdpa, eager, ...) is restored
-    on exit.
+    on exit. MPNet's attention (:data:`HOOKED`) is read by forward hooks, removed on exit.
     """
+    if _hooked_modules(model):
+        reader = _Reader(on_call, want)
+        with _hooks(model, reader):
+            yield
+        return
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 

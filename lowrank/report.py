@@ -18,15 +18,21 @@ import pandas as pd
 
 from .rank import DEFAULT_TOL, FLOAT32_TOL
 
-__all__ = ["FILES", "barrier_fraction", "tidy", "head_summary", "write_outputs"]
+__all__ = ["FILES", "barrier_fraction", "causal_fraction", "tidy", "head_summary", "summarise", "write_outputs"]
 
 FILES = ("ranks.csv", "heads.csv", "heads.png", "heads.svg", "ranks_vs_n.png", "ranks_vs_n.svg",
-         "report.md", "provenance.json")
+         "report.md", "summary.json", "provenance.json")
 
 
 def barrier_fraction(n: int) -> float:
     """1 - (1 - 1/n)^n: the expected share of distinct argmax columns of n uniform rows (about 0.63)."""
     return -math.expm1(n * math.log1p(-1.0 / n)) if n > 1 else 1.0
+
+
+def causal_fraction(n: int) -> float:
+    """(n + 1) / (2 n): the expected share of distinct argmax columns when query i picks uniformly
+    among keys 1..i, the causal analogue of the barrier (:func:`lowrank.theory.barrier.expected_distinct_columns_causal`)."""
+    return (n + 1) / (2 * n)
 
 
 def tidy(table: pd.DataFrame) -> pd.DataFrame:
@@ -43,8 +49,13 @@ def _pick(t: pd.DataFrame, matrix: str, measure: str, tolerance: str | None = No
     return rows.groupby(["layer", "head", "n"])["value"]
 
 
-def head_summary(table: pd.DataFrame, head_dim: int) -> pd.DataFrame:
-    """One row per (layer, head, n) from the tidy table (``matrix`` S/A), values over windows."""
+def head_summary(table: pd.DataFrame, head_dim: int, *, causal: bool = False, groups: int = 1) -> pd.DataFrame:
+    """One row per (layer, head, n) from the tidy table (``matrix`` S/A), values over windows.
+
+    ``key_head`` names the key head a query head reads (``groups`` query heads share one under
+    grouped-query attention). A causal model's row compares the hardmax rank with the causal
+    analogue (n + 1) / (2 n) (``causal_fraction``); its ``barrier_fraction`` is empty, the barrier
+    not applying to a lower-triangular A."""
     S = _pick(table, "S", "numerical_rank", DEFAULT_TOL)
     out = pd.DataFrame({"logit_rank": S.median(), "logit_rank_min": S.min(), "logit_rank_max": S.max()})
     out = out.reset_index()
@@ -56,7 +67,9 @@ def head_summary(table: pd.DataFrame, head_dim: int) -> pd.DataFrame:
     for name, tol in (("rank_A_over_n", DEFAULT_TOL), ("rank_A_over_n_float32", FLOAT32_TOL)):
         out[name] = _pick(table, "A", "numerical_rank", tol).median().reindex(idx).to_numpy() / n
     out["hardmax_over_n"] = _pick(table, "A", "hardmax_rank").mean().reindex(idx).to_numpy() / n
-    out["barrier_fraction"] = [barrier_fraction(int(k)) for k in n]
+    out["barrier_fraction"] = [float("nan") if causal else barrier_fraction(int(k)) for k in n]
+    out["causal_fraction"] = [causal_fraction(int(k)) if causal else float("nan") for k in n]
+    out.insert(2, "key_head", out["head"] // max(1, int(groups)))
     out["erank_A"] = _pick(table, "A", "effective_rank").mean().reindex(idx).to_numpy()
     return out
 
@@ -90,7 +103,10 @@ def _figures(summary: pd.DataFrame, folder: Path, title: str) -> None:
     fig, ax = plt.subplots(figsize=(6, 3.8), constrained_layout=True)
     # Markers keep the reference curves visible when only one length was probed.
     ax.plot(n, n, ":_", color="0.5", ms=14, label=r"$n$")
-    ax.plot(n, by_n["barrier_fraction"] * n, "--_", color="0.3", ms=14, label=r"$n(1-(1-1/n)^n)$")
+    if by_n["barrier_fraction"].notna().any():
+        ax.plot(n, by_n["barrier_fraction"] * n, "--_", color="0.3", ms=14, label=r"$n(1-(1-1/n)^n)$")
+    else:
+        ax.plot(n, by_n["causal_fraction"] * n, "--_", color="0.3", ms=14, label=r"$(n+1)/2$ (causal)")
     ax.axhline(int(summary["d_h"].iloc[0]), color="C3", lw=1, label=r"$d_h$")
     ax.plot(n, by_n["logit_rank"], "o-", label=r"rank$(S)$")
     ax.plot(n, by_n["rank_A_over_n"] * n, "s-", label=r"rank$(A)$, float64 tol.")
@@ -107,32 +123,85 @@ def _fmt(x: float) -> str:
     return f"{x:.2f}"
 
 
-def _report(summary: pd.DataFrame, info: dict, prov: dict) -> str:
+def summarise(summary: pd.DataFrame, info: dict) -> dict:
+    """The probe's findings at the longest n, as plain values (``summary.json``), with a one-sentence conclusion.
+
+    Ranks named with their matrix, measure and tolerance: the logit bound read on numerical rank of
+    S at float64's default tolerance (only lengths n > d_h test it); A's rank at float32's; the
+    hardmax rank against Min & Li's barrier for a model without a causal mask, against the causal
+    analogue (n + 1) / 2 for one with it.
+    """
+    d_h, causal = int(info["head_dim"]), bool(info.get("causal"))
+    n_max = int(summary["n"].max())
+    top = summary[summary["n"] == n_max]
+    tested = summary[summary["n"] > d_h]
+    out = {"model": info.get("name") or Path(info["path"]).name, "architecture": info["architecture"],
+           "layers": info["layers"], "heads": info["heads"], "head_dim": d_h, "kv_heads": info["kv_heads"],
+           "query_heads_per_key_head": info["gqa_groups"], "causal": causal, "n_max": n_max,
+           "logit_rank": {"matrix": "S (logits)", "measure": "numerical rank", "tolerance": DEFAULT_TOL,
+                          "lengths_above_d_h": sorted(int(v) for v in tested["n"].unique()),
+                          "max": int(tested["logit_rank_max"].max()) if len(tested) else None,
+                          "bound_holds": bool((tested["logit_rank_max"] <= d_h).all()) if len(tested) else None},
+           "attention_rank": {"matrix": "A (probabilities)", "measure": "numerical rank", "tolerance": FLOAT32_TOL,
+                              "n": n_max, "median_over_n": float(top["rank_A_over_n_float32"].median()),
+                              "full_rank_share": float((top["rank_A_over_n_float32"] >= 1).mean())},
+           "hardmax": {"matrix": "A (probabilities)", "measure": "hardmax rank", "n": n_max,
+                       "median_over_n": float(top["hardmax_over_n"].median())}}
+    if causal:
+        ref = causal_fraction(n_max)
+        out["barrier"] = {"applies": False, "why": "a causal mask makes A lower triangular; Min & Li's barrier "
+                          "assumes every query may attend to every key", "causal_analogue_over_n": ref,
+                          "heads_above_analogue": int((top["hardmax_over_n"] > ref).sum()), "heads": int(len(top))}
+        against = f"the causal analogue (n + 1) / (2n) = {ref:.2f} (Min & Li's barrier does not apply to a causal model)"
+    else:
+        ref = barrier_fraction(n_max)
+        out["barrier"] = {"applies": True, "fraction": ref, "heads_above": int((top["hardmax_over_n"] > ref).sum()),
+                          "heads": int(len(top))}
+        against = f"Min & Li's barrier fraction {ref:.2f}"
+    lr = out["logit_rank"]
+    bound = (f"every head's logits S have numerical rank ({DEFAULT_TOL}) at most d_h = {d_h} (largest {lr['max']})"
+             if lr["bound_holds"] else
+             f"some head's logits S exceed d_h = {d_h} in numerical rank ({DEFAULT_TOL}), largest {lr['max']}"
+             if lr["bound_holds"] is not None else f"no length above d_h = {d_h} was probed, so the logit bound is untested")
+    out["conclusion"] = (f"{out['model']}: {bound}; at n = {n_max} the attention A has median numerical rank "
+                         f"({FLOAT32_TOL}) {out['attention_rank']['median_over_n']:.2f} n and median hardmax rank "
+                         f"{out['hardmax']['median_over_n']:.2f} n, against {against}.")
+    return out
+
+
+def _report(summary: pd.DataFrame, info: dict, prov: dict, found: dict) -> str:
     d_h = info["head_dim"]
+    causal = bool(info.get("causal"))
+    ref_col, ref_name = ("causal_fraction", "causal analogue (n+1)/2n") if causal else \
+        ("barrier_fraction", "barrier fraction")
     rows = []
     for n, g in summary.groupby("n"):
         at_bound = int(g["logit_rank_at_bound"].sum())
         rows.append(f"| {n} | {'yes' if n <= d_h else 'no'} | {at_bound} of {len(g)} | "
                     f"{_fmt(g['rank_A_over_n'].median())} | {_fmt(g['rank_A_over_n_float32'].median())} | "
-                    f"{_fmt(g['hardmax_over_n'].median())} | {_fmt(g['barrier_fraction'].iloc[0])} | "
+                    f"{_fmt(g['hardmax_over_n'].median())} | {_fmt(g[ref_col].iloc[0])} | "
                     f"{_fmt(g['erank_A'].median())} |")
     check = prov["cross_check"]
     diff = "not recorded" if check["max_abs_diff"] is None else f"{check['max_abs_diff']:.2g}"
     inputs = prov["inputs"]
     source = inputs.get("texts") or inputs.get("images")
-    gqa = f", {info['kv_heads']} key heads ({info['gqa_groups']} query heads share each)" \
+    gqa = f", {info['kv_heads']} key heads ({info['gqa_groups']} query heads share each; `key_head` in `heads.csv`)" \
         if info["gqa_groups"] > 1 else ""
+    note = f" {info['note'][0].upper()}{info['note'][1:]}." if info.get("note") else ""
+    mask = " A causal mask is applied." if causal else ""
     return f"""# Attention ranks of {info['architecture']}
 
+**{found['conclusion']}**
+
 Checkpoint `{Path(info['path']).name}` ({info['model_type']}; full path and weights hash in `provenance.json`): {info['layers']} layers, {info['heads']} heads of
-head size d_h = {d_h}{gqa}; run in {prov['dtype']} on {prov['device']}, inputs: {source},
+head size d_h = {d_h}{gqa};{mask}{note} Run in {prov['dtype']} on {prov['device']}, inputs: {source},
 {inputs['windows']} windows (seed {inputs['seed']}). Probabilities recomputed in float64 matched the
 model's own to {diff} (max abs; tolerance {check['atol']:g}). lowrank {prov['lowrank_version']},
 revision {prov['git_revision']}.
 
 ## Summary (medians over heads)
 
-| n | n <= d_h | heads with rank(S) = min(n, d_h) | rank(A)/n, float64 tol. | rank(A)/n, float32 tol. | hardmax rank / n | barrier fraction | erank(A) |
+| n | n <= d_h | heads with rank(S) = min(n, d_h) | rank(A)/n, float64 tol. | rank(A)/n, float32 tol. | hardmax rank / n | {ref_name} | erank(A) |
 |---:|:---:|---:|---:|---:|---:|---:|---:|
 {chr(10).join(rows)}
 
@@ -149,7 +218,8 @@ revision {prov['git_revision']}.
   softmax has lifted the rank back to n. The float32 tolerance counts only what the model's own float32
   arithmetic can resolve; the float64 one counts rounding-level directions too.
 - **hardmax rank / n** is the share of keys that are some query's argmax; Min & Li's barrier compares
-  it with n (1 - (1 - 1/n)^n) / n, about 0.63. A head far below it attends to few keys.
+  it with n (1 - (1 - 1/n)^n) / n, about 0.63, for a model without a causal mask; a causal model is
+  compared with (n + 1) / (2n) instead. A head far below it attends to few keys.
 - **erank(A)** is the effective rank (exp of the entropy of the normalised singular values).
 
 ## Caveats
@@ -163,7 +233,8 @@ revision {prov['git_revision']}.
   inputs and these lengths only.
 
 Files: `ranks.csv` (one row per layer, head, window, n, matrix S or A, measure, tolerance), `heads.csv`
-(this summary per head), `heads.png|svg`, `ranks_vs_n.png|svg`, `provenance.json`.
+(this summary per head), `heads.png|svg`, `ranks_vs_n.png|svg`, `summary.json` (the findings above as
+plain values), `provenance.json`.
 """
 
 
@@ -173,9 +244,11 @@ def write_outputs(folder: Path, table: pd.DataFrame, info, provenance: dict) -> 
     info = asdict(info) if is_dataclass(info) else dict(info)
     t = tidy(table)
     t.to_csv(folder / "ranks.csv", index=False)
-    summary = head_summary(t, info["head_dim"])
+    summary = head_summary(t, info["head_dim"], causal=bool(info.get("causal")), groups=int(info.get("gqa_groups", 1)))
     summary.to_csv(folder / "heads.csv", index=False)
+    found = summarise(summary, info)
     _figures(summary, folder, f"{info['architecture']} ({info['layers']} layers, {info['heads']} heads, "
                               f"$d_h$ = {info['head_dim']})")
-    (folder / "report.md").write_text(_report(summary, info, provenance), encoding="utf-8")
+    (folder / "report.md").write_text(_report(summary, info, provenance, found), encoding="utf-8")
+    (folder / "summary.json").write_text(json.dumps(found, indent=2) + "\n", encoding="utf-8")
     (folder / "provenance.json").write_text(json.dumps(provenance, indent=2, default=str) + "\n", encoding="utf-8")

@@ -78,6 +78,7 @@ def test_a_store_that_exists_is_never_reported_as_not_yet_run():
             assert "not yet run" not in info.measured.text()
     # a long store committed under data/results/ is cited by its set
     cited = {book_costs.read_metadata(p)["measured"].get("path") for p in SET_FILES}
+    cited |= {a for p in SET_FILES for a in book_costs.read_metadata(p)["measured"].get("also", [])}
     for store in (ROOT / "data" / "results").glob("*_long.jsonl"):
         assert f"data/results/{store.name}" in cited, f"{store.name} is committed but no set cites it"
 

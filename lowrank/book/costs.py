@@ -123,6 +123,9 @@ def read_metadata(path: Path, values: Mapping[str, Any] | None = None) -> dict[s
         raise _problem(path, f"field 'measured' must be a mapping with source one of {', '.join(SOURCES[1:])}")
     if measured["source"] in ("store", "gpu_check") and not isinstance(measured.get("path"), str):
         raise _problem(path, f"field 'measured' with source {measured['source']!r} needs a 'path'")
+    also = measured.get("also", [])
+    if not (isinstance(also, list) and all(isinstance(a, str) for a in also)) or (also and measured["source"] != "store"):
+        raise _problem(path, "field 'measured.also' must be a list of further store paths (source 'store' only)")
     return dict(meta)
 
 
@@ -175,9 +178,15 @@ def measured_time(root: Path, notebook: Path, meta: Mapping[str, Any] | None,
         if not path.is_file():
             return Measured(None, "none")
         seconds, when, done = _store_seconds(path, keys)
+        # A set whose runs go to more than one store (chapter 07's two more models) names the others.
+        for extra in m.get("also", []):
+            if (Path(root) / extra).is_file():
+                more, more_when, more_done = _store_seconds(Path(root) / extra, keys)
+                seconds, when, done = (seconds or 0.0) + (more or 0.0), max(when, more_when), done + more_done
+        named = " and ".join([m["path"], *m.get("also", [])])
         if keys is not None and done < len(keys):
-            return Measured(None, "store", m["path"], when, done=done, total=len(keys), partial_s=seconds or 0.0)
-        return Measured(seconds, "store", m["path"], when)
+            return Measured(None, "store", named, when, done=done, total=len(keys), partial_s=seconds or 0.0)
+        return Measured(seconds, "store", named, when)
     if not path.is_file():
         return Measured(None, "none")
     entry = json.loads(path.read_text(encoding="utf8")).get(m.get("key", Path(notebook).stem), {})

@@ -54,6 +54,17 @@ CPU_RATES: dict[str, float] = {
     "retrieval_run": 1.8e-01,    # per retrieval run: testing on fresh sequences, ranks
     "minilm": 1.4e-07,       # a MiniLM window with every head's ranks (144 SVDs of n x n): per window x n^3
     "truncation": 9.3e-04,   # one MiniLM token forward in the truncation probe: per token
+    # chapter 07's two more pretrained models. Ranks from MiniLM's rates above: per head x n^3 of a
+    # window ("minilm" over MiniLM's 72 heads) and per token x 1e8 parameters of a forward pass
+    # ("truncation" over MiniLM's 22.7 M parameters). Cuts from a pilot at n = 72 on a core shared with
+    # two training jobs, per token x 1e8 parameters of every forward under a cut: MPNet's (the weights
+    # copied and cut per rank, 27 s for 2,160 tokens) and SmolLM2's (logits cut while it runs, QR and
+    # SVD per head and layer, 15 s for 432 tokens). SmolLM2's GGUF file dequantised: 15-28 s.
+    "pretrained_svd": 1.9e-09,
+    "pretrained_token": 4.1e-03,
+    "encoder_cut_token": 1.16e-02,
+    "decoder_cut_token": 2.5e-02,
+    "gguf_load": 2.5e+01,
     # a classifier trained to its plateau: per second its pilot took on one core (chapter 07 counts them)
     "classifier": 1.0,
     # a training step of chapter 07's small MLA language model (batch 16 of n = 32, width 32), its share
@@ -69,7 +80,8 @@ GPU_SPEEDUP: dict[str, float] = {
     "svd": 5.0, "hardmax": 50.0, "nested": 50.0, "nested_long": 50.0, "fit_iter": 1.0, "lbfgs": 3.0,
     "heads_fit": 3.0, "layer_fit": 3.0,
     "train": 600.0, "train_attn": 600.0, "train_run": 2.0, "retrieval": 5.0, "retrieval_run": 2.0, "minilm": 20.0,
-    "truncation": 20.0, "classifier": 5.0, "mla_step": 2.0, "bootstrap": 1.0, "worker_start": 1.0,
+    "truncation": 20.0, "pretrained_svd": 5.0, "pretrained_token": 20.0, "encoder_cut_token": 20.0,
+    "decoder_cut_token": 5.0, "gguf_load": 1.0, "classifier": 5.0, "mla_step": 2.0, "bootstrap": 1.0, "worker_start": 1.0,
 }
 
 

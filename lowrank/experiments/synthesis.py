@@ -18,7 +18,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -172,12 +172,37 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
             rows.append(Row(**common, evidence=evidence, verdict=NOT_JUDGED, qualifier="", scale=scale))
             continue
         rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale=scale))
+    rows = _fold_models(collection, rows)
     for number, reason in collection.silent.items():
         src = collection.source(number)
         rows.append(Row(chapter=number, stem=src.stem if src else number, section="", paper="",
                         statement="(no claim collected)", evidence=reason, verdict=NOT_JUDGED, qualifier="",
                         scale=scales.get(number, "none"), rule=""))
     return rows
+
+
+def _fold_models(collection: Collection, rows: list[Row]) -> list[Row]:
+    """A claim judged on one more model (``Claim.model_of``) joins the row of the claim it extends:
+    its verdict and evidence are added to that row's evidence, naming the model, and the claim is
+    counted once, with the verdict of its own rule."""
+    extends = {c.key: c.model_of for c in collection.claims if c.model_of}
+    extra: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.key in extends:
+            extra.setdefault(extends[r.key], []).append(r)
+    out = []
+    for r in rows:
+        if r.key in extends:
+            if not any(p.key == extends[r.key] for p in rows):  # its claim is gone: keep the row, say so
+                out.append(r)
+            continue
+        more = extra.get(r.key, [])
+        if more:
+            added = "; ".join(f"{m.statement.rsplit(' (', 1)[-1].rstrip(')')} ({m.scale} scale, its own rule): "
+                              f"{m.label} ({m.evidence})" for m in more)
+            r = replace(r, evidence=f"{r.evidence}. The same claim on more models: {added}")
+        out.append(r)
+    return out
 
 
 # --- links and tables ------------------------------------------------------------------------

@@ -125,6 +125,9 @@ class Claim:
     # Where the paper makes the claim ("Theorem 1", "Sec. 2.3", "abstract"), in the paper's numbering.
     where: str = ""
     untested: str = ""
+    # The key of the claim this one judges on one more model ("" for a claim of its own): chapter 08
+    # shows it under that claim, naming the model, and counts the claim once.
+    model_of: str = ""
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.key):

@@ -9,6 +9,9 @@
 - :mod:`.latent`, :mod:`.latent_rules`: small language models on multi-head latent attention at
   several latent sizes, their heads' logit rank against the layer's bound and their attention's
   rank, and the two claims' rules.
+- :mod:`.pretrained_models`, :mod:`.model_rules`, :mod:`.model_figures`: SmolLM2-135M-Instruct and
+  all-mpnet-base-v2 measured like MiniLM (read from their committed long-scale store), their six
+  per-model claims, and the model-by-claim table.
 - :mod:`.runs`: :func:`run`, the chapter's parameters mapped onto the three experiments.
 - :mod:`.figures`: the chapter's figures and tables, drawn from :func:`run`'s tables.
 
@@ -42,9 +45,14 @@ from .figures import (LAW_LABELS, check_summary, classifier_status_table, latent
                       plot_saturation, plot_truncation, plot_truncation_layers, retrieval_status_table,
                       truncation_display, windows_table)
 
+from .model_rules import LOSS_MARGIN, MODEL_CLAIMS, verdict_key
+from .pretrained_models import LONG_MODELS_STORE, MODELS_KEYS, models_configs, models_headline, run_models
+from .model_figures import model_claim_display, model_claim_table, models_cut_display
+
 from .estimate import estimate, memory, run_keys
 
-CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS + LATENT_CLAIMS
+# The two more models' claims come last: the chapter's own verdicts (_VERDICT_NAMES) are the first ones.
+CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS + LATENT_CLAIMS + MODEL_CLAIMS
 from .schema import CONSTRAINTS, SCHEMA, PATHS, STORE_EXPERIMENTS
 
 __all__ = ["answer_text", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "STORE_EXPERIMENTS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
@@ -64,7 +72,9 @@ __all__ = ["answer_text", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAIN
            "LONG_CLASSIFIER_STORE", "classifier_configs", "classifier_headline", "run_classifiers",
            "classifier_status_table", "plot_classifiers", "LATENT_KEYS", "LATENT_CLAIMS", "latent_configs",
            "latent_headline", "latent_summary", "paired_saturation", "run_latent", "rule_mla_trained_bound",
-           "rule_mla_trained_saturation", "latent_arguments", "latent_table", "plot_latent"]
+           "rule_mla_trained_saturation", "latent_arguments", "latent_table", "plot_latent", "LOSS_MARGIN",
+           "MODEL_CLAIMS", "LONG_MODELS_STORE", "MODELS_KEYS", "models_configs", "models_headline", "run_models",
+           "model_claim_table", "model_claim_display", "models_cut_display"]
 
 _PRETRAINED_KEYS = (
     "ch07_mini_layers", "ch07_mini_heads", "ch07_mini_dh", "ch07_mini_maps",
@@ -115,7 +125,8 @@ _ABOUT = ("logits of rank at most the head size in trained heads", "Min & Li's r
           "the logit bound of trained multi-head latent attention",
           "rank saturating in the latent of trained multi-head latent attention")
 HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS, *_CLASSIFIER_KEYS, *LATENT_KEYS,
-                 *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES), "ch07_answer")
+                 *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES), "ch07_answer",
+                 *MODELS_KEYS, *(verdict_key(c) for c in MODEL_CLAIMS))
 
 
 def _join(xs: Sequence[Any]) -> str:
@@ -140,9 +151,12 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
     """Every number chapter 07 glues, from the tables of :func:`run`."""
     coarse = coarse_tolerance(tables["rtols"])
     out = {**pretrained_headline(tables, coarse), **retrieval_headline(tables, _join),
-           **truncation_headline(tables, _join), **classifier_headline(tables), **latent_headline(tables)}
+           **truncation_headline(tables, _join), **classifier_headline(tables), **latent_headline(tables),
+           **models_headline(tables)}
     for name, claim in zip(_VERDICT_NAMES, CLAIMS):
         out[f"ch07_verdict_{name}"] = claim.judge(out).label
+    for claim in MODEL_CLAIMS:
+        out[verdict_key(claim)] = claim.judge(out).label
     out["ch07_answer"] = answer_text([out[f"ch07_verdict_{name}"] for name in _VERDICT_NAMES])
     assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))
     return out

@@ -9,10 +9,12 @@ import torch
 from .classifiers import classifier_configs, run_classifiers
 from .latent import latent_configs, run_latent
 from .minilm import run_pretrained
+from .pretrained_models import models_configs, run_models
 from .reduction import run_retrieval
 from .truncation import run_truncation
 
-__all__ = ["retrieval_arguments", "truncation_arguments", "classifier_arguments", "latent_arguments", "run"]
+__all__ = ["retrieval_arguments", "truncation_arguments", "classifier_arguments", "latent_arguments",
+           "models_arguments", "run"]
 
 
 def retrieval_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
@@ -47,6 +49,13 @@ def latent_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
                 batch_size=p["mla_batch"], lr=p["mla_lr"])
 
 
+def models_arguments(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The two pretrained models' configs' keywords (of :func:`.pretrained_models.models_configs`)."""
+    return dict(models=("mpnet", "smollm2"), lengths=p["models_lengths"], windows=p["models_windows"],
+                cut_ns=p["models_cut_ns"], cut_ranks=p["models_cut_ranks"], per_class=p["models_cut_per_class"],
+                loss_windows=p["models_loss_windows"], seed=p["seed"])
+
+
 def run(P: Mapping[str, Any]) -> dict[str, Any]:
     """Every table chapter 07 shows and :func:`headline` reads, from its validated parameters.
 
@@ -54,7 +63,9 @@ def run(P: Mapping[str, Any]) -> dict[str, Any]:
     ``retrieval_run`` (finished runs are skipped by run key, so an interrupted run resumes; None: a
     temporary file) and then read back, or read from ``retrieval_long_store`` (never written); the
     truncation likewise with ``truncation_run``, into the same store. The MLA language models are
-    trained here at every scale (seconds each at the default).
+    trained here at every scale (seconds each at the default). SmolLM2-135M-Instruct and
+    all-mpnet-base-v2 are measured into ``models_store`` when ``models_run``, or read from
+    ``models_long_store``.
     """
     if P["threads"]:
         torch.set_num_threads(P["threads"])
@@ -68,4 +79,6 @@ def run(P: Mapping[str, Any]) -> dict[str, Any]:
     tables.update(run_classifiers(classifier_configs(**classifier_arguments(P)), run=P["classifiers_run"],
                                   store=P["classifiers_store"], read_store=P["classifiers_long_store"]))
     tables.update(run_latent(latent_configs(**latent_arguments(P)), rank_windows=P["mla_rank_windows"]))
+    tables.update(run_models(models_configs(**models_arguments(P)), run=P["models_run"], store=P["models_store"],
+                             read_store=P["models_long_store"]))
     return tables

@@ -64,10 +64,23 @@ SCHEMA = dict(
     mla_batch=Int(1, 65536, doc="sequences per optimiser step"),
     mla_lr=Float(1e-6, 1.0, doc="peak learning rate (AdamW, warm-up then cosine decay)"),
     mla_rank_windows=Int(1, 100_000, doc="held-out windows of the test split whose attention is ranked per model"),
+    models_run=Bool(doc="True measures SmolLM2-135M-Instruct and all-mpnet-base-v2 here (make models first, into "
+                        "models_store); False reads models_long_store"),
+    models_store=Param("str", allow_none=True,
+                       doc="your results store for the two models' measurements; None: a temporary file"),
+    models_long_store=Str(doc="the committed long-scale store of the two models, read only (never written)"),
+    models_lengths=IntList(3, 512, doc="sequence lengths n at which the two models' heads are ranked"),
+    models_windows=Int(1, 10_000, doc="windows per corpus at each of models_lengths"),
+    models_cut_ns=IntList(3, 512, doc="sequence lengths n at which the two models' heads are cut"),
+    models_cut_ranks=IntList(1, 64, doc="logit ranks r every head of the two models is cut to, ascending (64: the full head)"),
+    models_cut_per_class=Int(2, 10_000, doc="BBC News documents per topic for the encoder's cut"),
+    models_loss_windows=Int(2, 10_000, doc="BBC News windows on which the decoder's next-token loss is compared"),
 )
 CONSTRAINTS = (
     Constraint(("minilm_seq_lens", "minilm_counts"), same_length("minilm_seq_lens", "minilm_counts")),
     Constraint(("truncation_ranks",), ascending("truncation_ranks")),
+    Constraint(("models_cut_ranks",), ascending("models_cut_ranks")),
+    Constraint(("models_lengths",), ascending("models_lengths")),
     Constraint(("retrieval_head_dims",), ascending("retrieval_head_dims")),
     Constraint(("retrieval_ns",), ascending("retrieval_ns")),
     Constraint(("classifiers_head_dims",), ascending("classifiers_head_dims")),
@@ -93,6 +106,7 @@ CONSTRAINTS = (
 # Parameters that name files or folders (lowrank.book.runner resolves them): a results store
 # written, a store only read, a folder read, or a corpus name or path.
 PATHS = {"retrieval_store": "store", "retrieval_long_store": "read_store", "classifiers_store": "store",
-         "classifiers_long_store": "read_store"}
-# The experiments whose runs the chapter's stores hold (one store may hold all three).
-STORE_EXPERIMENTS = ("ch07_retrieval", "ch07_classifiers", "ch07_truncation")
+         "classifiers_long_store": "read_store", "models_store": "store", "models_long_store": "read_store"}
+# The experiments whose runs the chapter's stores hold (one store may hold the first three; the two
+# more pretrained models have a store of their own).
+STORE_EXPERIMENTS = ("ch07_retrieval", "ch07_classifiers", "ch07_truncation", "ch07_pretrained_models")

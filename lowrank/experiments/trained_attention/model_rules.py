@@ -1,0 +1,153 @@
+"""The pretrained claims judged on two more models, all-mpnet-base-v2 and SmolLM2-135M-Instruct:
+rules fixed (and registered in the rules ledger) before the long-scale measurement they judge.
+
+Each paper claim that chapter 07 judges on all-MiniLM-L6-v2 gets one claim per new model, judged
+the way MiniLM's is wherever the model allows it: the logit bound (a proof check: an algebraic
+bound that holds for any weights), the hardmax rank against Min & Li's barrier (for the causal
+decoder against its causal analogue (n + 1) / 2, since the barrier assumes every query may
+attend to every key), and head truncation by measures that can fail (the encoder: neighbour
+overlap and similarity correlation, MiniLM's thresholds; the decoder: next-token loss, with its
+margin fixed here). Each of these claims names the claim it extends (``model_of``): chapter 08
+shows it under that claim and counts the claim once.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...rank import DEFAULT_TOL
+from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRAINED, PROOF_CHECK, REPRODUCED,
+                        WEAKER, Claim, Judgement, is_missing, need)
+from .rules import BARRIER_MARGIN, CEILING_SHARE, LOG_FACTOR, NEIGHBOUR_MARGIN, SIMILARITY_LEVEL, barrier_class
+
+__all__ = ["LOSS_MARGIN", "MODEL_TITLES", "format_cut_points", "parse_cut_points", "rule_logit_rank_mpnet",
+           "rule_logit_rank_smollm2", "rule_barrier_mpnet", "rule_barrier_smollm2", "rule_truncation_mpnet",
+           "rule_truncation_smollm2", "MODEL_CLAIMS", "VERDICT_SHORT", "verdict_key"]
+
+# The decoder's cut keeps the model when its next-token loss rises by at most 0.02 nats per token
+# (one-sided 95 % upper bound of the mean increase, paired by window): 2 % of perplexity, about
+# the change from halving a small model's training budget late in training, which a practitioner
+# would notice; less is within what a re-run of fine-tuning moves.
+LOSS_MARGIN = 0.02
+MODEL_TITLES = {"mpnet": "all-mpnet-base-v2", "smollm2": "SmolLM2-135M-Instruct"}
+
+
+def format_cut_points(points: Sequence[Mapping[str, int]]) -> str:
+    """Per n the grid interval (prev, r] of the smallest rank whose cut keeps the model: "n:prev:r;..."."""
+    return ";".join(f"{int(p['n'])}:{int(p['prev'])}:{int(p['r'])}" for p in points)
+
+
+def parse_cut_points(text: str) -> list[tuple[int, int, int]]:
+    """Inverse of :func:`format_cut_points`."""
+    out = []
+    for part in filter(None, str(text).split(";")):
+        n, prev, r = part.split(":")
+        out.append((int(n), int(prev), int(r)))
+    return out
+
+
+def _logit_bound(h: Mapping[str, Any], model: str) -> Judgement:
+    p = f"ch07_pm_{model}_"
+    dh, maps = need(h, p + "dh"), need(h, p + "logit_maps")
+    if is_missing(maps) or not maps:
+        return Judgement(INCONCLUSIVE, f"{MODEL_TITLES[model]}: no logit matrix longer than d_h was ranked",
+                         "any excess of one rank above d_h, once a sequence longer than d_h is ranked")
+    lo, top = need(h, p + "logit_min"), need(h, p + "logit_max")
+    evidence = (f"{MODEL_TITLES[model]} (d_h = {dh}): numerical rank of S ({DEFAULT_TOL}) between {lo} and {top} "
+                f"over {maps} logit matrices with n > d_h")
+    return Judgement(CONTRADICTED if top > dh else REPRODUCED, evidence)
+
+
+def rule_logit_rank_mpnet(h: Mapping[str, Any]) -> Judgement:
+    """all-mpnet-base-v2: reproduced when no head's logits S (the content part scale Q K^T; the relative position bias is added after it) has numerical rank above d_h = 64 at float64's default tolerance at any n > d_h, contradicted when one does, inconclusive when none was longer than d_h."""
+    return _logit_bound(h, "mpnet")
+
+
+def rule_logit_rank_smollm2(h: Mapping[str, Any]) -> Judgement:
+    """SmolLM2-135M-Instruct: reproduced when no query head's logits S = scale Q K^T (after rotary, keys shared by 3 query heads) has numerical rank above d_h = 64 at float64's default tolerance at any n > d_h, contradicted when one does, inconclusive when none was longer than d_h."""
+    return _logit_bound(h, "smollm2")
+
+
+def _barrier(h: Mapping[str, Any], model: str, reference: str) -> Judgement:
+    p = f"ch07_pm_{model}_"
+    heads = need(h, p + "heads_n")
+    lo, hi, ref = need(h, p + "head_lo"), need(h, p + "head_hi"), need(h, p + "ref")
+    s_lo, s_hi = need(h, p + "above_lo"), need(h, p + "above_hi")
+    if is_missing(heads) or heads < 2 or is_missing(lo):
+        return Judgement(INCONCLUSIVE, f"{MODEL_TITLES[model]}: fewer than two heads measured",
+                         "none: no interval over heads")
+    kind = barrier_class(lo - ref, hi - ref, s_lo, s_hi)
+    evidence = (f"{MODEL_TITLES[model]} at n = {need(h, p + 'n_max')} ({heads} heads, {need(h, p + 'windows')} windows "
+                f"each): mean hardmax rank {need(h, p + 'head_mean'):.2f} n [{lo:.2f}, {hi:.2f}] against {reference} "
+                f"{ref:.3f} n; {need(h, p + 'above')} of {heads} heads above it, share [{s_lo:.2f}, {s_hi:.2f}] ({kind}); "
+                f"margin {BARRIER_MARGIN} n, ceiling share {CEILING_SHARE}")
+    if kind in ("above", "far"):
+        return Judgement(CONTRADICTED, evidence)
+    if kind == "at":
+        return Judgement(REPRODUCED, evidence)
+    if kind == "below":
+        return Judgement(WEAKER, evidence, f"{reference} bounds the heads (at most 5 % above it), but they sit far below it")
+    return Judgement(INCONCLUSIVE, evidence, f"a shift of the mean by the margin {BARRIER_MARGIN} n or of the share "
+                                             f"above by {CEILING_SHARE}")
+
+
+def rule_barrier_mpnet(h: Mapping[str, Any]) -> Judgement:
+    """all-mpnet-base-v2, as MiniLM: each head's hardmax rank / n at the longest n (mean over windows, t interval over heads) against 1 - (1 - 1/n)^n with a 0.05 margin and a 5 % ceiling share (Wilson interval): reproduced when the heads sit within the margin with at most 5 % above; contradicted when more than 5 % lie above it or the mean lies outside the margin otherwise; the weaker "the barrier bounds the heads, which sit far below it" when they are far below it with at most 5 % above; otherwise inconclusive."""
+    return _barrier(h, "mpnet", "the barrier")
+
+
+def rule_barrier_smollm2(h: Mapping[str, Any]) -> Judgement:
+    """SmolLM2-135M-Instruct is causal, so Min & Li's barrier does not apply (it assumes every query may attend to every key); its causal analogue (n + 1) / 2 (query i choosing uniformly among keys 1..i) is judged instead, with the barrier's clauses: each head's hardmax rank / n at the longest n against (n + 1) / 2n, a 0.05 margin and a 5 % ceiling share: reproduced when the heads sit within the margin with at most 5 % above; contradicted when more than 5 % lie above it or the mean lies outside the margin otherwise; the weaker "the analogue bounds the heads, which sit far below it" when they are far below it; otherwise inconclusive."""
+    return _barrier(h, "smollm2", "the causal analogue (n + 1) / 2")
+
+
+def _cut(h: Mapping[str, Any], model: str, measure: str) -> Judgement:
+    p = f"ch07_pm_{model}_"
+    dh = need(h, p + "dh")
+    pts = parse_cut_points(need(h, p + "cut_points"))
+    if not pts:
+        return Judgement(INCONCLUSIVE, f"{MODEL_TITLES[model]}: no cut measured", "none: no length n was measured")
+    evidence = (f"{MODEL_TITLES[model]} (d_h = {dh}): " + ", ".join(
+        f"n = {n}: r_red in ({prev}, {r}] against 2 ln n = {LOG_FACTOR * math.log(n):.1f}" if r < dh else
+        f"n = {n}: no rank below d_h keeps the model" for n, prev, r in pts) + f"; {measure}")
+    if any(r >= dh for _, _, r in pts):
+        return Judgement(CONTRADICTED, evidence)
+    if all(prev < LOG_FACTOR * math.log(n) for n, prev, _ in pts):
+        return Judgement(REPRODUCED, evidence)
+    return Judgement(WEAKER, evidence, "heads can be cut below d_h without changing what the model computes, "
+                                       f"but not to near log n (at most {LOG_FACTOR:g} ln n) at every n")
+
+
+def rule_truncation_mpnet(h: Mapping[str, Any]) -> Judgement:
+    """all-mpnet-base-v2, as MiniLM: every head's logit bilinear form cut to rank r is redundant at r when the one-sided 95 % lower bound of the mean top-10 neighbour overlap among held-out BBC News articles is at least 0.9 of the full model's and the pairwise similarities keep a correlation of at least 0.95; r_red(n) is the smallest such grid rank, a grid interval (previous grid rank, r_red]: reproduced when at every n some r below d_h is redundant and the interval reaches 2 ln n or below; the weaker "heads can be cut below d_h, but not to near log n" when some r below d_h is redundant at every n and at some n the interval lies above 2 ln n; contradicted when at some n no r below d_h is redundant; inconclusive without data."""
+    return _cut(h, "mpnet", f"neighbour margin {NEIGHBOUR_MARGIN}, similarity correlation {SIMILARITY_LEVEL}")
+
+
+def rule_truncation_smollm2(h: Mapping[str, Any]) -> Judgement:
+    """SmolLM2-135M-Instruct: every query head's logits cut to rank r while the model runs (rotary positions leave no single bilinear form) are redundant at r when the one-sided 95 % upper bound of the mean increase of next-token loss on windows of BBC News, paired by window with the full model, is at most 0.02 nats per token; r_red(n) is the smallest such grid rank, a grid interval (previous grid rank, r_red]: reproduced when at every n some r below d_h is redundant and the interval reaches 2 ln n or below; the weaker "heads can be cut below d_h, but not to near log n" when some r below d_h is redundant at every n and at some n the interval lies above 2 ln n; contradicted when at some n no r below d_h is redundant; inconclusive without data."""
+    return _cut(h, "smollm2", f"loss margin {LOSS_MARGIN} nats per token")
+
+
+_SECTION = "sec-ch07-models"
+# The verdict keys the chapter glues, per claim: ch07_pm_verdict_<short>_<model>.
+VERDICT_SHORT = {"bhojanapalli-trained-logit-rank": "logit", "minli-trained-barrier": "barrier",
+                 "minli-truncation": "truncation"}
+MODEL_CLAIMS: tuple[Claim, ...] = tuple(
+    Claim(f"{parent}-{model}", paper, "07", _SECTION, f"{statement} ({MODEL_TITLES[model]})", rule, kind=kind,
+          where=where, model_of=parent, scale_key="ch07_pm_scale")
+    for parent, paper, statement, kind, where, rules in (
+        ("bhojanapalli-trained-logit-rank", BHOJANAPALLI,
+         "The mechanism: a head's logits have rank at most d_h, also in a trained model", PROOF_CHECK, "Sec. 1",
+         {"mpnet": rule_logit_rank_mpnet, "smollm2": rule_logit_rank_smollm2}),
+        ("minli-trained-barrier", MIN_LI, "The barrier n(1-(1-1/n)^n) describes trained attention on real data",
+         PRETRAINED, "abstract; Sec. 3.1 (real data)", {"mpnet": rule_barrier_mpnet, "smollm2": rule_barrier_smollm2}),
+        ("minli-truncation", MIN_LI,
+         "Redundancy in a real model: heads cut to a logit rank near log n keep what the model computes", PRETRAINED,
+         "abstract (redundancy, model reduction)", {"mpnet": rule_truncation_mpnet, "smollm2": rule_truncation_smollm2}),
+    ) for model, rule in rules.items())
+
+
+def verdict_key(claim: Claim) -> str:
+    """The headline key of a model claim's verdict label."""
+    return f"ch07_pm_verdict_{VERDICT_SHORT[claim.model_of]}_{claim.key.rsplit('-', 1)[1]}"

@@ -61,7 +61,11 @@ def test_a_signal_to_the_group_mid_cell_prints_one_line(tmp_path, sig):
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
+    # the plan and estimate a run states before it starts, then the one line the signal gives
+    plan = ("lowrank: running ", "lowrank: estimate")
     lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert [ln.startswith(plan) for ln in lines] == [True, True, False], err
+    lines = lines[2:]
     assert p.returncode == 130, err
     assert len(lines) == 1 and lines[0].startswith("lowrank: error: ") and "interrupted" in lines[0], err
     assert "Traceback" not in err and "ZMQError" not in err

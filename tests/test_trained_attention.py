@@ -138,6 +138,14 @@ def test_headline_keys_and_values(tmp_path):
     tables.update(ch.run_latent(ch.latent_configs(kv_latents=[2, 4], seeds=1, head_dim=4, rope_dim=2, d_model=8,
                                                   n_heads=2, n_layers=1, seq_len=8, steps=2, batch_size=2, lr=1e-3),
                                 rank_windows=2))
+    # the two more pretrained models: read from the committed store, as the default scale does
+    from lowrank.book.runner import notebook_parameters, resolve_chapter
+    from lowrank.experiments.registry import validate
+    from lowrank.experiments.trained_attention.runs import models_arguments
+
+    P = validate("07_trained_attention", {k: v["default"] for k, v in notebook_parameters(
+        resolve_chapter(str(NOTEBOOK), None)).items()})
+    tables.update(ch.run_models(ch.models_configs(**models_arguments(P)), run=False, read_store=P["models_long_store"]))
     h = ch.headline(tables)
     assert set(h) == set(ch.HEADLINE_KEYS)
     assert h["ch07_cls_vit"] == "" and h["ch07_verdict_vit"].startswith("inconclusive")
@@ -365,7 +373,7 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
             return {name: True}
         return experiment
 
-    for name in ("run_pretrained", "run_retrieval", "run_truncation", "run_classifiers", "run_latent"):
+    for name in ("run_pretrained", "run_retrieval", "run_truncation", "run_classifiers", "run_latent", "run_models"):
         monkeypatch.setattr(runs, name, record(name))
     threads = torch.get_num_threads()
     try:
@@ -374,7 +382,8 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
     finally:
         torch.set_num_threads(threads)
     assert set(tables) == set(calls) == {"run_pretrained", "run_retrieval", "run_truncation", "run_classifiers",
-                                         "run_latent"}
+                                         "run_latent", "run_models"}
+    assert calls["run_models"]["read_store"] == P["models_long_store"] and calls["run_models"]["run"] == P["models_run"]
     mla = calls["run_latent"]
     assert mla["rank_windows"] == P["mla_rank_windows"]
     assert [c["kv_latent"] for c in mla["args"][0]][:len(P["mla_kv_latents"])] == P["mla_kv_latents"]

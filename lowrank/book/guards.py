@@ -24,7 +24,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..committed import RESULTS, committed_store, ignored, sidecars, tracked, unwritable
-from ..sweep import store_problem
 from .chapters import Chapter
 from .errors import UsageError
 from .params import CORPUS_NAMES, MANIFESTS, PATHS, short_repr
@@ -55,6 +54,8 @@ def check_path(name: str, value: str, kind: str, base: Path, source: str, root: 
     path = (base / Path(value).expanduser()).resolve()
     bad = None
     if kind in ("store", "read_store"):
+        from ..sweep import store_problem  # sweep imports torch: `lowrank list` and `--help` must not
+
         bad = store_problem(path, experiments, root, written=kind == "store")
     elif kind == "folder":
         if path.exists() and not path.is_dir():

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RECORD_PREFIX", "read_glue", "read_book_glue"]
+__all__ = ["literal_value", "RECORD_PREFIX", "read_glue", "read_book_glue"]
 
 RECORD_PREFIX = "application/papermill.record/"
 
@@ -19,7 +19,7 @@ RECORD_PREFIX = "application/papermill.record/"
 _NOT_FINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
 
 
-def _value(text: str) -> Any:
+def literal_value(text: str) -> Any:
     """Python literal from a glued repr (nan and inf as floats); other reprs (arrays, frames) stay strings."""
     if text in _NOT_FINITE:
         return _NOT_FINITE[text]
@@ -41,7 +41,7 @@ def read_glue(notebook: str | Path) -> dict[str, Any]:
             meta = out.get("metadata", {}).get("scrapbook")
             text = out.get("data", {}).get(RECORD_PREFIX + "text/plain")
             if meta and text is not None:
-                found[meta["name"]] = _value(text if isinstance(text, str) else "".join(text))
+                found[meta["name"]] = literal_value(text if isinstance(text, str) else "".join(text))
     return found
 
 

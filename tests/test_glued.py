@@ -40,7 +40,7 @@ def test_reads_the_committed_chapter_01():
 def test_a_glued_float_that_is_not_finite_reads_back_as_a_float():
     import math
 
-    from lowrank.glued import _value
+    from lowrank.glued import literal_value
 
-    assert math.isnan(_value("nan")) and _value("inf") == float("inf") and _value("-inf") == float("-inf")
-    assert _value("'nan'") == "nan"  # the text "nan", glued as a string, stays a string
+    assert math.isnan(literal_value("nan")) and literal_value("inf") == float("inf") and literal_value("-inf") == float("-inf")
+    assert literal_value("'nan'") == "nan"  # the text "nan", glued as a string, stays a string

@@ -13,7 +13,6 @@ path, so a failed render leaves the run as it was.
 """
 from __future__ import annotations
 
-import ast
 import re
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from ..glued import literal_value
 from .errors import RunError
 
 __all__ = ["PAGE", "ASSETS", "changed_parameters", "run_note", "render_page"]
@@ -41,19 +41,12 @@ class PageFailed(RunError):
     status = 1
 
 
-def _literal(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
 def changed_parameters(injected: Mapping[str, Any], defaults: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple]:
     """name -> (value, default) for every injected value that differs from the notebook's default."""
     out = {}
     for name, value in injected.items():
         info = defaults.get(name)
-        default = _literal(info["default_text"]) if info else None
+        default = literal_value(info["default_text"]) if info else None
         if info is None or default != value:
             out[name] = (value, info["default_text"] if info else None)
     return out

@@ -135,14 +135,13 @@ def answer_more(H: Mapping) -> str:
 def budget_verdicts(H: Mapping) -> str:
     """Each budget-store claim's verdict under its registered rule, with the rule's reason, as one
     sentence per verdict (claims with the same verdict and reason share a sentence)."""
-    groups: dict[str, list[str]] = {}
+    groups: dict[tuple[str, str], list[str]] = {}
     for c in CLAIMS:
         if c.key in _BUDGET_CLAIMS:
             j = c.judge(H)
-            why = f", because {j.qualifier}" if j.qualifier else ""
-            groups.setdefault(f"{j.verdict}{why}", []).append(_BUDGET_CLAIMS[c.key])
+            groups.setdefault((j.verdict, j.qualifier), []).append(_BUDGET_CLAIMS[c.key])
     out = []
-    for label, names in groups.items():
+    for (verdict, qualifier), names in groups.items():
         who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        out.append(f"{who}: {label}.")
+        out.append(f"{who}: {verdict}" + (f", because {qualifier}" if qualifier else "") + ".")
     return " ".join(out)

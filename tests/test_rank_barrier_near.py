@@ -52,7 +52,7 @@ def test_the_table_pairs_every_c_with_the_orthonormal_draw_and_stays_under_n():
 def _near(**kw):
     h = {"ch05_near_ns": "32, 1024", "ch05_near_cs": "0.1, 1, 10", "ch05_near_dhs": "8, 64", "ch05_near_dh_max": 64, "ch05_near_trials": 20,
          "ch05_near_cells": 12, "ch05_near_max_z": 1.0, "ch05_near_worst": "n = 32, c = 10, d_h = 64",
-         "ch05_near_broken_cs": "", "ch05_near_largest_ok_c": 10.0, "ch05_near_gap": 0.02,
+         "ch05_near_broken_cs": [], "ch05_near_largest_ok_c": 10.0, "ch05_near_gap": 0.02,
          "ch05_near_shift_max": 0.01, "ch05_near_shift_worst": "n = 32, c = 10, d_h = 8"}
     return {**h, **kw}
 
@@ -64,9 +64,9 @@ def test_the_near_orthonormal_rule_reaches_every_verdict():
     j = rule(_near(ch05_near_gap=ch.NEAR_MARGIN + 0.01))
     # the qualifier names where the grid of head sizes stops, not a value the rank never attains
     assert j.verdict == WEAKER and "at d_h <= 64 (the grid's largest)" in j.qualifier and "attains" not in j.qualifier
-    j = rule(_near(ch05_near_max_z=z_crit + 1, ch05_near_broken_cs="10", ch05_near_largest_ok_c=1.0))
+    j = rule(_near(ch05_near_max_z=z_crit + 1, ch05_near_broken_cs=[10.0], ch05_near_largest_ok_c=1.0))
     assert j.verdict == CONDITIONAL and "at most 1 n^-3/2" in j.qualifier and "from c = 10 on" in j.qualifier
-    j = rule(_near(ch05_near_max_z=z_crit + 1, ch05_near_broken_cs="0.1, 10", ch05_near_largest_ok_c=float("nan")))
+    j = rule(_near(ch05_near_max_z=z_crit + 1, ch05_near_broken_cs=[0.1, 10.0], ch05_near_largest_ok_c=float("nan")))
     assert j.verdict == CONTRADICTED
     assert rule(_near(ch05_near_trials=1)).verdict == INCONCLUSIVE
     assert rule(_near(ch05_near_max_z=float("nan"))).verdict == INCONCLUSIVE
@@ -87,7 +87,7 @@ def test_the_headline_reads_a_violation_as_the_rule_needs():
                 rows.append({"n": n, "c": c, "head_dim": 8, "trial": t, "rank": r, "rank_frac": r / n, "bound": b})
     P = {"near_ns": [32, 64], "near_cs": [1.0, 10.0], "near_head_dims": [8], "near_trials": 10}
     H = ch.rules._near_headline({"P": P, "near": pd.DataFrame(rows)})
-    assert H["ch05_near_broken_cs"] == "10" and H["ch05_near_largest_ok_c"] == 1.0 and H["ch05_near_cells"] == 4
+    assert H["ch05_near_broken_cs"] == [10.0] and H["ch05_near_largest_ok_c"] == 1.0 and H["ch05_near_cells"] == 4
     assert ch.rule_near_orthonormal(H).verdict == CONDITIONAL
     assert math.isfinite(H["ch05_near_max_z"]) and H["ch05_near_worst"].endswith("c = 10, d_h = 8")
 

@@ -193,3 +193,26 @@ def test_shared_tools_and_chapters_05_06_import_no_other_chapter():
     for own, paths in files.items():
         for path in paths:
             assert not chapters_imported(path.read_text(encoding="utf8"), own), path
+
+
+def _decoy(chapter):
+    """A claim inserted at the front of a chapter's CLAIMS: a verdict wired by position would be its."""
+    from lowrank.experiments.verdicts import MIN_LI, Claim
+    return Claim("decoy-first", MIN_LI, chapter, "sec-decoy", "A claim inserted first", None,
+                 untested="nothing: it only takes the first place")
+
+
+def test_barrier_verdicts_follow_their_claims_keys_not_their_places(t05, monkeypatch):
+    from lowrank.experiments.verdicts import claim_of
+    before = {k: v for k, v in E.headline(t05).items() if k.startswith("ch05_verdict_")}
+    monkeypatch.setattr(E.rules, "CLAIMS", (_decoy("05"),) + E.rules.CLAIMS[::-1])
+    after = {k: v for k, v in E.headline(t05).items() if k.startswith("ch05_verdict_")}
+    assert after == before and not any(str(v).startswith("not tested") for v in after.values())
+    for name, key in E.rules.VERDICT_CLAIMS.items():
+        assert before[f"ch05_verdict_{name}_evidence"] == claim_of(E.rules.CLAIMS, key).judge(E.headline(t05)).evidence
+
+
+def test_saturation_verdict_follows_its_claims_key_not_its_place(t06, monkeypatch):
+    before = S.headline(t06)["ch06_verdict"]
+    monkeypatch.setattr(S.rules, "CLAIMS", (_decoy("06"),) + S.rules.CLAIMS[::-1])
+    assert S.headline(t06)["ch06_verdict"] == before and not before.startswith("not tested")

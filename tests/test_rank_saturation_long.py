@@ -16,7 +16,7 @@ from lowrank.book.sets import set_parameters
 from lowrank.experiments import rank_saturation as ch
 from lowrank.experiments.rank_saturation import long, store as st
 from lowrank.experiments.rank_saturation.rules import _criterion_keys
-from lowrank.experiments.verdicts import INCONCLUSIVE
+from lowrank.experiments.verdicts import INCONCLUSIVE, claim_of
 from lowrank.sweep import ResultStore
 from lowrank.train import run_key
 
@@ -155,7 +155,7 @@ def test_the_long_set_and_the_command_compute_the_grid_the_default_page_reads():
     units, _ = ch.estimate(longset)
     assert units["nested_long"] == ch.long_units(longset) > 0 and "nested_long" not in ch.estimate(default)[0]
     # the rule's printed sentence names the grid the store holds
-    sentence = ch.CLAIMS[1].rule_sentence
+    sentence = claim_of(ch.CLAIMS, "saturation-increment").rule_sentence
     configs = ch.long_configs(default)
     for text in (st.LONG_STORE, f"max({default['increment_top_min']}, {default['increment_top_factor']} n)",
                  f"max({default['min_trials']}, {default['increment_rows_per_cell']} // n)",

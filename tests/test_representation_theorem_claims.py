@@ -9,13 +9,19 @@ from lowrank.experiments import verdicts as V
 RULES = {c.key: c for c in R.CLAIMS}
 
 
+def _fits(*pairs):
+    """(n, fitted threshold or None) per length, as the headline carries them."""
+    return [{"n": n, "fitted": f} for n, f in pairs]
+
+
 def base(**kw):
     h = dict(ch02_construction_error=3e-15, ch02_construction_nmax=32,
              ch02_threshold_offset=-1.0, ch02_vanish_list="7, 15, 31", ch02_ns_list="8, 16, 32",
              ch02_bound_violations=0, ch02_bound_min_below=2e-6, ch02_bound_max_below=6e-4, ch02_bound_rows=40,
              ch02_causal_n_count=5, ch02_causal_match_count=5, ch02_causal_bound_violations=0,
              ch02_causal_ns="4, 6, 8, 10, 12", ch02_causal_fitted_list="2, 3, 4, 5, 6",
-             ch02_causal_bound_list="2, 3, 4, 5, 6", ch02_counterexample_tv=0.25)
+             ch02_causal_bound_list="2, 3, 4, 5, 6", ch02_counterexample_tv=0.25,
+             ch02_causal_fits=_fits((4, 2), (6, 3), (8, 4), (10, 5), (12, 6)))
     h.update(kw)
     return h
 
@@ -55,11 +61,15 @@ def test_head_size_threshold(kw, verdict):
 @pytest.mark.parametrize("kw,verdict", [
     ({}, V.REPRODUCED),
     (dict(ch02_causal_match_count=4), V.INCONCLUSIVE),
-    (dict(ch02_causal_n_count=2, ch02_causal_match_count=2, ch02_causal_ns="4, 6", ch02_causal_fitted_list="2, 3"),
+    (dict(ch02_causal_n_count=2, ch02_causal_match_count=2, ch02_causal_ns="4, 6", ch02_causal_fitted_list="2, 3",
+          ch02_causal_fits=_fits((4, 2), (6, 3))),
      V.INCONCLUSIVE),
     (dict(ch02_causal_bound_violations=1), V.CONTRADICTED),
-    (dict(ch02_causal_fitted_list="2, 3, 3, 5, 6", ch02_causal_match_count=4), V.CONTRADICTED),
-    (dict(ch02_causal_fitted_list="2, 3, never, 5, 6", ch02_causal_match_count=4), V.INCONCLUSIVE),
+    (dict(ch02_causal_fitted_list="2, 3, 3, 5, 6", ch02_causal_fits=_fits((4, 2), (6, 3), (8, 3), (10, 5), (12, 6)),
+          ch02_causal_match_count=4), V.CONTRADICTED),
+    (dict(ch02_causal_fitted_list="2, 3, never, 5, 6",
+          ch02_causal_fits=_fits((4, 2), (6, 3), (8, None), (10, 5), (12, 6)), ch02_causal_match_count=4),
+     V.INCONCLUSIVE),
 ])
 def test_causal_threshold(kw, verdict):
     assert judge("causal-threshold", **kw).verdict == verdict

@@ -148,7 +148,7 @@ def test_headline_keys_and_values(tmp_path):
     tables.update(ch.run_models(ch.models_configs(**models_arguments(P)), run=False, read_store=P["models_long_store"]))
     h = ch.headline(tables)
     assert set(h) == set(ch.HEADLINE_KEYS)
-    assert h["ch07_cls_vit"] == "" and h["ch07_verdict_vit"].startswith("inconclusive")
+    assert h["ch07_cls_vit"] is None and h["ch07_verdict_vit"].startswith("inconclusive")
     assert h["ch07_verdict_mla_bound"] == "reproduced" and h["ch07_verdict_mla"].startswith("inconclusive")
     # MiniLM part: the tiny BERT has d_h = 4, so every logit matrix at n = 12 has rank 4.
     assert h["ch07_mini_dh"] == 4 and h["ch07_logit_range"] == "exactly 4"
@@ -169,13 +169,13 @@ def test_headline_keys_and_values(tmp_path):
     assert h["ch07_ret_plateau"] + h["ch07_ret_capped"] == 12
     assert h["ch07_ret_bounded"] == h["ch07_ret_cases"] == 12
     assert h["ch07_ret_ns"] == "8 and 16" and h["ch07_ret_dh"] == "1 and 8" and h["ch07_ret_pair_ns"] == "8"
-    assert h["ch07_red_single"] == "" and h["ch07_red_single_judged"] == "none"
+    assert h["ch07_red_single"] == [] and h["ch07_red_single_judged"] == "none"
     assert h["ch07_red_laws"].startswith("not decided")
     assert h["ch07_ret_git"] not in ("", "not recorded") and h["ch07_ret_cpu_min"] > 0
     assert h["ch07_verdict_reduction"].startswith("inconclusive")
     # truncation part: rank 2 keeps the neighbours at n = 8 (interval (1, 2]); nothing below 4 at n = 16
     assert h["ch07_tr_ns"] == "8 and 16" and h["ch07_tr_dh"] == 4 and h["ch07_tr_full_dev"] == pytest.approx(1e-7)
-    assert h["ch07_trr_points"] == "8:1:2;16:2:4"
+    assert h["ch07_trr_points"] == [{"n": 8, "prev": 1, "r": 2}, {"n": 16, "prev": 2, "r": 4}]
     assert h["ch07_tr_cos_r1"] == pytest.approx(0.6) and h["ch07_tr_overlap_r1_lo"] == pytest.approx(0.3)
     assert h["ch07_tr_drop_r1"] == pytest.approx(0.2) and h["ch07_tr_acc_first"] == "r = 2"
     assert (h["ch07_trl_n"], h["ch07_trl_worst"], h["ch07_trl_best"]) == (8, 0, 1)

@@ -1,4 +1,6 @@
 """Chapter 07's claim rules on synthetic headline values: both sides of every threshold, every verdict."""
+import ast
+import json
 import math
 
 import pytest
@@ -103,8 +105,8 @@ def test_barrier_without_intervals_is_inconclusive_and_one_model_suffices():
 
 
 def pts(rows):
-    """Grid-interval strings: rows of (n, a_lo, a_hi, r_lo, r_hi, gap)."""
-    return ch.format_points([dict(zip(("n", "a_lo", "a_hi", "r_lo", "r_hi", "gap"), r)) for r in rows])
+    """Grid-interval records: rows of (n, a_lo, a_hi, r_lo, r_hi, gap)."""
+    return ch.point_records([dict(zip(("n", "a_lo", "a_hi", "r_lo", "r_hi", "gap"), r)) for r in rows])
 
 
 LOG_LIKE = [(16, 1, 2, 1, 2, 0.0), (32, 3, 4, 3, 4, 0.0), (64, 5, 6, 4, 6, 0.0), (128, 7, 8, 7, 9, 0.0),
@@ -176,10 +178,20 @@ def test_reduction_partial_store_is_inconclusive_and_says_what_it_needs():
     assert j.verdict == INCONCLUSIVE and "no n with a complete grid" in j.evidence
 
 
-def test_points_round_trip_with_an_open_top():
+def test_point_records_are_plain_data_with_an_open_top():
     rows = [dict(n=16, a_lo=12.0, a_hi=math.inf, r_lo=2.0, r_hi=3.0, gap=0.001)]
-    assert ch.parse_points(ch.format_points(rows)) == rows
-    assert ch.parse_points("") == []
+    recs = ch.point_records(rows)
+    assert recs == [dict(n=16, a_lo=12.0, a_hi=None, r_lo=2.0, r_hi=3.0, gap=0.001)]
+    # they survive the glued repr chapter 08 reads, and JSON
+    assert ast.literal_eval(repr(recs)) == recs and json.loads(json.dumps(recs)) == recs
+    assert ch.point_records([]) == []
+
+
+def test_an_open_top_read_from_a_record_is_above_every_grid_value():
+    # d*_rank open above the grid at n = 64 on the one-key task: accuracy saturating at (4, 8] is not later
+    single = LOG_LIKE[:2] + [(64, 4, 8, 4, math.inf, 0.0)] + LOG_LIKE[3:]
+    j = ch.rule_model_reduction(reduction(single=single))
+    assert "d*_rank in (4, inf]" in j.evidence and j.verdict != CONTRADICTED
 
 
 def test_law_fit_censoring_and_prediction():
@@ -198,8 +210,10 @@ def test_law_fit_censoring_and_prediction():
         ch.law_fit(ns, [1] * 4, [2] * 4, "sqrt n")
 
 
-def trunc(points="32:2:3;64:3:4;128:4:6;256:4:6", **kw):
-    h = dict(ch07_tr_dh=32, ch07_trr_points=points, ch07_tr_docs=200, ch07_tr_ranks="1, 2, 3, 4, 6, 8, 12, 16, 24 and 32")
+def trunc(points=((32, 2, 3), (64, 3, 4), (128, 4, 6), (256, 4, 6)), **kw):
+    """``points``: (n, prev, r) per n, as the records the headline carries."""
+    rows = [dict(zip(("n", "prev", "r"), p)) for p in points]
+    h = dict(ch07_tr_dh=32, ch07_trr_points=ch.truncation_records(rows), ch07_tr_docs=200, ch07_tr_ranks="1, 2, 3, 4, 6, 8, 12, 16, 24 and 32")
     return {**h, **kw}
 
 
@@ -207,11 +221,11 @@ def test_truncation_reproduced_near_log_n_weaker_above_contradicted_without_redu
     j = ch.rule_truncation(trunc())
     assert j.verdict == REPRODUCED and "2 ln n" in j.evidence
     # at n = 32, 2 ln n = 6.93: an interval (6, 8] still reaches it, (8, 12] does not
-    assert ch.rule_truncation(trunc("32:6:8;64:3:4")).verdict == REPRODUCED
-    j = ch.rule_truncation(trunc("32:8:12;64:3:4"))
+    assert ch.rule_truncation(trunc(((32, 6, 8), (64, 3, 4)))).verdict == REPRODUCED
+    j = ch.rule_truncation(trunc(((32, 8, 12), (64, 3, 4))))
     assert j.verdict == WEAKER and "log n" in j.qualifier
-    assert ch.rule_truncation(trunc("32:24:32;64:3:4")).verdict == CONTRADICTED
-    assert ch.rule_truncation(trunc("")).verdict == INCONCLUSIVE
+    assert ch.rule_truncation(trunc(((32, 24, 32), (64, 3, 4)))).verdict == CONTRADICTED
+    assert ch.rule_truncation(trunc(())).verdict == INCONCLUSIVE
 
 
 def test_rules_need_their_evidence_and_claims_are_well_formed():
@@ -263,23 +277,23 @@ def test_model_reduction_row_names_the_scale_of_its_runs():
 
 
 def test_the_opening_answer_groups_every_verdict_under_its_word():
-    from lowrank.experiments.trained_attention import _ABOUT, answer_text
-    labels = ["contradicted", "reproduced", "inconclusive: too few lengths", "contradicted",
-              "reproduced in a weaker form", "reproduced", "inconclusive: x", "reproduced", "contradicted"]
-    text = answer_text(labels)
+    from lowrank.experiments.trained_attention import _ABOUT, VERDICT_CLAIMS, answer_text
+    words = ["contradicted", "reproduced", "inconclusive", "contradicted", "reproduced in a weaker form",
+             "reproduced", "inconclusive", "reproduced", "contradicted"]
+    verdicts = dict(zip(VERDICT_CLAIMS, words))
+    text = answer_text(verdicts)
     # Reproduced first, then the weaker form, contradicted and inconclusive; each claim named once.
     assert text.index("Reproduced:") < text.index("Reproduced in a weaker form:") < text.index("Contradicted:") \
         < text.index("Inconclusive:")
-    for about in _ABOUT:
+    for about in _ABOUT.values():
         assert text.count(about) == 1
     contradicted = text.split("Contradicted: ")[1].split(".")[0]
-    assert contradicted.split("; ") == [_ABOUT[0], _ABOUT[3], _ABOUT[8]]
-    assert "too few lengths" not in text
-    with pytest.raises(ValueError, match="8 verdicts for 9 claims"):
-        answer_text(labels[:-1])
+    assert contradicted.split("; ") == [_ABOUT["mechanism"], _ABOUT["truncation"], _ABOUT["mla"]]
+    with pytest.raises(ValueError, match="expected one for each"):
+        answer_text({k: v for k, v in verdicts.items() if k != "mla"})
 
 
 def test_the_opening_answer_names_a_verdict_word_outside_the_usual_four():
-    from lowrank.experiments.trained_attention import answer_text
-    text = answer_text(["not tested"] + ["reproduced"] * 8)
+    from lowrank.experiments.trained_attention import VERDICT_CLAIMS, answer_text
+    text = answer_text({name: "not tested" if name == "mechanism" else "reproduced" for name in VERDICT_CLAIMS})
     assert text.startswith("Reproduced: ") and text.endswith("Not tested: logits of rank at most the head size in trained heads.")

@@ -52,7 +52,7 @@ def _h(key="vit", data="mnist5k", **p):
     base = {"seeds": 5, "acc_top": 0.97, "a_lo": 2, "a_hi": 4, "r_lo": 4, "r_hi": 8, "gap": 0.0, "inc": 0.0,
             "inc_lo": -0.01, "inc_hi": 0.01}
     base.update(p)
-    return {f"ch07_cls_{key}_data": data, f"ch07_cls_{key}": R.format_saturation(base),
+    return {f"ch07_cls_{key}_data": data, f"ch07_cls_{key}": R.saturation_record(base),
             f"ch07_cls_{key}_stored": "30 of the 30 runs"}
 
 
@@ -74,38 +74,52 @@ def test_the_plateau_rules_reach_every_verdict(rule, key, data, together):
     j = rule(_h(key, data, acc_top=R.ACC_FLOOR[data] - 0.001))
     assert j.verdict == INCONCLUSIVE and "not trained well enough" in j.qualifier
     assert rule(_h(key, data, seeds=2)).verdict == INCONCLUSIVE
-    empty = {f"ch07_cls_{key}_data": data, f"ch07_cls_{key}": "", f"ch07_cls_{key}_stored": "0 of the 30 runs"}
+    empty = {f"ch07_cls_{key}_data": data, f"ch07_cls_{key}": None, f"ch07_cls_{key}_stored": "0 of the 30 runs"}
     assert rule(empty).verdict == INCONCLUSIVE
     assert "d*_rank (hardmax rank / n of the first block) (4, 8]" in rule(_h(key, data)).evidence
 
 
 def test_the_layer_rule_reaches_every_verdict():
     def h(*sets):
-        return {"ch07_cls_layers": "; ".join(sets), "ch07_cls_layers_what": "blocks"}
-    same = R.format_layers("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
-    apart = R.format_layers("bbcnews", 5, [(1, 2), (4, 8)], acc_top=0.95)
+        return {"ch07_cls_layers": list(sets), "ch07_cls_layers_what": "blocks"}
+    same = R.layers_record("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
+    apart = R.layers_record("bbcnews", 5, [(1, 2), (4, 8)], acc_top=0.95)
     assert R.rule_layers(h(same)).verdict == REPRODUCED
     assert R.rule_layers(h(same, apart)).verdict == CONTRADICTED
     # half-open grid intervals that touch, (2, 4] and (4, 8], share no point
-    touching = R.format_layers("mnist5k", 5, [(2, 4), (4, 8)], acc_top=0.97)
+    touching = R.layers_record("mnist5k", 5, [(2, 4), (4, 8)], acc_top=0.97)
     assert R.rule_layers(h(touching)).verdict == CONTRADICTED
-    assert R.rule_layers(h(R.format_layers("mnist5k", 5, [(2, 4), (3, 8)], acc_top=0.97))).verdict == REPRODUCED
-    j = R.rule_layers(h(R.format_layers("mnist5k", 5, [(2, 4), (2, math.inf)], acc_top=0.97)))
+    assert R.rule_layers(h(R.layers_record("mnist5k", 5, [(2, 4), (3, 8)], acc_top=0.97))).verdict == REPRODUCED
+    j = R.rule_layers(h(R.layers_record("mnist5k", 5, [(2, 4), (2, math.inf)], acc_top=0.97)))
     assert j.verdict == INCONCLUSIVE and "does not saturate" in j.qualifier
-    assert R.rule_layers(h(R.format_layers("mnist5k", 2, [(2, 4), (2, 8)], acc_top=0.97))).verdict == INCONCLUSIVE
+    assert R.rule_layers(h(R.layers_record("mnist5k", 2, [(2, 4), (2, 8)], acc_top=0.97))).verdict == INCONCLUSIVE
     assert R.rule_layers(h()).verdict == INCONCLUSIVE
+
+
+def test_layer_records_are_plain_data_and_the_evidence_shows_an_open_end():
+    import ast
+    import json
+    rec = R.layers_record("mnist5k", 5, [(2, 4), (2, math.inf)], acc_top=0.97)
+    assert rec == {"data": "mnist5k", "seeds": 5, "acc_top": 0.97, "intervals": [[2.0, 4.0], [2.0, None]]}
+    assert ast.literal_eval(repr(rec)) == rec and json.loads(json.dumps(rec)) == rec
+    assert R.layers_text([rec]) == "mnist5k: 5 seeds, accuracy 0.9700, (2, 4] | (2, inf]"
+    sat = R.saturation_record({"seeds": 5, "acc_top": 0.97, "a_lo": 2, "a_hi": math.inf, "r_lo": 4, "r_hi": 8,
+                               "gap": 0.0, "inc": math.nan, "inc_lo": 0.0, "inc_hi": 0.0})
+    assert sat["a_hi"] is None and sat["inc"] is None and ast.literal_eval(repr(sat)) == sat
+    j = R.rule_vit_plateau({"ch07_cls_vit_data": "mnist5k", "ch07_cls_vit": sat, "ch07_cls_vit_stored": "30 runs"})
+    assert "d*_acc above 2" in j.evidence
 
 
 def test_the_layer_rule_reads_no_model_below_its_accuracy_floor():
     def h(*sets):
-        return {"ch07_cls_layers": "; ".join(sets), "ch07_cls_layers_what": "blocks"}
+        return {"ch07_cls_layers": list(sets), "ch07_cls_layers_what": "blocks"}
     floor = R.ACC_FLOOR["bbcnews"]
-    apart_low = R.format_layers("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor - 0.001)
-    same = R.format_layers("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
+    apart_low = R.layers_record("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor - 0.001)
+    same = R.layers_record("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
     # the disjoint blocks of an under-trained model do not decide; the model is named as left out
     j = R.rule_layers(h(same, apart_low))
     assert j.verdict == REPRODUCED and "bbcnews (accuracy 0.899 below 0.90)" in j.evidence
-    assert R.rule_layers(h(same, R.format_layers("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor))).verdict == CONTRADICTED
+    assert R.rule_layers(h(same, R.layers_record("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor))).verdict == CONTRADICTED
     j = R.rule_layers(h(apart_low))
     assert j.verdict == INCONCLUSIVE and "trained well enough" in j.qualifier
 

@@ -59,7 +59,7 @@ def test_bound_rule_reaches_every_verdict():
     assert "at CPU scale, on Shakespeare" in j.evidence
     assert R.rule_mla_trained_bound(_headline(fr, logit=7)).verdict == CONTRADICTED
     h = _headline(fr)
-    h["ch07_mla_bound"] = ""
+    h["ch07_mla_bound"] = None
     assert R.rule_mla_trained_bound(h).verdict == INCONCLUSIVE
 
 
@@ -67,7 +67,7 @@ def _sat(**kw):
     base = dict(seeds=3, latent_first=2, latent_prev=16, latent_last=32, rise=0.1, rise_lo=0.05, rise_hi=0.15,
                 increment=0.001, increment_lo=-0.004, increment_hi=0.006, loss=4.0, uniform=math.log(512))
     h = _headline({2: [0.5] * 3, 4: [0.5] * 3})
-    h["ch07_mla_saturation"] = R.format_saturation({**base, **kw})
+    h["ch07_mla_saturation"] = R.saturation_record({**base, **kw})
     return R.rule_mla_trained_saturation(h)
 
 

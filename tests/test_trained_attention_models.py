@@ -8,11 +8,16 @@ from lowrank.experiments.trained_attention import model_rules as mr
 from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER
 
 
+def _cuts(*points):
+    """(n, prev, r) per n, as the records the headline carries."""
+    return mr.cut_records([dict(zip(("n", "prev", "r"), q)) for q in points])
+
+
 def _h(model, **kw):
     p = f"ch07_pm_{model}_"
     base = {"dh": 64, "logit_maps": 100, "logit_min": 64, "logit_max": 64, "heads_n": 144, "head_lo": 0.60,
             "head_hi": 0.62, "ref": 0.632, "above_lo": 0.0, "above_hi": 0.03, "n_max": 512, "windows": 8,
-            "head_mean": 0.61, "above": 1, "cut_points": "64:1:2;128:2:4"}
+            "head_mean": 0.61, "above": 1, "cut_points": _cuts((64, 1, 2), (128, 2, 4))}
     base.update(kw)
     return {p + k: v for k, v in base.items()}
 
@@ -40,9 +45,9 @@ def test_barrier_reaches_every_verdict(model):
 def test_truncation_reaches_every_verdict(model):
     rule = {"mpnet": mr.rule_truncation_mpnet, "smollm2": mr.rule_truncation_smollm2}[model]
     assert rule(_h(model)).verdict == REPRODUCED
-    assert rule(_h(model, cut_points="64:16:32;128:16:32")).verdict == WEAKER
-    assert rule(_h(model, cut_points="64:16:32;128:32:64")).verdict == CONTRADICTED
-    assert rule(_h(model, cut_points="")).verdict == INCONCLUSIVE
+    assert rule(_h(model, cut_points=_cuts((64, 16, 32), (128, 16, 32)))).verdict == WEAKER
+    assert rule(_h(model, cut_points=_cuts((64, 16, 32), (128, 32, 64)))).verdict == CONTRADICTED
+    assert rule(_h(model, cut_points=[])).verdict == INCONCLUSIVE
     assert 2 * math.log(64) < 16  # the weaker case above lies above 2 ln n
 
 
@@ -52,9 +57,12 @@ def test_every_model_claim_names_its_parent_and_glue_key():
     assert all(c.scale_key == "ch07_pm_scale" for c in mr.MODEL_CLAIMS)
 
 
-def test_cut_points_round_trip():
+def test_cut_records_are_plain_data():
+    import ast
+    import json
     pts = [{"n": 64, "prev": 1, "r": 2}, {"n": 128, "prev": 32, "r": 64}]
-    assert mr.parse_cut_points(mr.format_cut_points(pts)) == [(64, 1, 2), (128, 32, 64)]
+    recs = mr.cut_records(pts)
+    assert recs == pts and ast.literal_eval(repr(recs)) == recs and json.loads(json.dumps(recs)) == recs
 
 
 # --- the committed store, its estimate, the chapter's tables ------------------------------------
@@ -111,12 +119,17 @@ def test_the_default_scale_reads_the_store_and_every_model_claim_is_judged():
     assert h["ch07_pm_scale"] == "long" and h["ch07_pm_smollm2_causal"] is True
     assert h["ch07_pm_mpnet_causal"] is False and h["ch07_pm_smollm2_kv"] == 3
     for c in MODEL_CLAIMS:
-        h[verdict_key(c)] = c.judge(h).label
-    assert all(h[verdict_key(c)].split(":")[0] != "inconclusive" or "no" in h[verdict_key(c)] for c in MODEL_CLAIMS)
-    h.update({"ch07_mini_dh": 32, "ch07_verdict_mechanism": "reproduced", "ch07_logit_range": "exactly 32",
-              "ch07_verdict_barrier": "x", "ch07_head_mean": 0.2, "ch07_barrier": 0.63, "ch07_n_max": 512,
-              "ch07_verdict_truncation": "y", "ch07_trr_text": "z"})
+        j = c.judge(h)
+        h[verdict_key(c)], h[verdict_key(c) + "_word"] = j.label, j.verdict
+    assert all(h[verdict_key(c) + "_word"] != "inconclusive" or "no" in h[verdict_key(c)] for c in MODEL_CLAIMS)
+    h.update({"ch07_mini_dh": 32, "ch07_verdict_mechanism_word": "reproduced", "ch07_logit_range": "exactly 32",
+              "ch07_verdict_barrier_word": "x", "ch07_head_mean": 0.2, "ch07_barrier": 0.63, "ch07_n_max": 512,
+              "ch07_verdict_truncation_word": "y", "ch07_trr_text": "z"})
     table = model_claim_table(h)
+    # the verdict word comes from its own value, never cut from a label
+    assert table.loc["all-MiniLM-L6-v2"].iloc[1].startswith("reproduced: ")
+    first = next(c for c in MODEL_CLAIMS if c.key.endswith("-mpnet") and c.model_of == "minli-truncation")
+    assert table.loc["all-mpnet-base-v2"].iloc[3].startswith(h[verdict_key(first) + "_word"] + " (")
     assert list(table.index) == ["all-MiniLM-L6-v2", "all-mpnet-base-v2", "SmolLM2-135M-Instruct"]
     assert "does not apply (causal)" in table.loc["SmolLM2-135M-Instruct"].iloc[2]
     assert "does not apply" not in table.loc["all-mpnet-base-v2"].iloc[2]

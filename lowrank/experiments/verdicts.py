@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..params import SCALES
 __all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "NEGLIGIBLE", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
            "VERDICTS", "NOT_JUDGED", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
            "EMPIRICAL_KINDS", "KIND_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Judgement", "Claim",
-           "MissingEvidence", "need", "is_missing"]
+           "MissingEvidence", "need", "is_missing", "claim_of", "plain_number", "upper_end"]
 
 REPRODUCED = "reproduced"
 CORRECTED = "reproduced, corrected"
@@ -162,3 +162,26 @@ class Claim:
 def is_missing(x: Any) -> bool:
     """True for None and NaN: a number the experiment could not estimate."""
     return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def plain_number(x: float) -> float | None:
+    """A float as a headline record carries it: None where it is not finite (an open grid end at
+    infinity, or NaN where nothing was estimated), since a nested nan or inf survives neither a
+    Python literal (the glued repr chapter 08 reads) nor JSON."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def upper_end(x: float | None) -> float:
+    """The upper end of a grid interval from a record (:func:`plain_number`): None is the open end, inf."""
+    return math.inf if x is None else float(x)
+
+
+def claim_of(claims: Iterable[Claim], key: str) -> Claim:
+    """The claim whose key is ``key``: claims are addressed by key, so inserting or reordering
+    claims in a tuple never hands one claim's verdict to another. KeyError names the key and those known."""
+    claims = tuple(claims)
+    for c in claims:
+        if c.key == key:
+            return c
+    raise KeyError(f"no claim {key!r}; known claims: {', '.join(c.key for c in claims) or 'none'}")

@@ -14,14 +14,18 @@ from ..shared.montecarlo import as_rtols
 from .latent import mla_headline
 from .near import near_cells
 from ..verdicts import (BOOK, PROOF_CHECK, SIMULATION, CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
-                        Judgement, is_missing, need)
+                        Judgement, claim_of, is_missing, need)
 
 __all__ = ["HEADLINE_KEYS", "GROUPS", "headline", "CLAIMS", "rule_barrier", "rule_rank_rises", "rule_near_orthonormal",
-           "rule_mla", "rule_mla_bound", "MLA_INCREMENT", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN"]
+           "rule_mla", "rule_mla_bound", "MLA_INCREMENT", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN", "VERDICT_CLAIMS"]
 
 # The hypotheses of the theorem that the summary's settings drop, one group each.
 GROUPS = ("none (the theorem's setting)", "temperature", "tolerance", "input distribution",
           "weight structure", "mask", "heads")
+
+# The headline's verdict keys (ch05_verdict_<name>) and the claim each one judges, by the claim's key.
+VERDICT_CLAIMS = {"barrier": "barrier", "rises": "rank-rises", "near": "minli-near-orthonormal", "mla": "minli-mla",
+                  "mla_bound": "mla-logit-bound"}
 
 HEADLINE_KEYS = (
     "ch05_bound_frac_nmax", "ch05_nmax", "ch05_query_sets", "ch05_key_n", "ch05_key_max_formula_frac",
@@ -141,9 +145,8 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     H.update(_near_headline(t))
     H.update(mla_headline(t))
     H["ch05_mla_criterion"] = MLA_INCREMENT
-    for key, claim in (("barrier", CLAIMS[0]), ("rises", CLAIMS[1]), ("near", CLAIMS[2]), ("mla", CLAIMS[3]),
-                       ("mla_bound", CLAIMS[4])):
-        j = claim.judge(H)
+    for key, claim_key in VERDICT_CLAIMS.items():
+        j = claim_of(CLAIMS, claim_key).judge(H)
         H[f"ch05_verdict_{key}"], H[f"ch05_verdict_{key}_evidence"] = j.label, j.evidence
     return H
 
@@ -166,7 +169,7 @@ def _near_headline(t: Mapping[str, Any]) -> dict[str, Any]:
             "ch05_near_trials": int(P["near_trials"]), "ch05_near_cells": int(len(pert)),
             "ch05_near_max_z": float(z.max()) if np.isfinite(z.max()) else float("nan"),
             "ch05_near_worst": f"n = {int(worst.n)}, c = {worst.c:g}, d_h = {int(worst.head_dim)}",
-            "ch05_near_broken_cs": ", ".join(f"{c:g}" for c in broken),
+            "ch05_near_broken_cs": broken,
             "ch05_near_largest_ok_c": float(max(ok)) if ok else float("nan"),
             "ch05_near_gap": float((top["bound"] / top["n"] - top["frac"]).max()),
             "ch05_near_shift_max": float(shift["shift"]),
@@ -270,7 +273,7 @@ def rule_near_orthonormal(h: Mapping[str, Any]) -> Judgement:
         if is_missing(ok_c):
             return Judgement(CONTRADICTED, evidence)
         return Judgement(CONDITIONAL, evidence, f"|E_ij| at most {ok_c:g} n^-3/2 at these n; cells exceed the bound "
-                                                f"from c = {broken.split(', ')[0]} on")
+                                                f"from c = {min(broken):g} on")
     if gap > NEAR_MARGIN:
         # Where the grid of head sizes stops is not where the rank stops: the qualifier names the grid.
         return Judgement(WEAKER, evidence, f"an upper bound on the mean; at d_h <= {need(h, 'ch05_near_dh_max')} "

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..shared.laws import LAWS, POLYLOG
-from ..verdicts import SIMULATION, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, Claim, Judgement, is_missing, need
+from ..verdicts import SIMULATION, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, Claim, Judgement, claim_of, is_missing, need
 from .criteria import interval_text
 from .grids import main_criterion, trials_per_n
 from .increment import increment_criterion, increment_keys
@@ -141,7 +141,7 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     ev = t["inc"]
     H.update(_criterion_keys("ch06_inc_", increment_criterion(P), {increment_criterion(P): ev["laws"]}, ev["points"]))
     H.update(increment_keys(P, ev))
-    j = CLAIMS[0].judge(H)
+    j = claim_of(CLAIMS, "saturation").judge(H)
     H["ch06_verdict"], H["ch06_verdict_evidence"] = j.label, j.evidence
     # softmax part
     sp, soft_ns = t["soft_points"], [int(n) for n in P["softmax_ns"]]

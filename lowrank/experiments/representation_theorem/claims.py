@@ -81,9 +81,9 @@ def rule_causal_threshold(h):
     viol = _v.need(h, "ch02_causal_bound_violations")
     ev = (f"n = {_v.need(h, 'ch02_causal_ns')}: fitted threshold {_v.need(h, 'ch02_causal_fitted_list')}, certified bound "
           f"{_v.need(h, 'ch02_causal_bound_list')}; bound above a fit in {viol} fits")
-    fitted = [int(x) if x.strip().isdigit() else None for x in str(_v.need(h, "ch02_causal_fitted_list")).split(",")]
-    ns = [int(x) for x in str(_v.need(h, "ch02_causal_ns")).split(",")]
-    if viol > 0 or any(f is not None and f < n // 2 for f, n in zip(fitted, ns)):
+    # per length n its fitted threshold (None: no head size of the grid fitted it)
+    fits = _v.need(h, "ch02_causal_fits")
+    if viol > 0 or any(f["fitted"] is not None and f["fitted"] < f["n"] // 2 for f in fits):
         return _v.Judgement(_v.CONTRADICTED, ev)
     if k >= MIN_LENGTHS and m == k:
         return _v.Judgement(_v.REPRODUCED, ev)

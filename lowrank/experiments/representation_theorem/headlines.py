@@ -31,7 +31,7 @@ HEADLINE_KEYS = (
     "ch02_bottleneck_trunc_list",
     *(f"ch02_sparse_{kind}_{end}" for kind in SPARSE_KINDS for end in ("nmin", "nmax")),
     "ch02_sparse_nmin", "ch02_sparse_nmax", "ch02_sparse_dense_reached", "ch02_sparse_n_count", "ch02_sparse_rmax",
-    "ch02_causal_ns", "ch02_causal_fitted_list", "ch02_causal_bound_list", "ch02_causal_n_count",
+    "ch02_causal_ns", "ch02_causal_fitted_list", "ch02_causal_fits", "ch02_causal_bound_list", "ch02_causal_n_count",
     "ch02_causal_match_count", "ch02_causal_bound_violations", "ch02_causal_law",
     "ch02_dn_d", "ch02_dn_ns", "ch02_dn_logit_list", "ch02_dn_law_list", "ch02_dn_law_maxdev", "ch02_dn_tv_list",
     "ch02_dn_bound_violations", "ch02_many_n", "ch02_many_d", "ch02_many_ranks", "ch02_many_ms",
@@ -117,6 +117,8 @@ def headline(tables: dict) -> dict:
     fitted = [_rank_word(r) for r in ct["fitted_threshold"]]
     out["ch02_causal_ns"] = _join(ct["n"])
     out["ch02_causal_fitted_list"] = _join(fitted)
+    out["ch02_causal_fits"] = [{"n": int(n), "fitted": int(v) if v == v else None}
+                               for n, v in zip(ct["n"], ct["fitted_threshold"])]
     out["ch02_causal_bound_list"] = _join(ct["bound_threshold"])
     out["ch02_causal_n_count"] = int(len(ct))
     match = [f == b == h for f, b, h in zip(fitted, ct["bound_threshold"], ct["half"])]

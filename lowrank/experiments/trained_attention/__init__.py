@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...rank import DEFAULT_TOL, FLOAT32_TOL
+from ..verdicts import claim_of
 from .minilm import (argmax_patterns, as_rtols, barrier_fraction, coarse_tolerance, per_head_fractions,
                      pretrained_headline, pretrained_ranks, run_pretrained, tolerance_names, with_float32)
 from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, capped_configs, equivalent_from, extended,
@@ -33,7 +34,7 @@ from .classifier_rules import CLASSIFIER_CLAIMS, rule_layers, rule_text_plateau,
 from .classifiers import LONG_CLASSIFIER_STORE, classifier_configs, classifier_headline, run_classifiers
 from .rules import (BARRIER_MARGIN, CEILING_SHARE, CLAIMS as _RULE_CLAIMS, COSINE_LEVEL, EXTENDED_CAP, LAWS, LEVEL, LOG_FACTOR, MIN_LAW_NS,
                     MIN_PAIR_NS, MIN_SEEDS, NEIGHBOUR_MARGIN, NEIGHBOURS, PLATEAU_TOL, REDUCTION_MARGIN,
-                    SIMILARITY_LEVEL, barrier_class, format_points, law_fit, parse_points, rule_mechanism,
+                    SIMILARITY_LEVEL, barrier_class, law_fit, point_records, rule_mechanism, truncation_records,
                     rule_model_reduction, rule_trained_barrier, rule_truncation)
 from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbour_overlap, probe_documents,
                          redundant_ranks, run_truncation, similarity_correlation, truncation_configs,
@@ -51,18 +52,18 @@ from .model_figures import model_claim_display, model_claim_table, models_cut_di
 
 from .estimate import estimate, memory, run_keys
 
-# The two more models' claims come last: the chapter's own verdicts (_VERDICT_NAMES) are the first ones.
 CLAIMS = _RULE_CLAIMS + CLASSIFIER_CLAIMS + LATENT_CLAIMS + MODEL_CLAIMS
 from .schema import CONSTRAINTS, SCHEMA, PATHS, STORE_EXPERIMENTS
 
-__all__ = ["answer_text", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "STORE_EXPERIMENTS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
+__all__ = ["answer_text", "VERDICT_CLAIMS", "verdict_values", "estimate", "memory", "run_keys", "SCHEMA", "CONSTRAINTS", "PATHS", "STORE_EXPERIMENTS", "DEFAULT_TOL", "FLOAT32_TOL", "argmax_patterns", "as_rtols", "barrier_fraction", "coarse_tolerance", "per_head_fractions",
            "pretrained_ranks", "run_pretrained", "tolerance_names", "with_float32", "LONG_STORE",
            "RETRIEVAL_EXPERIMENT", "TASK_NAMES", "capped_configs", "extended", "equivalent_from", "grid_configs", "grid_intervals", "law_table", "law_bands",
            "plateau_table", "read_retrieval_store", "retrieval_configs", "retrieval_run",
            "retrieval_table", "run_retrieval", "BARRIER_MARGIN", "CEILING_SHARE", "CLAIMS", "COSINE_LEVEL", "LAWS",
            "LEVEL", "LOG_FACTOR", "MIN_LAW_NS", "MIN_PAIR_NS", "MIN_SEEDS", "NEIGHBOUR_MARGIN", "NEIGHBOURS",
-           "PLATEAU_TOL", "EXTENDED_CAP", "REDUCTION_MARGIN", "SIMILARITY_LEVEL", "barrier_class", "format_points", "law_fit",
-           "parse_points", "rule_mechanism", "rule_model_reduction", "rule_trained_barrier", "rule_truncation",
+           "PLATEAU_TOL", "EXTENDED_CAP", "REDUCTION_MARGIN", "SIMILARITY_LEVEL", "barrier_class", "point_records",
+           "truncation_records", "law_fit",
+           "rule_mechanism", "rule_model_reduction", "rule_trained_barrier", "rule_truncation",
            "TRUNCATION_EXPERIMENT", "agreement", "layer_table", "neighbour_overlap", "probe_documents",
            "redundant_ranks", "run_truncation", "similarity_correlation", "truncation_configs", "truncation_run",
            "truncation_table", "retrieval_arguments", "truncation_arguments", "run", "LAW_LABELS", "check_summary",
@@ -115,18 +116,24 @@ _TRUNCATION_KEYS = (
 )
 _CLASSIFIER_KEYS = ("ch07_cls_scale", "ch07_cls_vit_data", "ch07_cls_vit_stored", "ch07_cls_vit", "ch07_cls_text_data",
                     "ch07_cls_text_stored", "ch07_cls_text", "ch07_cls_layers", "ch07_cls_layers_what")
-_VERDICT_NAMES = ("mechanism", "barrier", "reduction", "truncation", "vit", "text", "layers", "mla_bound", "mla")
-# What each verdict is about, for the chapter's opening sentence (the order of _VERDICT_NAMES).
-_ABOUT = ("logits of rank at most the head size in trained heads", "Min & Li's rank barrier as a ceiling on trained heads",
-          "model reduction on the retrieval tasks", "MiniLM's heads cut to a logit rank near log n",
-          "accuracy plateauing where rank saturates in vision transformers on digits",
-          "rank and accuracy saturating together on BBC News topics",
-          "rank saturating alike at every layer",
-          "the logit bound of trained multi-head latent attention",
-          "rank saturating in the latent of trained multi-head latent attention")
+# The chapter's own verdicts: headline key ch07_verdict_<name> -> the key of the claim it judges.
+VERDICT_CLAIMS = {"mechanism": "bhojanapalli-trained-logit-rank", "barrier": "minli-trained-barrier",
+                  "reduction": "minli-model-reduction", "truncation": "minli-truncation", "vit": "minli-vit-plateau",
+                  "text": "minli-imdb-plateau", "layers": "minli-layers", "mla_bound": "mla-logit-bound-trained",
+                  "mla": "minli-mla-trained"}
+# What each verdict is about, for the chapter's opening sentence, in the order it names them.
+_ABOUT = {"mechanism": "logits of rank at most the head size in trained heads",
+          "barrier": "Min & Li's rank barrier as a ceiling on trained heads",
+          "reduction": "model reduction on the retrieval tasks",
+          "truncation": "MiniLM's heads cut to a logit rank near log n",
+          "vit": "accuracy plateauing where rank saturates in vision transformers on digits",
+          "text": "rank and accuracy saturating together on BBC News topics",
+          "layers": "rank saturating alike at every layer",
+          "mla_bound": "the logit bound of trained multi-head latent attention",
+          "mla": "rank saturating in the latent of trained multi-head latent attention"}
 HEADLINE_KEYS = (*_PRETRAINED_KEYS, *_RETRIEVAL_KEYS, *_TRUNCATION_KEYS, *_CLASSIFIER_KEYS, *LATENT_KEYS,
-                 *(f"ch07_verdict_{name}" for name in _VERDICT_NAMES), "ch07_answer",
-                 *MODELS_KEYS, *(verdict_key(c) for c in MODEL_CLAIMS))
+                 *(f"ch07_verdict_{name}{end}" for name in VERDICT_CLAIMS for end in ("", "_word")), "ch07_answer",
+                 *MODELS_KEYS, *(verdict_key(c) + end for c in MODEL_CLAIMS for end in ("", "_word")))
 
 
 def _join(xs: Sequence[Any]) -> str:
@@ -134,17 +141,31 @@ def _join(xs: Sequence[Any]) -> str:
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
 
 
-def answer_text(labels: Sequence[str]) -> str:
+def answer_text(verdicts: Mapping[str, str]) -> str:
     """The chapter's verdicts grouped by their verdict word, one sentence each, in the order of
-    :data:`_ABOUT` (``labels``: every verdict label, such as ``"inconclusive: ..."``)."""
-    if len(labels) != len(_ABOUT):
-        raise ValueError(f"{len(labels)} verdicts for {len(_ABOUT)} claims")
+    :data:`_ABOUT` (``verdicts``: {name of :data:`VERDICT_CLAIMS`: Judgement.verdict})."""
+    if set(verdicts) != set(_ABOUT):
+        raise ValueError(f"verdicts for {sorted(verdicts)}, expected one for each of {sorted(_ABOUT)}")
     groups: dict[str, list[str]] = {}
-    for label, about in zip(labels, _ABOUT):
-        groups.setdefault(str(label).split(":")[0].strip(), []).append(about)
+    for name, about in _ABOUT.items():
+        groups.setdefault(verdicts[name], []).append(about)
     first = ("reproduced", "reproduced in a weaker form", "contradicted", "inconclusive")
     order = [w for w in first if w in groups] + [w for w in groups if w not in first]
     return " ".join(f"{w[0].upper()}{w[1:]}: {'; '.join(groups[w])}." for w in order)
+
+
+def verdict_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The chapter's verdicts judged on its other headline values: for each verdict its label (as the
+    page prints it) and its verdict word (``..._word``), each claim found by its key, and the opening answer."""
+    judged = {name: claim_of(CLAIMS, key).judge(values) for name, key in VERDICT_CLAIMS.items()}
+    out: dict[str, Any] = {}
+    for name, j in judged.items():
+        out[f"ch07_verdict_{name}"], out[f"ch07_verdict_{name}_word"] = j.label, j.verdict
+    for claim in MODEL_CLAIMS:
+        j = claim.judge(values)
+        out[verdict_key(claim)], out[verdict_key(claim) + "_word"] = j.label, j.verdict
+    out["ch07_answer"] = answer_text({name: j.verdict for name, j in judged.items()})
+    return out
 
 
 def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
@@ -153,10 +174,6 @@ def headline(tables: Mapping[str, Any]) -> dict[str, Any]:
     out = {**pretrained_headline(tables, coarse), **retrieval_headline(tables, _join),
            **truncation_headline(tables, _join), **classifier_headline(tables), **latent_headline(tables),
            **models_headline(tables)}
-    for name, claim in zip(_VERDICT_NAMES, CLAIMS):
-        out[f"ch07_verdict_{name}"] = claim.judge(out).label
-    for claim in MODEL_CLAIMS:
-        out[verdict_key(claim)] = claim.judge(out).label
-    out["ch07_answer"] = answer_text([out[f"ch07_verdict_{name}"] for name in _VERDICT_NAMES])
+    out.update(verdict_values(out))
     assert set(out) == set(HEADLINE_KEYS), sorted(set(out) ^ set(HEADLINE_KEYS))
     return out

@@ -12,10 +12,11 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..verdicts import CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, TRAINING, WEAKER, Claim, Judgement, need
+from ..verdicts import (CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, TRAINING, WEAKER, Claim, Judgement, need,
+                        plain_number, upper_end)
 
-__all__ = ["ACC_FLOOR", "PLATEAU_MARGIN", "MIN_CLASSIFIER_SEEDS", "format_saturation", "parse_saturation",
-           "format_layers", "rule_vit_plateau", "rule_text_plateau", "rule_layers", "CLASSIFIER_CLAIMS"]
+__all__ = ["ACC_FLOOR", "PLATEAU_MARGIN", "MIN_CLASSIFIER_SEEDS", "saturation_record", "layers_record",
+           "layers_text", "rule_vit_plateau", "rule_text_plateau", "rule_layers", "CLASSIFIER_CLAIMS"]
 
 # The accuracy a reader would accept before reading ranks off a model, per data set at the grid's
 # largest head size (seed mean): a small convolution-free ViT on 8 x 8 or 28 x 28 digits reaches
@@ -30,24 +31,26 @@ MIN_CLASSIFIER_SEEDS = 3
 
 
 _SATURATION_FIELDS = ("seeds", "acc_top", "a_lo", "a_hi", "r_lo", "r_hi", "gap", "inc", "inc_lo", "inc_hi")
+# The fields that are upper ends of grid intervals: None there is the open end above the grid.
+_UPPER_ENDS = ("a_hi", "r_hi")
 
 
-def format_saturation(p: Mapping[str, Any]) -> str:
-    """One data set's evidence as the headline carries it: 'seeds:acc_top:a_lo:a_hi:r_lo:r_hi:gap:inc:inc_lo:inc_hi'.
+def saturation_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    """One data set's evidence as the headline carries it, the fields of ``_SATURATION_FIELDS``.
 
-    (a_lo, a_hi] holds d*_acc and (r_lo, r_hi] d*_rank (hi = inf when d* is the grid's top); acc_top
+    (a_lo, a_hi] holds d*_acc and (r_lo, r_hi] d*_rank (hi None when d* is the grid's top); acc_top
     is the seed-mean accuracy at the largest d_h; gap is the one-sided 95 % lower bound of (best
     accuracy - accuracy at d*_rank), paired by seed; inc is the rise of the first block's hardmax
     rank / n over the grid's last doubling of d_h, paired by seed, with its two-sided 95 % t
-    interval [inc_lo, inc_hi]."""
-    return ":".join(f"{float(p[k]):g}" for k in _SATURATION_FIELDS)
+    interval [inc_lo, inc_hi]; None where a number could not be estimated."""
+    return {k: int(p[k]) if k == "seeds" else plain_number(p[k]) for k in _SATURATION_FIELDS}
 
 
-def parse_saturation(text: str) -> dict[str, float] | None:
-    """Inverse of :func:`format_saturation`; None for '' (no data set judged)."""
-    if not text:
+def _numbers(record: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """A :func:`saturation_record` as the rules compare and print it: open ends inf, numbers not estimated NaN."""
+    if not record:
         return None
-    return dict(zip(_SATURATION_FIELDS, (float(v) for v in str(text).split(":"))))
+    return {k: upper_end(v) if k in _UPPER_ENDS else (math.nan if v is None else float(v)) for k, v in record.items()}
 
 
 def _interval(lo: float, hi: float) -> str:
@@ -60,7 +63,7 @@ def _plateau_rule(h: Mapping[str, Any], key: str, name: str, *, together: bool) 
     claim is that both saturate together, so accuracy rising past the rank's saturation contradicts
     it; otherwise (the claim is about the rank) it leaves a weaker statement."""
     data = need(h, f"ch07_cls_{key}_data")
-    p = parse_saturation(need(h, f"ch07_cls_{key}"))
+    p = _numbers(need(h, f"ch07_cls_{key}"))
     stored = need(h, f"ch07_cls_{key}_stored")
     if p is None:
         return Judgement(INCONCLUSIVE, f"{name} on {data}: {stored}", "the grid's runs are not all stored yet")
@@ -118,24 +121,21 @@ def rule_layers(h: Mapping[str, Any]) -> Judgement:
     Judged on every data set with a multi-block model that reaches its floor; a contradiction on any
     of them decides. A model below its floor is named and not read.
     """
-    text = need(h, "ch07_cls_layers")
-    evidence = f"{need(h, 'ch07_cls_layers_what')}: " + (text or "no model with two blocks stored yet")
-    sets = [s for s in str(text).split("; ") if s]
-    if not sets:
+    records = need(h, "ch07_cls_layers")
+    evidence = f"{need(h, 'ch07_cls_layers_what')}: " + (layers_text(records) or "no model with two blocks stored yet")
+    if not records:
         return Judgement(INCONCLUSIVE, evidence, "no model with two blocks is stored yet")
     open_top, disjoint, read, below = False, False, [], []
-    for s in sets:
-        name, _, body = s.partition(": ")
-        seeds, _, rest = body.partition(" seeds, accuracy ")
-        acc, _, ivals = rest.partition(", ")
+    for s in records:
+        name, seeds, acc = s["data"], int(s["seeds"]), float(s["acc_top"])
         floor = ACC_FLOOR.get(name, 1.0)
-        if float(acc) < floor:
-            below.append(f"{name} (accuracy {float(acc):.3f} below {floor:.2f})")
+        if acc < floor:
+            below.append(f"{name} (accuracy {acc:.3f} below {floor:.2f})")
             continue
-        if int(seeds) < MIN_CLASSIFIER_SEEDS:
+        if seeds < MIN_CLASSIFIER_SEEDS:
             return Judgement(INCONCLUSIVE, evidence, f"{name}: {seeds} seeds, fewer than {MIN_CLASSIFIER_SEEDS}")
         read.append(name)
-        bounds = [tuple(float(v) for v in iv.strip("(]").split(", ")) for iv in ivals.split(" | ")]
+        bounds = [(float(lo), upper_end(hi)) for lo, hi in s["intervals"]]
         if any(not math.isfinite(hi) for _, hi in bounds):
             open_top = True
         lo, hi = max(b[0] for b in bounds), min(b[1] for b in bounds)
@@ -154,11 +154,18 @@ def rule_layers(h: Mapping[str, Any]) -> Judgement:
     return Judgement(REPRODUCED, evidence)
 
 
-def format_layers(name: str, seeds: int, intervals: Sequence[tuple[float, float]], acc_top: float) -> str:
-    """One data set's per-block d*_rank grid intervals, with its seed-mean test accuracy at the largest
-    head size, as :func:`rule_layers` reads them."""
-    return (f"{name}: {int(seeds)} seeds, accuracy {float(acc_top):.4f}, "
-            + " | ".join(f"({lo:g}, {hi:g}]" for lo, hi in intervals))
+def layers_record(name: str, seeds: int, intervals: Sequence[tuple[float, float]], acc_top: float) -> dict[str, Any]:
+    """One data set's per-block d*_rank grid intervals [lo, hi] (hi None above the grid), with its
+    seed-mean test accuracy at the largest head size, as :func:`rule_layers` reads them."""
+    return {"data": str(name), "seeds": int(seeds), "acc_top": float(acc_top),
+            "intervals": [[float(lo), plain_number(hi)] for lo, hi in intervals]}
+
+
+def layers_text(records: Sequence[Mapping[str, Any]]) -> str:
+    """The records of :func:`layers_record` as the evidence shows them, one data set after another."""
+    return "; ".join(f"{s['data']}: {int(s['seeds'])} seeds, accuracy {float(s['acc_top']):.4f}, "
+                     + " | ".join(f"({float(lo):g}, {upper_end(hi):g}]" for lo, hi in s["intervals"])
+                     for s in records)
 
 
 CLASSIFIER_CLAIMS: tuple[Claim, ...] = (

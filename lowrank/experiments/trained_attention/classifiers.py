@@ -21,7 +21,7 @@ from ...textclass import TextConfig, text_run
 from ...train import run_key
 from ...vision import ViTConfig, vit_run
 from ..shared.intervals import t_quantile
-from .classifier_rules import PLATEAU_MARGIN, format_layers, format_saturation
+from .classifier_rules import PLATEAU_MARGIN, layers_record, saturation_record
 from .reduction import LONG_STORE, equivalent_from
 from .rules import LEVEL
 
@@ -182,13 +182,13 @@ def classifier_headline(t: Mapping[str, Any]) -> dict[str, Any]:
                                          f"plateau ({g.seed.nunique() if len(g) else 0} seeds, head sizes "
                                          f"{', '.join(str(int(v)) for v in sorted(g.head_dim.unique()))})")
         p = saturation(runs, grid, kind) if len(g) else None
-        out[f"ch07_cls_{key}"] = format_saturation(p) if p else ""
+        out[f"ch07_cls_{key}"] = saturation_record(p) if p else None
         li = layer_intervals(runs, grid, kind) if len(g) else None
         if li:
             sub_done, dims, done = _complete(runs, grid, kind)
             top = sub_done[sub_done.head_dim == max(dims)]["test_acc"].mean()
-            layers.append(format_layers(data, *li, acc_top=float(top)))
-    out["ch07_cls_layers"] = "; ".join(layers)
+            layers.append(layers_record(data, *li, acc_top=float(top)))
+    out["ch07_cls_layers"] = layers
     out["ch07_cls_layers_what"] = ("saturation point d*_rank of each block's hardmax rank / n, grid intervals over "
                                    "seeds, per data set")
     return out

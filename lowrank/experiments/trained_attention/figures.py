@@ -252,9 +252,9 @@ def check_summary(H: Mapping[str, Any], P: Mapping[str, Any]) -> str:
         f"{H['ch07_ret_cases']} runs",
         f"truncation: {H['ch07_trr_text']}; cosine at r = 1 {H['ch07_tr_cos_r1']:.3f}; "
         f"|1 - cos| at r = {H['ch07_tr_dh']} below 1e-5: {H['ch07_tr_full_dev'] < 1e-5}",
-        f"verdicts: mechanism {H['ch07_verdict_mechanism']!r}; barrier {H['ch07_verdict_barrier'].split(':')[0]!r}; "
-        f"model reduction {H['ch07_verdict_reduction'].split(':')[0]!r}; truncation "
-        f"{H['ch07_verdict_truncation'].split(':')[0]!r}",
+        f"verdicts: mechanism {H['ch07_verdict_mechanism']!r}; barrier {H['ch07_verdict_barrier_word']!r}; "
+        f"model reduction {H['ch07_verdict_reduction_word']!r}; truncation "
+        f"{H['ch07_verdict_truncation_word']!r}",
         f"MLA language models, kv_latent in [{H['ch07_mla_latents']}]: {H['ch07_mla_heads']} heads, logit bound "
         f"verdict {H['ch07_verdict_mla_bound']!r}",
     ])

@@ -20,7 +20,7 @@ from ...probe import for_each_layer
 from ...rank import DEFAULT_TOL, hardmax_rank, numerical_rank
 from ...train import TrainConfig, train
 from ..shared.intervals import t_quantile
-from .latent_rules import format_bound, format_saturation
+from .latent_rules import bound_record, saturation_record
 from .rules import LEVEL
 
 __all__ = ["latent_configs", "latent_run", "run_latent", "head_ranks", "latent_summary", "paired_saturation",
@@ -161,11 +161,11 @@ def latent_headline(t: Mapping[str, Any]) -> dict[str, Any]:
         "ch07_mla_seeds": int(grid.seed.nunique()), "ch07_mla_data": str(c.corpus).capitalize(),
         "ch07_mla_windows": int(heads.window.nunique()),
         "ch07_mla_heads": int(len(per_head)),
-        "ch07_mla_bound": format_bound({"heads": len(per_head), "windows": heads.window.nunique(), "n": n,
-                                        "excess": int((per_head.top - per_head.bound).max()),
-                                        "at": float((per_head.top == per_head.bound).mean())}),
-        "ch07_mla_saturation": format_saturation({**sat, "loss": float(summary.val_loss.max()),
-                                                  "uniform": math.log(vocab)}),
+        "ch07_mla_bound": bound_record({"heads": len(per_head), "windows": heads.window.nunique(), "n": n,
+                                       "excess": int((per_head.top - per_head.bound).max()),
+                                       "at": float((per_head.top == per_head.bound).mean())}),
+        "ch07_mla_saturation": saturation_record({**sat, "loss": float(summary.val_loss.max()),
+                                                 "uniform": math.log(vocab)}),
         "ch07_mla_loss_lo": float(summary.val_loss.min()), "ch07_mla_loss_hi": float(summary.val_loss.max()),
         "ch07_mla_uniform": math.log(vocab),
         "ch07_mla_frac_lo": float(summary.frac.iloc[0]), "ch07_mla_frac_hi": float(summary.frac.iloc[-1]),

@@ -12,11 +12,11 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..verdicts import BOOK, CONTRADICTED, INCONCLUSIVE, MIN_LI, PROOF_CHECK, REPRODUCED, TRAINING, WEAKER, Claim, Judgement, need
+from ..verdicts import (BOOK, CONTRADICTED, INCONCLUSIVE, MIN_LI, PROOF_CHECK, REPRODUCED, TRAINING, WEAKER, Claim,
+                        Judgement, need, plain_number)
 
-__all__ = ["MLA_TRAINED_INCREMENT", "MIN_MLA_SEEDS", "LEARNED_NATS", "format_bound", "parse_bound",
-           "format_saturation", "parse_saturation", "rule_mla_trained_bound", "rule_mla_trained_saturation",
-           "LATENT_CLAIMS"]
+__all__ = ["MLA_TRAINED_INCREMENT", "MIN_MLA_SEEDS", "LEARNED_NATS", "bound_record", "saturation_record",
+           "rule_mla_trained_bound", "rule_mla_trained_saturation", "LATENT_CLAIMS"]
 
 # Min & Li's own saturation criterion (their Table 2, as R25 Reviewer 2 quotes it): the rank has
 # saturated when its relative increment per doubling falls below about 0.01; chapter 05's MLA rule
@@ -32,32 +32,30 @@ LEARNED_NATS = 1.0
 _BOUND_KEYS = ("heads", "windows", "n", "excess", "at")
 _SAT_KEYS = ("seeds", "latent_first", "latent_prev", "latent_last", "rise", "rise_lo", "rise_hi", "increment",
              "increment_lo", "increment_hi", "loss", "uniform")
+_SAT_COUNTS = ("seeds", "latent_first", "latent_prev", "latent_last")
 
 
-def format_bound(p: Mapping[str, Any]) -> str:
-    """'heads:windows:n:excess:at': heads measured, held-out windows each, their length, the largest
-    logit rank minus the bound over heads and windows, the share of heads reaching the bound."""
-    return ":".join(f"{float(p[k]):g}" for k in _BOUND_KEYS)
+def bound_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The bound's evidence as the headline carries it: heads measured, held-out windows each, their
+    length, the largest logit rank minus the bound over heads and windows (ints), and the share of
+    heads reaching the bound."""
+    return {"heads": int(p["heads"]), "windows": int(p["windows"]), "n": int(p["n"]), "excess": int(p["excess"]),
+            "at": plain_number(p["at"])}
 
 
-def parse_bound(text: str) -> dict[str, float] | None:
-    if not text:
+def saturation_record(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The saturation evidence as the headline carries it: seeds, the grid's first, second-largest and
+    largest kv_latent, the paired rise of hardmax rank / n (mean, 95 % t interval), the relative
+    increment per doubling over the last step (mean, 95 % t interval), the largest seed-mean
+    validation loss over the grid and ln V; None where a number could not be estimated."""
+    return {k: int(p[k]) if k in _SAT_COUNTS else plain_number(p[k]) for k in _SAT_KEYS}
+
+
+def _numbers(record: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """A record's fields as floats, as the rules compare and print them (NaN where not estimated)."""
+    if not record:
         return None
-    return dict(zip(_BOUND_KEYS, (float(v) for v in str(text).split(":"))))
-
-
-def format_saturation(p: Mapping[str, Any]) -> str:
-    """The saturation evidence, colon-separated in the order of ``_SAT_KEYS``: seeds, the grid's
-    first, second-largest and largest kv_latent, the paired rise of hardmax rank / n (mean, 95 % t
-    interval), the relative increment per doubling over the last step (mean, 95 % t interval), the
-    largest seed-mean validation loss over the grid and ln V."""
-    return ":".join(f"{float(p[k]):.6g}" for k in _SAT_KEYS)
-
-
-def parse_saturation(text: str) -> dict[str, float] | None:
-    if not text:
-        return None
-    return dict(zip(_SAT_KEYS, (float(v) for v in str(text).split(":"))))
+    return {k: math.nan if record[k] is None else float(record[k]) for k in record}
 
 
 def rule_mla_trained_bound(h: Mapping[str, Any]) -> Judgement:
@@ -65,7 +63,7 @@ def rule_mla_trained_bound(h: Mapping[str, Any]) -> Judgement:
 
     A theorem of lowrank.mla checked on trained weights: one head above the bound contradicts it.
     """
-    p = parse_bound(need(h, "ch07_mla_bound"))
+    p = _numbers(need(h, "ch07_mla_bound"))
     data = need(h, "ch07_mla_data")
     if p is None or p["heads"] < 1:
         return Judgement(INCONCLUSIVE, f"at CPU scale, on {data}: no trained head measured",
@@ -85,7 +83,7 @@ def rule_mla_trained_saturation(h: Mapping[str, Any]) -> Judgement:
     Min & Li say their results are verified in MLA; chapter 05 asks it of random heads, this rule
     of trained ones.
     """
-    p = parse_saturation(need(h, "ch07_mla_saturation"))
+    p = _numbers(need(h, "ch07_mla_saturation"))
     data = need(h, "ch07_mla_data")
     if p is None:
         return Judgement(INCONCLUSIVE, f"at CPU scale, on {data}: no run stored", "no run to judge")

@@ -12,10 +12,6 @@ from .model_rules import LOSS_MARGIN, MODEL_TITLES as _TITLES
 __all__ = ["model_claim_table", "model_claim_display", "models_cut_display"]
 
 
-def _word(label: str) -> str:
-    return str(label).split(":")[0].strip()
-
-
 def _num(x: Any, fmt: str) -> str:
     return "n/a" if is_missing(x) else format(x, fmt)
 
@@ -29,12 +25,12 @@ def model_claim_table(h: Mapping[str, Any]) -> pd.DataFrame:
     """
     rows = [{"model": "all-MiniLM-L6-v2", "kind": f"encoder, d_h = {h['ch07_mini_dh']}",
              "logits S: numerical rank (float64 default tol.) <= d_h":
-                 f"{_word(h['ch07_verdict_mechanism'])}: {h['ch07_logit_range']}",
+                 f"{h['ch07_verdict_mechanism_word']}: {h['ch07_logit_range']}",
              "A: hardmax rank / n against the barrier":
-                 f"{_word(h['ch07_verdict_barrier'])}: {_num(h['ch07_head_mean'], '.2f')} against "
+                 f"{h['ch07_verdict_barrier_word']}: {_num(h['ch07_head_mean'], '.2f')} against "
                  f"{_num(h['ch07_barrier'], '.2f')} at n = {h['ch07_n_max']}",
              "heads cut to logit rank near ln n":
-                 f"{_word(h['ch07_verdict_truncation'])}: r_red {h['ch07_trr_text']}"}]
+                 f"{h['ch07_verdict_truncation_word']}: r_red {h['ch07_trr_text']}"}]
     for m, measure in (("mpnet", "neighbours and similarities"), ("smollm2", f"loss within {LOSS_MARGIN} nats")):
         p = f"ch07_pm_{m}_"
         causal = h[p + "causal"] is True
@@ -43,14 +39,14 @@ def model_claim_table(h: Mapping[str, Any]) -> pd.DataFrame:
         logit = (f"between {h[p + 'logit_min']} and {h[p + 'logit_max']}" if h[p + "logit_min"] != h[p + "logit_max"]
                  else f"exactly {h[p + 'logit_max']}")
         barrier = (f"does not apply (causal); against (n + 1) / 2n: " if causal else "") + \
-            f"{_word(h[f'ch07_pm_verdict_barrier_{m}'])}: {_num(h[p + 'head_mean'], '.2f')} against " \
+            f"{h[f'ch07_pm_verdict_barrier_{m}_word']}: {_num(h[p + 'head_mean'], '.2f')} against " \
             f"{_num(h[p + 'ref'], '.2f')} at n = {h[p + 'n_max']}"
         rows.append({"model": h[p + "title"], "kind": kind,
                      "logits S: numerical rank (float64 default tol.) <= d_h":
-                         f"{_word(h[f'ch07_pm_verdict_logit_{m}'])}: {logit}",
+                         f"{h[f'ch07_pm_verdict_logit_{m}_word']}: {logit}",
                      "A: hardmax rank / n against the barrier": barrier,
                      "heads cut to logit rank near ln n":
-                         f"{_word(h[f'ch07_pm_verdict_truncation_{m}'])} ({measure}): r_red {h[p + 'cut_text']}"})
+                         f"{h[f'ch07_pm_verdict_truncation_{m}_word']} ({measure}): r_red {h[p + 'cut_text']}"})
     return pd.DataFrame(rows).set_index("model")
 
 

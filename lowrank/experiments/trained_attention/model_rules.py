@@ -21,7 +21,7 @@ from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRA
                         WEAKER, Claim, Judgement, is_missing, need)
 from .rules import BARRIER_MARGIN, CEILING_SHARE, LOG_FACTOR, NEIGHBOUR_MARGIN, SIMILARITY_LEVEL, barrier_class
 
-__all__ = ["LOSS_MARGIN", "MODEL_TITLES", "format_cut_points", "parse_cut_points", "rule_logit_rank_mpnet",
+__all__ = ["LOSS_MARGIN", "MODEL_TITLES", "cut_records", "rule_logit_rank_mpnet",
            "rule_logit_rank_smollm2", "rule_barrier_mpnet", "rule_barrier_smollm2", "rule_truncation_mpnet",
            "rule_truncation_smollm2", "MODEL_CLAIMS", "VERDICT_SHORT", "verdict_key"]
 
@@ -33,18 +33,9 @@ LOSS_MARGIN = 0.02
 MODEL_TITLES = {"mpnet": "all-mpnet-base-v2", "smollm2": "SmolLM2-135M-Instruct"}
 
 
-def format_cut_points(points: Sequence[Mapping[str, int]]) -> str:
-    """Per n the grid interval (prev, r] of the smallest rank whose cut keeps the model: "n:prev:r;..."."""
-    return ";".join(f"{int(p['n'])}:{int(p['prev'])}:{int(p['r'])}" for p in points)
-
-
-def parse_cut_points(text: str) -> list[tuple[int, int, int]]:
-    """Inverse of :func:`format_cut_points`."""
-    out = []
-    for part in filter(None, str(text).split(";")):
-        n, prev, r = part.split(":")
-        out.append((int(n), int(prev), int(r)))
-    return out
+def cut_records(points: Sequence[Mapping[str, int]]) -> list[dict[str, int]]:
+    """Per n the grid interval (prev, r] of the smallest rank whose cut keeps the model, as the headline carries it."""
+    return [{"n": int(q["n"]), "prev": int(q["prev"]), "r": int(q["r"])} for q in points]
 
 
 def _logit_bound(h: Mapping[str, Any], model: str) -> Judgement:
@@ -105,7 +96,7 @@ def rule_barrier_smollm2(h: Mapping[str, Any]) -> Judgement:
 def _cut(h: Mapping[str, Any], model: str, measure: str) -> Judgement:
     p = f"ch07_pm_{model}_"
     dh = need(h, p + "dh")
-    pts = parse_cut_points(need(h, p + "cut_points"))
+    pts = [(int(q["n"]), int(q["prev"]), int(q["r"])) for q in need(h, p + "cut_points")]
     if not pts:
         return Judgement(INCONCLUSIVE, f"{MODEL_TITLES[model]}: no cut measured", "none: no length n was measured")
     evidence = (f"{MODEL_TITLES[model]} (d_h = {dh}): " + ", ".join(

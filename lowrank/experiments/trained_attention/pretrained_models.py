@@ -40,7 +40,7 @@ from ...stats import t_interval
 from ...sweep import ResultStore, sweep
 from ...train import run_key
 from ..shared.intervals import t_lower_bound, wilson_interval
-from .model_rules import LOSS_MARGIN, MODEL_TITLES, format_cut_points
+from .model_rules import LOSS_MARGIN, MODEL_TITLES, cut_records
 from .rules import LEVEL, NEIGHBOUR_MARGIN, SIMILARITY_LEVEL
 from .truncation import agreement, probe_documents
 
@@ -259,7 +259,7 @@ def models_headline(t: Mapping[str, Any]) -> dict[str, Any]:
                     p + "ref_name": "(n + 1) / 2n, the causal analogue" if causal else "1 - (1 - 1/n)^n, the barrier",
                     p + "head_mean": est.mean, p + "head_lo": est.lo, p + "head_hi": est.hi, p + "heads_n": int(len(top)),
                     p + "above": above, p + "above_lo": lo_share, p + "above_hi": hi_share,
-                    p + "a_frac": float(top.a_frac.mean()), p + "cut_points": format_cut_points(pts),
+                    p + "a_frac": float(top.a_frac.mean()), p + "cut_points": cut_records(pts),
                     p + "cut_text": "; ".join(f"n = {q['n']}: " + (f"between {q['prev']} and {q['r']}" if q["r"] < dh
                                                                    else f"none below {dh}") for q in pts),
                     p + "cut_r1": float(c1["diff"].mean() if m == "smollm2" else c1.overlap.mean()) if len(c1) else

@@ -29,7 +29,7 @@ from ...sweep import ResultStore, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
 from ..shared.intervals import t_quantile, wilson_interval
-from .rules import LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, format_points, law_fit
+from .rules import LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, law_fit, point_records
 
 __all__ = ["RETRIEVAL_EXPERIMENT", "LONG_STORE", "TASK_NAMES", "retrieval_configs", "grid_configs", "retrieval_run",
            "extended", "capped_configs",
@@ -367,7 +367,7 @@ def retrieval_headline(t: Mapping[str, Any], join) -> dict[str, Any]:
     for key, task in (("single", "single"), ("pair", "pair")):
         tt = table[table.task == task]
         pts = grid_intervals(runs, grid, task)
-        out[f"ch07_red_{key}"] = format_points(pts.to_dict("records"))
+        out[f"ch07_red_{key}"] = point_records(pts.to_dict("records"))
         out[f"ch07_red_{key}_runs"] = int(tt.stored.sum())
         out[f"ch07_red_{key}_grid"] = int(tt.grid.sum())
         out[f"ch07_red_{key}_plateau"] = int(tt.plateau.sum())

@@ -15,11 +15,11 @@ import numpy as np
 
 from ...rank import DEFAULT_TOL
 from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRAINED, PROOF_CHECK, REPRODUCED,
-                        TRAINING, WEAKER, Claim, Judgement, is_missing, need)
+                        TRAINING, WEAKER, Claim, Judgement, is_missing, need, plain_number, upper_end)
 
 __all__ = ["BARRIER_MARGIN", "CEILING_SHARE", "REDUCTION_MARGIN", "PLATEAU_TOL", "COSINE_LEVEL", "LEVEL",
            "MIN_SEEDS", "MIN_LAW_NS", "EXTENDED_CAP", "MIN_PAIR_NS", "LAWS", "NEIGHBOURS", "NEIGHBOUR_MARGIN", "SIMILARITY_LEVEL",
-           "LOG_FACTOR", "parse_points", "format_points", "law_fit", "barrier_class",
+           "LOG_FACTOR", "point_records", "truncation_records", "law_fit", "barrier_class",
            "rule_mechanism", "rule_trained_barrier", "rule_model_reduction", "rule_truncation", "CLAIMS"]
 
 # Barrier: a population of trained heads "sits at" the barrier when its mean hardmax rank / n is
@@ -61,24 +61,26 @@ SIMILARITY_LEVEL = 0.95
 LOG_FACTOR = 2.0
 
 
-def format_points(rows: Sequence[Mapping[str, float]]) -> str:
-    """The per-n grid intervals of one task as the headline carries them: "n:a_lo:a_hi:r_lo:r_hi:gap;...".
+def point_records(rows: Sequence[Mapping[str, float]]) -> list[dict[str, Any]]:
+    """The per-n grid intervals of one task as the headline carries them: one record per judged n.
 
-    (a_lo, a_hi] holds d*_acc, (r_lo, r_hi] d*_rank (hi = inf when d* is the top of the grid), gap is
-    the one-sided 95 % lower bound of (best accuracy - accuracy at d*_rank), paired by seed. Empty: no n judged.
+    (a_lo, a_hi] holds d*_acc, (r_lo, r_hi] d*_rank (hi None when d* is the top of the grid), gap is
+    the one-sided 95 % lower bound of (best accuracy - accuracy at d*_rank), paired by seed (None when
+    not estimated). Empty: no n judged.
     """
-    return ";".join(f"{int(r['n'])}:{r['a_lo']:g}:{r['a_hi']:g}:{r['r_lo']:g}:{r['r_hi']:g}:{r['gap']:.6g}"
-                    for r in rows)
+    return [{"n": int(r["n"]), "a_lo": float(r["a_lo"]), "a_hi": plain_number(r["a_hi"]), "r_lo": float(r["r_lo"]),
+             "r_hi": plain_number(r["r_hi"]), "gap": plain_number(r["gap"])} for r in rows]
 
 
-def parse_points(text: str) -> list[dict[str, float]]:
-    """Inverse of :func:`format_points`."""
-    out = []
-    for part in filter(None, str(text).split(";")):
-        n, a_lo, a_hi, r_lo, r_hi, gap = part.split(":")
-        out.append({"n": int(n), "a_lo": float(a_lo), "a_hi": float(a_hi), "r_lo": float(r_lo),
-                    "r_hi": float(r_hi), "gap": float(gap)})
-    return out
+def _points(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """:func:`point_records`' records as the rule compares them: an open end is inf, a gap not estimated NaN."""
+    return [{**r, "a_hi": upper_end(r["a_hi"]), "r_hi": upper_end(r["r_hi"]),
+             "gap": math.nan if r["gap"] is None else float(r["gap"])} for r in records]
+
+
+def truncation_records(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, int]]:
+    """Per n the grid interval (prev, r] of the smallest redundant logit rank r_red, as the headline carries it."""
+    return [{"n": int(r["n"]), "prev": int(r["prev"]), "r": int(r["r"])} for r in rows]
 
 
 def law_fit(ns: Sequence[int], lo: Sequence[float], hi: Sequence[float], law: str,
@@ -234,7 +236,7 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
     a permutation, so accuracy and hardmax rank / n are nearly one quantity there; on the two-key
     task (a key is a pair, partial matches score) they can come apart.
     """
-    tasks = {"one-key": parse_points(need(h, "ch07_red_single")), "two-key": parse_points(need(h, "ch07_red_pair"))}
+    tasks = {"one-key": _points(need(h, "ch07_red_single")), "two-key": _points(need(h, "ch07_red_pair"))}
     cap, ext = need(h, "ch07_ret_cap"), need(h, "ch07_ret_ext_cap")
     stored = (f"one-key task: {need(h, 'ch07_red_single_runs')} of {need(h, 'ch07_red_single_grid')} runs stored, "
               f"{need(h, 'ch07_red_single_plateau')} met the plateau; two-key task: {need(h, 'ch07_red_pair_runs')} "
@@ -290,10 +292,7 @@ def rule_truncation(h: Mapping[str, Any]) -> Judgement:
     to a change of the embeddings from cosine 1 to below 0.5.
     """
     dh = need(h, "ch07_tr_dh")
-    pts = []
-    for part in filter(None, str(need(h, "ch07_trr_points")).split(";")):
-        n, prev, r = part.split(":")
-        pts.append((int(n), float(prev), float(r)))
+    pts = [(int(p["n"]), float(p["prev"]), float(p["r"])) for p in need(h, "ch07_trr_points")]
     if not pts:
         return Judgement(INCONCLUSIVE, "no truncation measured", "none: no length n was measured")
     evidence = (f"all-MiniLM-L6-v2 (d_h = {dh}), {need(h, 'ch07_tr_docs')} BBC News articles, ranks "

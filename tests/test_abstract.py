@@ -10,7 +10,9 @@ from lowrank.book import readme
 from lowrank.experiments import abstract as AB
 from lowrank.experiments.synthesis import Row
 from lowrank.experiments.verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI,
-                                          NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING)
+                                          NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, PAPERS)
+
+PAPER = {p.name: p for p in PAPERS}
 
 ROOT = Path(__file__).resolve().parents[1]
 # An abstract does its job in 150 to 250 words (the box adds one short sentence with a link).
@@ -28,7 +30,8 @@ def fields(prefix, what, diff, lo, hi, n=9, param_gap=0.06):
 
 VALUES = {**fields(AB.FAIR_FIELDS.format(row="match"), "standard d = 112, h = 4 minus fixed h = 32 at d = 64 (d_p = 16) loss",
                    -0.0341, -0.0565, -0.0116),
-          **fields(AB.FAIR_FIELDS.format(row="gap"), "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss", 0.0781, 0.0612, 0.0941)}
+          **fields(AB.FAIR_FIELDS.format(row="gap"), "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss", 0.0781, 0.0612, 0.0941),
+          AB.SPLIT_KEY: "test"}
 
 
 def book_rows(match=INCONCLUSIVE, gap=REPRODUCED, match_q="both splits disagree", gap_q=""):
@@ -59,7 +62,7 @@ def test_while_the_learning_rate_grid_is_stored_the_comparison_is_said_to_be_re_
     first, second = AB.practitioner_abstract(rows, VALUES)
     assert "is being re-run; so far in the long CPU runs, standard d = 112" in first and "0.034 nats lower" in first
     assert second.startswith("Adding parameters through a fixed head size (so far): at h = 32, fixed (d_p = 16)")
-    bho = " ".join(AB.paper_abstract(rows, BHOJANAPALLI))
+    bho = " ".join(AB.paper_abstract(rows, PAPER[BHOJANAPALLI]))
     assert "; 2 are open while each model's learning rate is chosen;" in bho
 
 
@@ -78,7 +81,7 @@ def test_until_the_fair_runs_are_measured_the_shared_rate_runs_are_quoted_and_la
     shared.update({AB.SHARED_FIELDS.format(row="match") + "params_a": 426048.0,
                    AB.SHARED_FIELDS.format(row="match") + "params_b": 401792.0})
     rows = book_rows(match_q="the fair design is not stored yet", gap=INCONCLUSIVE, gap_q="not stored yet")
-    first, second = AB.practitioner_abstract(rows, {**fair, **shared})
+    first, second = AB.practitioner_abstract(rows, {**fair, **shared, AB.SPLIT_KEY: "test"})
     assert first.startswith("Choosing `head_dim` at about equal parameters (6 % apart): the fair comparison (each "
                             "model at its tuned learning rate) is being re-run, 6 of 54 runs stored; at one "
                             "shared rate in the long CPU runs, standard d = 112, h = 4 reached a test loss 0.034 nats "
@@ -86,7 +89,7 @@ def test_until_the_fair_runs_are_measured_the_shared_rate_runs_are_quoted_and_la
     assert second.startswith("Adding parameters through a fixed head size (shared rate): at h = 32, fixed (d_p = 16)")
     assert "nan" not in first + second
     # nothing measured at all: the state, with how much is stored, and no number
-    bare = AB.practitioner_abstract(rows, fair)
+    bare = AB.practitioner_abstract(rows, {**fair, AB.SPLIT_KEY: "test"})
     assert bare == ("Choosing `head_dim` at about equal parameters: the fair comparison (each model at its tuned "
                     "learning rate) is being re-run, 6 of 54 runs stored.",)
 
@@ -94,6 +97,9 @@ def test_until_the_fair_runs_are_measured_the_shared_rate_runs_are_quoted_and_la
 def test_missing_fields_give_the_verdict_not_a_typed_number():
     said = AB.practitioner_abstract(book_rows(), {})
     assert said == ("Choosing `head_dim` at about equal parameters: the book's comparison is inconclusive.",)
+    # without the split chapter 04 reports, no number is quoted either
+    no_split = {k: v for k, v in VALUES.items() if k != AB.SPLIT_KEY}
+    assert AB.practitioner_abstract(book_rows(), no_split)[0].endswith("the book's comparison is inconclusive.")
     assert AB.practitioner_abstract([row(REPRODUCED, PROOF_CHECK)], VALUES) == ()
 
 
@@ -104,14 +110,14 @@ def test_an_interval_across_zero_is_said_to_contain_it():
 
 def test_each_paper_gets_its_thesis_theory_and_a_count_that_reads_as_decided():
     rows = book_rows()
-    bho = " ".join(AB.paper_abstract(rows, BHOJANAPALLI))
+    bho = " ".join(AB.paper_abstract(rows, PAPER[BHOJANAPALLI]))
     assert "In theory and simulation it holds, sharpened: the threshold is n - 1" in bho
     assert "In trained models (the long CPU runs), 2 of 3 claims are decided: 1 reproduced and 1 contradicted; " \
            "1 is open; 1 more is not tested." in bho
-    minli = " ".join(AB.paper_abstract(rows, MIN_LI))
+    minli = " ".join(AB.paper_abstract(rows, PAPER[MIN_LI]))
     assert "saturation is contradicted; the low-rank barrier holds only for hardmax attention with random weights" in minli
     assert "In pretrained models (the book's default runs), 1 of 1 claim is decided: 1 contradicted." in minli
-    assert AB.paper_abstract([], MIN_LI) == ("make no claim the book lists.",)
+    assert AB.paper_abstract([], PAPER[MIN_LI]) == ("make no claim the book lists.",)
 
 
 @pytest.fixture(scope="module")

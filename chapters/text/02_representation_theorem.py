@@ -65,6 +65,7 @@ from lowrank.book import theory_figures, theory_tables
 from lowrank.book.params import validate
 from lowrank.book.plotting import use_style
 from lowrank.experiments import representation_theorem as ch
+from lowrank.experiments.evidence import write_evidence
 
 use_style()
 
@@ -74,6 +75,7 @@ tables = ch.run(P)
 H = ch.headline(tables)
 for key, value in H.items():
     glue(key, value, display=False)
+write_evidence("02_representation_theorem", H, P)
 
 # %% [markdown]
 # (ch02-theorem1)=

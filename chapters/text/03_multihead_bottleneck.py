@@ -59,6 +59,7 @@ from lowrank.book import theory_figures, theory_tables
 from lowrank.book.params import validate
 from lowrank.book.plotting import use_style
 from lowrank.experiments import multihead_bottleneck as ch
+from lowrank.experiments.evidence import write_evidence
 
 use_style()
 
@@ -68,6 +69,7 @@ tables = ch.run(P)
 H = ch.headline(tables)
 for key, value in H.items():
     glue(key, value, display=False)
+write_evidence("03_multihead_bottleneck", H, P)
 
 # %% [markdown]
 # (ch03-boundary)=

@@ -65,6 +65,7 @@ from myst_nb import glue
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, subplots, use_style
 from lowrank.experiments import head_size_training as hs
+from lowrank.experiments.evidence import write_evidence
 
 use_style()
 
@@ -74,6 +75,7 @@ tables = hs.run(P)
 H = hs.headline(tables)
 for key, value in H.items():
     glue(key, value, display=False)
+write_evidence("04_head_size_training", H, P)
 
 # %% [markdown]
 # ## Two ways to add heads

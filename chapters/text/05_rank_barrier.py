@@ -59,6 +59,7 @@ from lowrank.book.params import validate
 from lowrank.book.plotting import use_style
 from lowrank.book.verdict_view import rows_from_claims, verdict_cards
 from lowrank.experiments import rank_barrier as ch
+from lowrank.experiments.evidence import write_evidence
 from lowrank.rank import rank_label
 
 use_style()
@@ -69,6 +70,7 @@ tables = ch.run(P)
 H = ch.headline(tables)
 for key, value in H.items():
     glue(key, value, display=False)
+write_evidence("05_rank_barrier", H, P)
 
 # %% [markdown]
 # ## The claim and the setting it is proved in

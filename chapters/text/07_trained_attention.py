@@ -95,6 +95,7 @@ from myst_nb import glue
 from lowrank.book.params import validate
 from lowrank.book.plotting import grey_safe_lines, legend_below, subplots, use_style
 from lowrank.experiments import trained_attention as ch
+from lowrank.experiments.evidence import write_evidence
 
 use_style()
 
@@ -104,6 +105,7 @@ tables = ch.run(P)
 H = ch.headline(tables)
 for key, value in H.items():
     glue(key, value, display=False)
+write_evidence("07_trained_attention", H, P)
 
 # %% [markdown]
 # ## Reading attention out of a model

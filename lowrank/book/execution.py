@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..experiments.evidence import EVIDENCE_DIR_ENV, FOLDER as EVIDENCE_FOLDER, SCALE_ENV
 from ..files import atomic_write_json
 from .chapters import quiet_papermill
 from .errors import ExecutionFailed, UsageError
@@ -142,7 +143,8 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
 
     t0 = time.perf_counter()
     failure, status, trace = None, 1, ""
-    env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch), **kernel_env(scratch)}
+    env = {RUN_DIR_ENV: str(files), "TMPDIR": str(scratch), **kernel_env(scratch),
+           EVIDENCE_DIR_ENV: str(files / EVIDENCE_FOLDER), SCALE_ENV: plan.scale}
     kernel_log = tmp / "kernel.log"
     streams = {"stdout_file": _Copy(sys.stdout), "stderr_file": _Copy(sys.stderr)} if log_output else {}
     try:
@@ -185,7 +187,8 @@ def _execute(plan: RunPlan, outdir: Path, tmp: Path, *, progress_bar: bool, log_
                               status=status, partial=failed, traceback=trace)
 
     _stamp_scale(notebook, plan.scale)
-    atomic_write_json(tmp / "results.json", write_outputs(notebook, files), indent=2, default=repr)
+    # plain values only: a value JSON cannot hold is an error here, never written as its repr
+    atomic_write_json(tmp / "results.json", write_outputs(notebook, files), indent=2)
     if not any(files.iterdir()):
         files.rmdir()
     record["status"] = "ok"
@@ -265,12 +268,15 @@ def execute_in_place(path: Path, *, kernel: str = "python3", timeout: int | None
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".ipynb")
     os.close(fd)
     scratch = tempfile.mkdtemp(prefix=f"lowrank-{path.stem}-")  # the kernel's TMPDIR, removed below
+    # the chapter's evidence file waits in the scratch folder until the notebook is kept
+    evidence = Path(scratch) / EVIDENCE_FOLDER
+    env = {"TMPDIR": scratch, EVIDENCE_DIR_ENV: str(evidence), SCALE_ENV: "default"}
     try:
         try:
             with quiet_papermill():
                 pm.execute_notebook(str(path), tmp, kernel_name=kernel, cwd=str(path.parent),
                                     execution_timeout=timeout, progress_bar=False,
-                                    kernel_manager_class=kernel_manager_with_env({"TMPDIR": scratch}))
+                                    kernel_manager_class=kernel_manager_with_env(env))
         except pm.PapermillExecutionError as e:
             first = next((line for line in (e.source or "").splitlines() if line.strip()), "")
             raise ExecutionFailed(f"cell {e.cell_index + 1} of {path.name} (starting {first.strip()!r}) raised "
@@ -291,6 +297,9 @@ def execute_in_place(path: Path, *, kernel: str = "python3", timeout: int | None
         }
         nbformat.write(nb, tmp)
         os.replace(tmp, path)
+        for found in sorted(evidence.glob("*.json")) if evidence.is_dir() else ():
+            (path.parent / EVIDENCE_FOLDER).mkdir(exist_ok=True)
+            shutil.move(str(found), path.parent / EVIDENCE_FOLDER / found.name)
         return duration
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

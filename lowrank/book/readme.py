@@ -23,9 +23,8 @@ _BLOCK = re.compile(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), re.S)
 
 def abstract_markdown(root: Path) -> str:
     """The abstract of the executed chapters under ``root/chapters``, as Markdown paragraphs."""
-    from ..experiments import registry
+    from ..experiments import synthesis
 
-    synthesis = registry.module(registry.CHAPTERS[-1])  # the chapter that judges the claims
     tables = synthesis.run({"chapters_dir": str(Path(root) / "chapters"), "practitioner_ns": ()})
     return synthesis.abstract_markdown(tables)
 

@@ -13,6 +13,7 @@ from ..provenance import code_hash
 from .chapters import list_chapters, notebook_parameters
 from .errors import ExecutionFailed, UsageError
 from .params import short_repr
+from ..experiments.evidence import FOLDER as EVIDENCE_FOLDER
 from .execution import execute
 from .planning import plan_run, short_hash
 
@@ -65,6 +66,10 @@ def build_book(root: Path, *, scale: str = "paper", out: Path | None = None, all
             execute(plan, rundir, progress_bar=progress_bar, log_output=log_output,
                     command=f"lowrank book --scale {scale}")
         shutil.copyfile(rundir / plan.chapter.path.name, src / "chapters" / plan.chapter.path.name)
+        evidence = rundir / "files" / EVIDENCE_FOLDER / f"{plan.chapter.name}.json"
+        if evidence.is_file():  # chapter 08 of the staged book reads it beside the staged notebooks
+            (src / "chapters" / EVIDENCE_FOLDER).mkdir(exist_ok=True)
+            shutil.copyfile(evidence, src / "chapters" / EVIDENCE_FOLDER / evidence.name)
 
     config_path = src / "_config.yml"
     config = yaml.safe_load(config_path.read_text(encoding="utf8")) or {}

@@ -12,7 +12,7 @@ and a row not judged yet, has its words, for any number of claims of any kind. T
 with formulas in the plain forms :mod:`lowrank.book.plain_maths` typesets.
 
 Rows are read through their attributes ``paper``, ``kind``, ``verdict``, ``statement``,
-``qualifier``, ``scale`` and ``key`` (:class:`lowrank.experiments.synthesis.Row`).
+``qualifier``, ``scale``, ``key`` and ``effects`` (:class:`lowrank.experiments.synthesis.Row`).
 """
 from __future__ import annotations
 
@@ -21,17 +21,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..theory.representation import head_size_threshold
-from .verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI, NEGLIGIBLE,
-                       NOT_JUDGED, NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER)
+from .verdicts import (CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NEGLIGIBLE, NOT_JUDGED, NOT_TESTED,
+                       PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER, Paper)
 
-__all__ = ["THESIS", "THRESHOLD_KEY", "CAUSAL_THRESHOLD_KEY", "DECOUPLE_KEY", "Answer", "paper_answer",
+__all__ = ["THRESHOLD_KEY", "CAUSAL_THRESHOLD_KEY", "DECOUPLE_KEY", "Answer", "paper_answer",
            "practitioner_answer", "gist", "scale_phrase", "join_values"]
 
-# What each paper answers to the book's question, in its own terms; the verdicts say how much of it holds.
-THESIS = {
-    BHOJANAPALLI: "a head smaller than the sequence length cannot express every attention pattern",
-    MIN_LI: "the rank of attention saturates at a small head size, so larger heads are redundant",
-}
 # The claims the practitioner's threshold rests on (chapter 02): the head-size threshold of one head,
 # and the book's own causal one.
 THRESHOLD_KEY = "head-size-threshold"
@@ -39,8 +34,6 @@ CAUSAL_THRESHOLD_KEY = "causal-threshold"
 # The training claim that answers the practitioner's question (decouple the head size from d/h?),
 # whose measured effect the full practitioner's answer quotes once it is decided.
 DECOUPLE_KEY = "bhojanapalli-fixed-heads-training"
-# How many "; "-separated parts of that row's evidence the answer quotes: the effect on each split.
-DECOUPLE_PARTS = 2
 
 THEORY_KINDS = (PROOF_CHECK, SIMULATION)
 EVIDENCE_KINDS = (TRAINING, PRETRAINED)
@@ -211,13 +204,13 @@ def _open(rows: list) -> str:
     return "Open: " + "; ".join(parts) + "."
 
 
-def paper_answer(rows: Iterable, paper: str, *, brief: bool = False) -> Answer:
-    """The paper's answer: one sentence with what holds in theory and what the training and
-    pretrained evidence says (with its scale), then the corrections, conditions and
+def paper_answer(rows: Iterable, paper: Paper, *, brief: bool = False) -> Answer:
+    """The paper's answer: one sentence with its thesis, what holds in theory and what the training
+    and pretrained evidence says (with its scale), then the corrections, conditions and
     contradictions, then what stays open and why."""
-    mine = [r for r in rows if r.paper == paper and r.statement != "(no claim collected)"]
+    mine = [r for r in rows if r.paper == paper.name and r.statement != "(no claim collected)"]
     if not mine:
-        return Answer(paper, "make no claim the book lists.")
+        return Answer(paper.name, "make no claim the book lists.")
     theory = [r for r in mine if r.kind in THEORY_KINDS and _verdict(r) != NOT_TESTED]
     evidence = [r for r in mine if r.kind in EVIDENCE_KINDS and _verdict(r) != NOT_TESTED]
     clauses = []
@@ -230,11 +223,10 @@ def paper_answer(rows: Iterable, paper: str, *, brief: bool = False) -> Answer:
         clauses.append(f"in trained models, at the scale of {scale_phrase(evidence)}, it {gist(evidence)}")
     if not clauses:
         clauses.append("the book tests none of its claims")
-    thesis = THESIS.get(paper)
-    answer = (f"argue that {thesis}: " if thesis else "make claims of which, ") + "; ".join(clauses) + "."
+    answer = f"argue that {paper.thesis}: " + "; ".join(clauses) + "."
     # the counts by verdict are the table's and the chart's; the words say what they are about
     details = (*_named([*theory, *evidence], brief=brief), _open(mine))
-    return Answer(paper, answer, details)
+    return Answer(paper.name, answer, details)
 
 
 def _values(ns: Sequence[int], causal: bool = False) -> str:
@@ -289,8 +281,8 @@ def practitioner_answer(rows: Iterable, ns: Sequence[int], *, brief: bool = Fals
     names = "; the verdict table names them" if brief else ""
     out.append(f"The training evidence, at the scale of {where}, {_join(parts)}{tail}{names}.")
     decouple = by_key.get(DECOUPLE_KEY)
-    if not brief and quote_decouple and decouple is not None and decouple in decided and decouple.evidence:
-        effect = "; ".join(decouple.evidence.split("; ")[:DECOUPLE_PARTS])
+    if not brief and quote_decouple and decouple is not None and decouple in decided and decouple.effects:
+        effect = "; ".join(e.text for e in decouple.effects)
         out.append(f"On decoupling the head size from d/h itself, {_WORD[_verdict(decouple)]} at the scale of "
                    f"{scale_phrase([decouple])}, the book measured: {effect}.")
     return tuple(out)

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from . import registry
-from .verdicts import Claim
+from .verdicts import BOOK, PAPERS, Claim, Paper
 
-__all__ = ["ChapterSource", "CLAIM_CHAPTERS", "Collection", "collect_claims", "load_module"]
+__all__ = ["ChapterSource", "claim_sources", "Collection", "collect_claims", "load_module"]
 
 
 @dataclass(frozen=True)
@@ -26,17 +26,19 @@ class ChapterSource:
     module: str
 
 
-# Where claims come from (lowrank.experiments.registry); a chapter joins by defining CLAIMS in its module.
-CLAIM_CHAPTERS: tuple[ChapterSource, ...] = tuple(
-    ChapterSource(stem[:2], stem, registry.MODULES[stem]) for stem in registry.CLAIM_CHAPTERS)
+def claim_sources() -> tuple[ChapterSource, ...]:
+    """Where claims come from: every chapter whose module defines CLAIMS (:func:`registry.claim_chapters`)."""
+    return tuple(ChapterSource(stem[:2], stem, registry.MODULES[stem]) for stem in registry.claim_chapters())
 
 
 @dataclass(frozen=True)
 class Collection:
-    """The claims gathered, and the chapters that gave none with the reason (number -> reason)."""
+    """The claims gathered, the chapters that gave none with the reason (number -> reason), and
+    the papers the claims cite, in the order of their first claim."""
     claims: tuple[Claim, ...]
     silent: dict[str, str]
     sources: tuple[ChapterSource, ...]
+    papers: tuple[Paper, ...] = ()
 
     def source(self, number: str) -> ChapterSource | None:
         return next((s for s in self.sources if s.number == number), None)
@@ -59,7 +61,7 @@ def _untested() -> tuple[Claim, ...]:
     return UNTESTED
 
 
-def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
+def collect_claims(sources: Iterable[ChapterSource] | None = None, *,
                    load: Callable[[str], ModuleType | None] = load_module,
                    untested: Iterable[Claim] | None = None) -> Collection:
     """Every Claim of the listed chapters' modules, in chapter order, then the claims no chapter tests
@@ -67,16 +69,22 @@ def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
     claim are named.
 
     ``load(module_name)`` returns the module or None when it does not exist (tests pass fakes).
-    A claim filed under another chapter than the module's, or a key used twice, is an error.
+    A claim filed under another chapter than the module's, a key used twice, or a paper that neither
+    :data:`lowrank.experiments.verdicts.PAPERS` nor a module's ``PAPERS`` declares, is an error.
     """
-    sources = tuple(sources)
+    sources = claim_sources() if sources is None else tuple(sources)
     claims: list[Claim] = []
     silent: dict[str, str] = {}
+    declared = {p.name: p for p in PAPERS}
     for src in sources:
         module = load(src.module)
         if module is None:
             silent[src.number] = f"module lowrank.experiments.{src.module} does not exist"
             continue
+        for paper in getattr(module, "PAPERS", ()):
+            if not isinstance(paper, Paper):
+                raise TypeError(f"{src.module}.PAPERS holds {type(paper).__name__}, not a Paper")
+            declared[paper.name] = paper
         found = getattr(module, "CLAIMS", None)
         if found is None:
             silent[src.number] = f"lowrank.experiments.{src.module} defines no CLAIMS"
@@ -98,4 +106,8 @@ def collect_claims(sources: Iterable[ChapterSource] = CLAIM_CHAPTERS, *,
     twice = sorted(k for k, n in keys.items() if n > 1)
     if twice:
         raise ValueError(f"claim keys used more than once: {', '.join(twice)}")
-    return Collection(tuple(claims), silent, sources)
+    cited = list(dict.fromkeys(c.paper for c in claims if c.paper != BOOK))
+    unknown = [name for name in cited if name not in declared]
+    if unknown:
+        raise ValueError(f"claims cite {', '.join(map(repr, unknown))}, which no chapter module declares in PAPERS")
+    return Collection(tuple(claims), silent, sources, tuple(declared[name] for name in cited))

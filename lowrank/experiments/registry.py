@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..params import ParameterError, short_repr, validate as validate_values
 
-__all__ = ["CHAPTERS", "CLAIM_CHAPTERS", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests", "store_experiments",
+__all__ = ["CHAPTERS", "SYNTHESIS", "claim_chapters", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests", "store_experiments",
            "validate"]
 
 # Book order: each chapter's notebook is chapters/<stem>.ipynb and its module
@@ -29,9 +29,15 @@ CHAPTERS: tuple[str, ...] = (
     "08_synthesis",
 )
 MODULES: dict[str, str] = {stem: stem.split("_", 1)[1] for stem in CHAPTERS}
-# The chapters whose modules judge the papers' claims (CLAIMS): chapter 01 introduces the
-# measures and chapter 08 collects the verdicts.
-CLAIM_CHAPTERS: tuple[str, ...] = CHAPTERS[1:-1]
+# The module of the chapter that collects every other chapter's verdicts.
+SYNTHESIS = "synthesis"
+
+
+def claim_chapters() -> tuple[str, ...]:
+    """The chapters whose modules judge claims (they define ``CLAIMS``), in book order, the
+    collecting chapter left out; a new chapter joins by defining ``CLAIMS``. Imports every chapter
+    module (some load torch)."""
+    return tuple(stem for stem in CHAPTERS if MODULES[stem] != SYNTHESIS and hasattr(module(stem), "CLAIMS"))
 
 
 def chapter_name(chapter: str, known: tuple[str, ...] = CHAPTERS) -> str:

@@ -2,19 +2,18 @@
 
 The claims and their rules live in the chapters' experiment modules (``CLAIMS``, see
 :mod:`lowrank.experiments.verdicts`); this module only gathers them from the modules listed in
-:data:`CLAIM_CHAPTERS`, judges each on the headline values of its own chapter, and lays the
+:func:`~lowrank.experiments.claims.claim_sources`, judges each on the headline values of its own chapter, and lays the
 judgements out as the book's verdict table. It holds no rule of its own.
 
-Evidence arrives as one dict of glued values (``chNN_*`` keys, as
-``lowrank.glued.read_book_glue`` returns them from the executed notebooks, or as the
-chapters' ``headline()`` dicts merged), and is split per chapter by the key prefix. A chapter with
+Evidence arrives as one dict of values (``chNN_*`` keys, as the chapters' evidence files hold
+them, :func:`read_chapter_evidence`, or as the chapters' ``headline()`` dicts merged), and is
+split per chapter by the key prefix. A chapter with
 no values is "not executed"; a claim whose rule asks for a value its chapter did not provide
 gets a row that says so. Neither stops the table. A chapter whose module is missing or defines
 no ``CLAIMS`` contributes no claim, and the table says so in a row of its own.
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -23,18 +22,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE,
-                       KIND_MEANING, MIN_LI, NOT_JUDGED, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
-                       WEAKER, Claim, Judgement, MissingEvidence)
+from .verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE,
+                       KIND_MEANING, NOT_JUDGED, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
+                       WEAKER, PAPERS, Claim, Effect, Judgement, MissingEvidence, Paper)
 from ..params import IntList, Str
-from . import abstract as _abstract, answers as _answers, registry
-from .claims import CLAIM_CHAPTERS, ChapterSource, Collection, collect_claims, load_module
+from . import abstract as _abstract, answers as _answers
+from .evidence import read_book_evidence
+from .claims import ChapterSource, claim_sources, Collection, collect_claims, load_module
 
-__all__ = ["estimate", "ChapterSource", "CLAIM_CHAPTERS", "NOT_JUDGED", "Collection", "Row", "collect_claims",
-           "split_by_chapter", "notebook_scale", "read_scales", "judge_claims", "section_anchor",
+__all__ = ["estimate", "ChapterSource", "claim_sources", "NOT_JUDGED", "Collection", "Row", "collect_claims",
+           "split_by_chapter", "read_chapter_evidence", "judge_claims", "section_anchor",
            "chapter_link", "verdict_table", "style_table", "verdict_counts", "count_phrase",
            "totals_sentence", "silent_sentence", "meanings_table", "run_synthesis", "headline",
-           "HEADLINE_KEYS", "run", "counts_by_kind", "found_sentence", "kinds_table",
+           "HEADLINE_KEYS", "headline_keys", "run", "counts_by_kind", "found_sentence", "kinds_table",
            "reading_table", "card_rows", "answers", "abstract_markdown"]
 
 
@@ -68,25 +68,18 @@ def split_by_chapter(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def notebook_scale(path: str | Path) -> str:
-    """The parameter set an executed notebook was run with, from its metadata.
-
-    ``metadata.lowrank_execution.scale`` (written by tools/execute_notebooks.py and by a runner
-    that records it); without it, "custom" if papermill injected parameters, else "default".
-    """
-    meta = json.loads(Path(path).read_text(encoding="utf8")).get("metadata", {})
-    scale = (meta.get("lowrank_execution") or {}).get("scale")
-    if scale:
-        return str(scale)
-    injected = (meta.get("papermill") or {}).get("parameters")
-    return "custom" if injected else "default"
-
-
-def read_scales(folder: str | Path, sources: Iterable[ChapterSource] = CLAIM_CHAPTERS) -> dict[str, str]:
-    """{chapter number: scale} for each listed chapter whose notebook exists in ``folder``."""
-    folder = Path(folder)
-    return {s.number: notebook_scale(folder / f"{s.stem}.ipynb") for s in sources
-            if (folder / f"{s.stem}.ipynb").is_file()}
+def read_chapter_evidence(folder: str | Path, sources: Iterable[ChapterSource] | None = None
+                          ) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the values of every listed chapter's evidence file under ``folder``, merged, {chapter number:
+    scale}): what chapter 08 judges, read as data (:mod:`lowrank.experiments.evidence`), never from
+    another notebook. A chapter without an evidence file gives no value and no scale."""
+    values: dict[str, Any] = {}
+    scales: dict[str, str] = {}
+    sources = claim_sources() if sources is None else sources
+    for stem, found in read_book_evidence(folder, [s.stem for s in sources]).items():
+        values.update(found.values)
+        scales[found.chapter] = found.scale
+    return values, scales
 
 
 # --- judging ---------------------------------------------------------------------------------
@@ -108,6 +101,8 @@ class Row:
     kind: str = ""
     where: str = ""
     ledger: str = ""
+    # the measured effects the verdict rests on (Judgement.effects), for the answers to quote
+    effects: tuple[Effect, ...] = ()
 
     @property
     def own(self) -> bool:
@@ -171,7 +166,8 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
                             "re-execute it with its current code")
             rows.append(Row(**common, evidence=evidence, verdict=NOT_JUDGED, qualifier="", scale=scale))
             continue
-        rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale=scale))
+        rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale=scale,
+                        effects=j.effects))
     rows = _fold_models(collection, rows)
     for number, reason in collection.silent.items():
         src = collection.source(number)
@@ -374,6 +370,9 @@ def _group(rows: list[Row], noun: str, plural: str, gloss: str = "") -> str:
     return f"of the {what}{f' ({gloss})' if gloss else ''}, {_verdict_list(rows)}"
 
 
+_NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
 def totals_sentence(rows: Iterable[Row]) -> str:
     """The verdicts counted by kind, never adding proof checks to empirical results, with the book's
     own findings apart; a sentence that parses for every count."""
@@ -385,7 +384,9 @@ def totals_sentence(rows: Iterable[Row]) -> str:
     empirical = [r for r in papers if r.kind != PROOF_CHECK and r.verdict != NOT_TESTED]
     untested = [r for r in papers if r.verdict == NOT_TESTED]
     own = [r for r in rows if r.own]
-    parts = [f"The two papers make {count_phrase(len(papers))} that the book lists"]
+    cited = len({r.paper for r in papers})
+    parts = [f"The {_NUMBER_WORDS.get(cited, str(cited))} {'paper makes' if cited == 1 else 'papers make'} "
+             f"{count_phrase(len(papers))} that the book lists" if papers else "The papers make no claim the book lists"]
     if proof:
         parts.append(_group(proof, "proof check", "proof checks",
                             "identities, constructions or arithmetic, true for any data"))
@@ -450,7 +451,7 @@ def silent_sentence(collection: Collection) -> str:
 # --- the chapter -----------------------------------------------------------------------------
 
 def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = None, *,
-                  sources: Iterable[ChapterSource] = CLAIM_CHAPTERS,
+                  sources: Iterable[ChapterSource] | None = None,
                   load: Callable[[str], ModuleType | None] = load_module,
                   untested: Iterable[Claim] | None = None,
                   ledger: Callable[[str], str] | None = None,
@@ -468,23 +469,27 @@ def run_synthesis(values: Mapping[str, Any], scales: Mapping[str, str] | None = 
 
 
 def run(p: Mapping[str, Any]) -> dict[str, Any]:
-    """The chapter: the values chapters 01 to 07 glued in their executed notebooks under
-    ``p["chapters_dir"]``, with their scales and the rules ledger's notes, judged claim by claim."""
-    from ..glued import read_book_glue
+    """The chapter: the evidence files of the claim chapters under ``p["chapters_dir"]``
+    (``evidence/<stem>.json``), with their scales and the rules ledger's notes, judged claim by claim."""
     from . import ledger
 
-    folder = Path(p["chapters_dir"])
-    return run_synthesis(read_book_glue(folder, exclude=(registry.CHAPTERS[-1],)), read_scales(folder),
-                         ledger=ledger.notes(), practitioner_ns=p.get("practitioner_ns", ()))
+    values, scales = read_chapter_evidence(p["chapters_dir"])
+    return run_synthesis(values, scales, ledger=ledger.notes(), practitioner_ns=p.get("practitioner_ns", ()))
 
 
-HEADLINE_KEYS = ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
-                 "ch08_kind_meanings", "ch08_counts_by_kind", "ch08_found_bhojanapalli", "ch08_found_min_li",
-                 "ch08_answers", "ch08_answers_brief", "ch08_answer_bhojanapalli", "ch08_answer_min_li",
-                 "ch08_practitioner",
-                 "ch08_practitioner_ns",
-                 "ch08_n_amended",
-                 *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
+def headline_keys(papers: Iterable[Paper]) -> tuple[str, ...]:
+    """Every key chapter 08 glues, with one sentence and one answer per paper (``ch08_found_<slug>``,
+    ``ch08_answer_<slug>``)."""
+    papers = tuple(papers)
+    return ("ch08_n_claims", "ch08_totals", "ch08_silent", "ch08_brief", "ch08_verdict_meanings",
+            "ch08_kind_meanings", "ch08_counts_by_kind", *(f"ch08_found_{p.slug}" for p in papers),
+            "ch08_answers", "ch08_answers_brief", *(f"ch08_answer_{p.slug}" for p in papers),
+            "ch08_practitioner", "ch08_practitioner_ns", "ch08_n_amended",
+            *(f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}" for v in (*VERDICTS, NOT_JUDGED)))
+
+
+# The keys with the book's two papers (the notebook's text quotes some of them by name).
+HEADLINE_KEYS = headline_keys(PAPERS)
 
 
 def answers(tables: Mapping[str, Any], *, brief: bool = False) -> dict[str, Any]:
@@ -493,22 +498,23 @@ def answers(tables: Mapping[str, Any], *, brief: bool = False) -> dict[str, Any]
     :mod:`lowrank.experiments.abstract` (the landing page and the README), each paper's sentences
     as one answer; else chapter 08's full answers (:mod:`lowrank.experiments.answers`), whose
     practitioner's part opens with the abstract's parameter-matched comparison."""
-    rows = tables["rows"]
-    said = _abstract.abstract(rows, tables.get("values", {}))
+    rows, papers = tables["rows"], tables["collection"].papers
+    said = _abstract.abstract(rows, tables.get("values", {}), papers)
     if brief:
         # the thesis and theory lead (a phone's first screen shows them for both papers), the
         # trained models follow in the same paragraph
         return {"papers": tuple(_answers.Answer(p, " ".join(s[:2]), tuple(s[2:]), inline=True) for p, s in said["papers"]),
                 "practitioner": said["practitioner"]}
     matched = said["practitioner"]
-    return {"papers": tuple(_answers.paper_answer(rows, p) for p in (BHOJANAPALLI, MIN_LI)),
+    return {"papers": tuple(_answers.paper_answer(rows, p) for p in papers),
             "practitioner": (*matched, *_answers.practitioner_answer(rows, tables.get("practitioner_ns", ()),
                                                                      quote_decouple=not matched))}
 
 
 def abstract_markdown(tables: Mapping[str, Any]) -> str:
     """The abstract of the landing page as Markdown paragraphs: the README's opening."""
-    return _abstract.abstract_text(_abstract.abstract(tables["rows"], tables.get("values", {})))
+    return _abstract.abstract_text(_abstract.abstract(tables["rows"], tables.get("values", {}),
+                                                      tables["collection"].papers))
 
 
 def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,
@@ -523,7 +529,7 @@ def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,
     counts_table = counts_by_kind(rows)
     verdicts = verdict_counts(rows)
     said, brief_said = answers(tables), answers(tables, brief=True)
-    bho, minli = said["papers"]
+    papers = tables["collection"].papers
     practitioner = said["practitioner"]
     text = prose or (lambda papers, practitioner=(): " ".join([*(a.text for a in papers), *practitioner]))
     brief = cards(card_rows(rows), brief=True) if cards is not None else style_table(tables["brief"])
@@ -535,19 +541,17 @@ def headline(tables: Mapping[str, Any], cards: Callable[..., Any] | None = None,
         "ch08_verdict_meanings": style_table(tables["meanings"]),
         "ch08_kind_meanings": style_table(kinds_table()),
         "ch08_counts_by_kind": counts(counts_table) if counts is not None else counts_table.style.hide(axis="index"),
-        "ch08_found_bhojanapalli": found_sentence(rows, BHOJANAPALLI),
-        "ch08_found_min_li": found_sentence(rows, MIN_LI),
-        "ch08_answers": text((bho, minli), practitioner),
+        **{f"ch08_found_{p.slug}": found_sentence(rows, p.name) for p in papers},
+        "ch08_answers": text(said["papers"], practitioner),
         "ch08_answers_brief": text(brief_said["papers"], brief_said["practitioner"]),
-        "ch08_answer_bhojanapalli": text((bho,)),
-        "ch08_answer_min_li": text((minli,)),
+        **{f"ch08_answer_{p.slug}": text((a,)) for p, a in zip(papers, said["papers"])},
         "ch08_practitioner": text((), practitioner),
         "ch08_practitioner_ns": _answers.join_values(tables.get("practitioner_ns", ())),
         "ch08_n_amended": sum("amended" in r.ledger for r in rows),
     }
     for v, n in verdicts.items():
         out[f"ch08_n_{re.sub(r'[^a-z]+', '_', v)}"] = n
-    assert tuple(out) == HEADLINE_KEYS
+    assert tuple(out) == headline_keys(papers)
     return out
 
 

@@ -18,8 +18,8 @@ from ..params import SCALES
 
 __all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "NEGLIGIBLE", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
            "VERDICTS", "NOT_JUDGED", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
-           "EMPIRICAL_KINDS", "KIND_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Judgement", "Claim",
-           "MissingEvidence", "need", "is_missing", "claim_of", "plain_number", "upper_end"]
+           "EMPIRICAL_KINDS", "KIND_MEANING", "SCALES", "BHOJANAPALLI", "MIN_LI", "BOOK", "Paper", "PAPERS", "Effect",
+           "Judgement", "Claim", "MissingEvidence", "need", "is_missing", "claim_of", "plain_number", "upper_end"]
 
 REPRODUCED = "reproduced"
 CORRECTED = "reproduced, corrected"
@@ -69,6 +69,31 @@ MIN_LI = "Min & Li (ICLR 2025 submission)"
 BOOK = "this book"  # a finding of the book's own, beyond both papers
 
 
+@dataclass(frozen=True)
+class Paper:
+    """A paper whose claims the book judges: ``name`` as its claims cite it (``Claim.paper``),
+    ``slug`` for the keys of its values (``ch08_found_<slug>``), and ``thesis``: what it answers to
+    the book's question, in its own terms, completing "<name> argue that ...". A chapter module that
+    brings a paper of its own declares it in ``PAPERS`` beside its ``CLAIMS``."""
+    name: str
+    slug: str
+    thesis: str
+
+    def __post_init__(self):
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", self.slug):
+            raise ValueError(f"paper {self.name!r}: slug {self.slug!r} must be lower-case letters, digits and '_'")
+        if not self.name.strip() or not self.thesis.strip():
+            raise ValueError(f"paper {self.slug}: a name and a thesis are needed")
+
+
+# The two papers of the book; the claims of each are spread over several chapters.
+PAPERS = (
+    Paper(BHOJANAPALLI, "bhojanapalli",
+          "a head smaller than the sequence length cannot express every attention pattern"),
+    Paper(MIN_LI, "min_li", "the rank of attention saturates at a small head size, so larger heads are redundant"),
+)
+
+
 class MissingEvidence(KeyError):
     """A rule needs a headline value that its chapter did not provide (``key`` names it)."""
 
@@ -85,10 +110,30 @@ def need(headline: Mapping[str, Any], key: str) -> Any:
 
 
 @dataclass(frozen=True)
+class Effect:
+    """A measured effect a verdict rests on: what was measured (e.g. "validation"), its estimate,
+    its 95 % interval and the seeds or draws behind it, in ``unit``."""
+    what: str
+    estimate: float
+    lo: float
+    hi: float
+    seeds: int
+    unit: str = "nats"
+
+    @property
+    def text(self) -> str:
+        """'validation +0.038 nats (+0.026 to +0.050), 9 seeds'."""
+        return (f"{self.what} {self.estimate:+.3f} {self.unit} ({self.lo:+.3f} to {self.hi:+.3f}), "
+                f"{self.seeds} seeds")
+
+
+@dataclass(frozen=True)
 class Judgement:
     verdict: str
     evidence: str
     qualifier: str = ""
+    # The measured effects the verdict rests on, as numbers, for the sentences that quote them.
+    effects: tuple[Effect, ...] = ()
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:

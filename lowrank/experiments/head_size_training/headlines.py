@@ -12,7 +12,7 @@ from ...stats import Estimate
 from . import budget, design, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key
-from .leads import answer, answer_more, budget_verdicts, gap_reading, interval_side
+from .leads import REPORTED_SPLIT, answer, answer_more, budget_verdicts, gap_reading, interval_side
 from .rules import HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
 from .summaries import curve_gap, diff_text, half_width, paired, summarise
 
@@ -49,7 +49,7 @@ _BUDGET_KEYS = ("budget_runs", "budget_planned", "budget_lr_check_runs", "budget
                 "budget_horizon", "budget_cost_ratio", "budget_status_text", "budget_verdicts_text",
                 "budget_gap_reading", "budget_trend_text", "budget_power_text", "budget_answer", "budget_margin",
                 "budget_power_seeds", "budget_extended_tokens", "budget_added_text", "budget_answer_more",
-                "budget_shared_lr", "budget_fair_rates_text", "budget_fair_grid_steps",
+                "budget_shared_lr", "reported_split", "budget_fair_rates_text", "budget_fair_grid_steps",
                 "budget_fair_edge_factor", "budget_fair_judged_text", "budget_lr_grid_stored", "budget_lr_grid_planned", "budget_lr_grid_text",
                 *(f"budget_shared_{r}_{s}_{x}" for r in ("gap", "match") for s in ("val", "test")
                   for x in ("diff", "lo", "hi", "n")),
@@ -536,6 +536,7 @@ def headline(tables: Mapping) -> dict:
     out = {f"ch04_{k}": v for k, v in out.items()}
     out["ch04_budget_verdicts_text"] = budget_verdicts(out)
     out["ch04_budget_gap_reading"] = gap_reading(out)
+    out["ch04_reported_split"] = REPORTED_SPLIT
     out["ch04_budget_answer"] = answer(out)
     out["ch04_budget_answer_more"] = answer_more(out)
     if set(out) != set(HEADLINE_KEYS):

@@ -9,7 +9,12 @@ from collections.abc import Mapping
 from ..verdicts import CONTRADICTED, NEGLIGIBLE, REPRODUCED
 from .rules import CLAIMS
 
-__all__ = ["answer", "answer_more", "gap_reading", "budget_verdicts", "interval_side"]
+__all__ = ["REPORTED_SPLIT", "answer", "answer_more", "gap_reading", "budget_verdicts", "interval_side"]
+
+# The split the chapter's answer quotes (the key prefix of its values): each model's learning rate is
+# chosen on the validation split, so the test split, never used for a choice, reports the effect.
+REPORTED_SPLIT = "test"
+_SPLIT_WORDS = {"val": "validation", "test": "test"}
 
 
 # The claims the budget store decides, in the order the page lists them, with a short name each.
@@ -86,22 +91,23 @@ def answer(H: Mapping) -> str:
     parameters, which layout wins (the parameter-matched row, each model at its own rate) and by how
     much, with its interval and seeds; while that row is not judged, what the shared-rate runs
     showed, labelled as such. The budget opens the next paragraph (:func:`answer_more`)."""
-    p = "ch04_rule_budget_match_"
+    p, split = "ch04_rule_budget_match_", REPORTED_SPLIT
+    on = f"on the {_SPLIT_WORDS[split]} split"
     if _judged(H, "match"):
         j = _claim("bhojanapalli-parameter-matched").judge(H)
-        d, lo, hi, n = (H[p + f"val_{x}"] for x in ("diff", "lo", "hi", "n"))
+        d, lo, hi, n = (H[p + f"{split}_{x}"] for x in ("diff", "lo", "hi", "n"))
         if j.verdict in (REPRODUCED, CONTRADICTED):
-            return (f"At equal parameters, a fixed head size is {_fixed_by(d, lo, hi)}, {int(n)} seeds, each model at "
-                    f"its own rate.")
+            return (f"At equal parameters, a fixed head size is {_fixed_by(d, lo, hi)} {on}, {int(n)} seeds, each "
+                    f"model at its own rate.")
         if j.verdict == NEGLIGIBLE:
             return (f"At equal parameters, neither layout wins by more than {H['ch04_budget_margin']:g} nats: "
-                    f"{_nats(d, lo, hi)}, {int(n)} seeds.")
-        return f"At equal parameters, undecided: standard minus fixed {_nats(d, lo, hi)}, {int(n)} seeds."
-    s = "ch04_budget_shared_match_val_"
+                    f"{_nats(d, lo, hi)} {on}, {int(n)} seeds.")
+        return f"At equal parameters, undecided: standard minus fixed {_nats(d, lo, hi)} {on}, {int(n)} seeds."
+    s = f"ch04_budget_shared_match_{split}_"
     if H[s + "n"] < 2:
         return "Undecided: the parameter-matched comparison is still training, each model at its own rate."
     return (f"Undecided: at one shared rate and equal parameters, fixed heads were "
-            f"{_fixed_by(H[s + 'diff'], H[s + 'lo'], H[s + 'hi'])}, {int(H[s + 'n'])} seeds.")
+            f"{_fixed_by(H[s + 'diff'], H[s + 'lo'], H[s + 'hi'])} {on}, {int(H[s + 'n'])} seeds.")
 
 
 def answer_more(H: Mapping) -> str:

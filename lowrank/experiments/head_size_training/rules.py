@@ -20,7 +20,7 @@ import pandas as pd
 
 from ..shared.intervals import t_quantile
 from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, PROOF_CHECK, REPRODUCED, TRAINING,
-                        Claim, Judgement, is_missing, need)
+                        Claim, Effect, Judgement, is_missing, need)
 
 __all__ = ["HORIZON_DOUBLINGS", "MATCH_TOLERANCE", "RULE_LEVEL", "MARGIN", "POWER_SEEDS", "MAX_SEEDS",
            "EVIDENCE_FIELDS", "required_seeds", "row_evidence", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
@@ -137,11 +137,10 @@ def _unequal(H: Mapping, p: str) -> str:
             f"times), so the difference is not the head layout's alone")
 
 
-def _with_unequal(j: Judgement, H: Mapping, p: str) -> Judgement:
+def _with_unequal(j: Judgement, H: Mapping, p: str, effects: tuple[Effect, ...] = ()) -> Judgement:
     more = _unequal(H, p)
-    if not more:
-        return j
-    return Judgement(j.verdict, j.evidence, f"{j.qualifier}; {more}" if j.qualifier else more)
+    qualifier = (f"{j.qualifier}; {more}" if j.qualifier else more) if more else j.qualifier
+    return Judgement(j.verdict, j.evidence, qualifier, effects)
 
 
 def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judgement:
@@ -169,10 +168,11 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
         return Judgement(INCONCLUSIVE, f"{what}: {int(stored)} of the {int(planned)} runs at {budgets} are stored",
                          "the rule needs every seed of both models at every budget it compares; the runs resume "
                          "by run key")
-    sides, parts, half, inside = {}, [], 0.0, True
+    sides, parts, half, inside, effects = {}, [], 0.0, True, []
     for s, split in _SPLITS:
         d, lo, hi, n = (need(H, f"{p}{s}_{x}") for x in ("diff", "lo", "hi", "n"))
         parts.append(f"{split} {_interval(d, lo, hi, n)}")
+        effects.append(Effect(split, float(d), float(lo), float(hi), int(n)))
         if n < 2 or is_missing(lo) or is_missing(hi):
             sides[s] = None
             continue
@@ -193,7 +193,7 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
         ev += "; measured at this one budget, so whether the gap still moves was not measured"
     if None in sides.values():
         return _with_unequal(Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be "
-                                                         "detected"), H, p)
+                                                         "detected"), H, p, tuple(effects))
     seeds = min(int(need(H, f"{p}{s}_n")) for s, _ in _SPLITS)
     if powered:
         needed = required_seeds(need(H, p + "plan_sd"))
@@ -201,15 +201,15 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
         if seeds < needed:
             return _with_unequal(Judgement(INCONCLUSIVE, ev, f"judged on {seeds} seeds where the power rule asks "
                                                              f"for {needed}: the smallest effect this run could "
-                                                             f"detect is {half:.3f} nats"), H, p)
+                                                             f"detect is {half:.3f} nats"), H, p, tuple(effects))
     side = sides["val"] if sides["val"] == sides["test"] else None
     if side is None and not inside:
         return _with_unequal(Judgement(INCONCLUSIVE, ev, "the validation and test splits do not agree, and the "
-                                                         "rule needs both"), H, p)
+                                                         "rule needs both"), H, p, tuple(effects))
     if side == 0 and not inside:
         return _with_unequal(Judgement(INCONCLUSIVE, ev, f"both intervals contain 0 and reach beyond the margin of "
                                                          f"{MARGIN} nats; the smallest effect this run could detect "
-                                                         f"is {half:.3f} nats (the larger half-width)"), H, p)
+                                                         f"is {half:.3f} nats (the larger half-width)"), H, p, tuple(effects))
     if not one_budget:
         for s, split in _SPLITS:
             d = need(H, f"{p}{s}_diff")
@@ -223,16 +223,16 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
                     return _with_unequal(Judgement(INCONCLUSIVE, ev, (
                         f"on the {split} split the gap is still moving toward 0 ({cd:+.3f} nats per doubling, "
                         f"interval excludes 0) and would reach it within {HORIZON_DOUBLINGS} more doublings of the "
-                        f"budget")), H, p)
+                        f"budget")), H, p, tuple(effects))
             elif (clo > 0 or chi < 0) and abs(d + HORIZON_DOUBLINGS * cd) >= MARGIN:
                 return _with_unequal(Judgement(INCONCLUSIVE, ev, (
                     f"on the {split} split the gap lies inside the margin but is still moving ({cd:+.3f} nats per "
                     f"doubling, interval excludes 0) and would leave the margin of {MARGIN} nats within "
-                    f"{HORIZON_DOUBLINGS} more doublings of the budget")), H, p)
+                    f"{HORIZON_DOUBLINGS} more doublings of the budget")), H, p, tuple(effects))
     if side:
-        return _with_unequal(Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev), H, p)
+        return _with_unequal(Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev), H, p, tuple(effects))
     return _with_unequal(Judgement(NEGLIGIBLE, ev, f"both 95 % intervals lie inside +-{MARGIN} nats, at {budget}"),
-                         H, p)
+                         H, p, tuple(effects))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -150,8 +150,7 @@ def walk(*roots: Callable | None) -> Reached:
             tree = ast.parse(textwrap.dedent(inspect.getsource(obj)))
         except (OSError, TypeError) as e:
             raise ValueError(f"cannot read the source of {getattr(obj, '__qualname__', obj)!r}: {e}") from None
-        # Named by qualified name alone, as before modules entered the walk: moving a function to
-        # another module changes no decision.
+        # Named by qualified name alone: moving a function to another module changes no decision.
         code.append(f"{obj.__qualname__}:{ast.dump(tree)}")
         names.append(f"{obj.__module__}.{obj.__qualname__}")
         ns = _namespace(obj)

@@ -4,11 +4,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import types
 
 import pytest
 
 from lowrank.experiments import ledger as L
+from lowrank.experiments.rule_source import walk
 from lowrank.experiments.synthesis import collect_claims
 from lowrank.experiments.verdicts import REPRODUCED, Claim, Judgement
 
@@ -31,21 +31,21 @@ def test_every_claim_has_at_least_one_event():
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c.key)
 def test_changing_any_threshold_fails_until_an_amendment_is_recorded(claim, tmp_path, monkeypatch):
-    numeric = {k: v for k, v in L.thresholds(claim.rule).items() if _numeric(v)}
+    reached = walk(claim.rule)
+    numeric = {k: v for k, v in reached.constants.items() if _numeric(v)}
     if not numeric:
         pytest.skip(f"{claim.key}: its rule reads no numeric threshold")
     ledger = tmp_path / "ledger.jsonl"
     shutil.copy(L.LEDGER_PATH, ledger)
-    for name, value in numeric.items():
-        before = L.fingerprint(claim.rule)
-        # The constant lives in the globals of whichever experiment function reads it.
-        owners = [fn for fn in _functions(claim.rule) if name in fn.__globals__]
-        for fn in owners:
-            monkeypatch.setitem(fn.__globals__, name, value * 2 + 1)
-        after = L.fingerprint(claim.rule)
-        assert after != before, f"{claim.key}: changing {name} left the fingerprint unchanged"
+    for key, value in numeric.items():
+        before = L.claim_fingerprint(claim)
+        # The constant lives in the module (or class) whose code reads it, as the walk found it.
+        holder, name = reached.owners[key]
+        monkeypatch.setattr(holder, name, value * 2 + 1)
+        after = L.claim_fingerprint(claim)
+        assert after != before, f"{claim.key}: changing {key} left the fingerprint unchanged"
         problems = L.check([claim], [e for e in L.read_ledger(ledger) if e.claim == claim.key])
-        assert [m.claim for m in problems] == [claim.key], f"{claim.key}: changing {name} was not caught"
+        assert [m.claim for m in problems] == [claim.key], f"{claim.key}: changing {key} was not caught"
         last = L.latest(L.read_ledger(ledger))[claim.key]
         L.append_event(dict(event="amend", claim=claim.key, date="2026-12-03", fingerprint=after,
                             thresholds=L.thresholds(claim.rule), data_seen=True, reason="test",
@@ -53,22 +53,7 @@ def test_changing_any_threshold_fails_until_an_amendment_is_recorded(claim, tmp_
                        ledger)
         assert not L.check([claim], [e for e in L.read_ledger(ledger) if e.claim == claim.key])
         monkeypatch.undo()
-        assert L.fingerprint(claim.rule) == before
-
-
-def _functions(rule):
-    found, todo, seen = [], [rule], set()
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        found.append(fn)
-        for name in fn.__code__.co_names:
-            obj = fn.__globals__.get(name)
-            if isinstance(obj, types.FunctionType) and obj.__module__.startswith("lowrank.experiments"):
-                todo.append(obj)
-    return found
+        assert L.claim_fingerprint(claim) == before
 
 
 def _module_rule(tmp_path, body, name="scratch_rule"):
@@ -179,3 +164,35 @@ def test_command_line_status_and_refusals(tmp_path):
                "--after", "b")
     assert same.returncode == 2 and "not changed" in same.stderr
     assert run("register", "no-such-claim", "--data-seen", "no").returncode == 2
+
+
+def test_amend_changed_amends_every_changed_claim_once_with_its_verdict(tmp_path):
+    rule = _module_rule(tmp_path, RULE, "h")
+    claim = Claim("x", "Paper", "05", "sec", "x is large", rule)
+    same = Claim("y", "Paper", "05", "sec", "y is large", rule)
+    path = tmp_path / "l.jsonl"
+    path.write_text(json.dumps(_event()) + "\n" + json.dumps(_event(claim="y", fingerprint=L.claim_fingerprint(same)))
+                    + "\n")
+    with pytest.raises(ValueError, match="no verdict .* for x"):
+        L.amend_changed([claim, same], {}, reason="method", data_seen=True, path=path)
+    assert len(L.read_ledger(path)) == 2  # refused whole: nothing appended
+    events = L.amend_changed([claim, same], {"x": "reproduced"}, reason="method", data_seen=True, path=path,
+                             date="2026-12-07")
+    assert [(e.claim, e.previous, e.verdict_before, e.verdict_after) for e in events] == [
+        ("x", "a" * 64, "reproduced", "reproduced")]
+    assert not L.check([claim, same], L.read_ledger(path))
+    assert L.amend_changed([claim, same], {"x": "reproduced"}, reason="method", data_seen=True, path=path) == []
+
+
+def test_committed_verdicts_are_the_verdicts_of_the_chapter_08_table():
+    from lowrank.experiments import synthesis
+    from lowrank.glued import read_book_glue
+
+    folder = L.ROOT / "chapters"
+    collection = collect_claims()
+    rows = synthesis.judge_claims(collection, read_book_glue(folder, exclude=("08_synthesis",)),
+                                  synthesis.read_scales(folder))
+    table = {r.key: r.label for r in rows if r.key}
+    found = L.committed_verdicts(collection.claims)
+    own = [c.key for c in collection.claims if c.rule is not None and not c.model_of]
+    assert own and all(found[k] == table[k] for k in own)

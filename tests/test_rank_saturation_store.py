@@ -47,13 +47,15 @@ def test_every_record_is_a_length_of_the_long_grid_with_its_provenance():
 
 
 def _amendment() -> str:
-    """The commit that recorded the rule the store is judged by (the increment rule's newest ledger
-    event, when it is the rule of today's code)."""
+    """The commit that recorded the rule the store is judged by: the increment rule's ledger event
+    that registered the long grid, the one that names the store (later amendments, recorded while
+    the rule is today's, change how it is fingerprinted or worded, not what the store holds)."""
     events = [e for e in ledger.read_ledger() if e.claim == CLAIM]
-    rule = next(c.rule for c in ch.CLAIMS if c.key == CLAIM)
-    if not events or events[-1].fingerprint != ledger.fingerprint(rule):
+    claim = next(c for c in ch.CLAIMS if c.key == CLAIM)
+    naming = [e for e in events if st.LONG_STORE in e.reason]
+    if not naming or events[-1].fingerprint != ledger.claim_fingerprint(claim):
         pytest.skip(f"the amendment of {CLAIM} that registers the long grid is not recorded yet")
-    commit = ledger.event_commit(events[-1])
+    commit = ledger.event_commit(naming[-1])
     if not commit:
         pytest.skip("git history not available")
     return commit

@@ -39,11 +39,12 @@ def test_the_store_holds_the_retrieval_runs():
 
 
 def _rule_before_data(claim):
-    """The claim's newest ledger event recorded before its data were seen (else its newest event):
-    later amendments made with the data in view (wording, say) are in the ledger, marked as such."""
+    """The claim's newest ledger event recorded before its data were seen (else its registration):
+    later amendments made with the data in view (wording, a change of what the fingerprint covers)
+    are in the ledger, marked as such, and change no record."""
     events = [e for e in ledger.read_ledger() if e.claim == claim]
     unseen = [e for e in events if not e.data_seen]
-    return (unseen or events)[-1]
+    return unseen[-1] if unseen else events[0]
 
 
 # The claims each experiment's records are judged by: a record must descend from every one's rule.

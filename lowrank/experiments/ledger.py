@@ -7,11 +7,13 @@
 - ``amend``: a registered rule changed (new fingerprint and thresholds, the one it replaces, date,
   reason, whether the data had been seen, and the verdict before and after).
 
-A rule's **fingerprint** is a sha256 over the syntax trees (comments and layout ignored, the
-docstring included, since it is the sentence the book prints) of the rule function and every
-function of ``lowrank.experiments`` it reaches by name, plus the values of the module-level
-constants those functions read: its thresholds. Any change to the decision, its thresholds or its
-printed sentence changes the fingerprint, and ``tests/test_ledger.py`` fails until the change is
+A claim's **fingerprint** is a sha256 over the syntax trees (comments and layout ignored, the
+docstring included, since it is the sentence the book prints) of its rule, of its measure (the
+function that computes the values the rule reads, :attr:`lowrank.experiments.verdicts.Claim.measure`)
+and of every function and class of ``lowrank.experiments`` they reach, by name or through a module's
+or a class's attribute, plus the values of the constants those read: the rule's own are its
+thresholds (:mod:`lowrank.experiments.rule_source`). Any change to the decision, the measurement,
+the thresholds or the printed sentence changes the fingerprint, and ``tests/test_ledger.py`` fails until the change is
 recorded as an amendment. The commit that registered an event is read from git (the commit that
 added its line), so nobody types it.
 
@@ -24,22 +26,20 @@ write, or an editor's) is named with its line number, and nothing is appended af
 Command line: ``python -m lowrank.experiments.ledger status`` lists claims whose rule differs from
 the ledger (on a damaged ledger it reads what it can and names every line it skipped);
 ``register KEY --data-seen no --note TEXT`` and ``amend KEY --reason TEXT --data-seen yes --before
-VERDICT --after VERDICT`` append an event. ``--ledger PATH`` reads and writes another ledger.
+VERDICT --after VERDICT`` append an event; ``amend-changed --reason TEXT --data-seen yes`` appends one
+amendment for every claim whose fingerprint changed, its verdict before and after read from the
+committed chapter notebooks (a change of method, such as what the fingerprint covers). ``--ledger PATH`` reads and writes another ledger.
 Exit status 0 done, 1 rules differ from the ledger, 2 refused or a damaged ledger (one line), 130
 Ctrl-C, 143 SIGTERM.
 """
 from __future__ import annotations
 
-import ast
 import datetime as _dt
 import hashlib
-import inspect
 import json
 import re
 import subprocess
 import sys
-import textwrap
-import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,67 +47,33 @@ from typing import Any
 
 from ..commands import (OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt)
 from ..files import BOOK_ROOT, InputFileError, appending, read_regular
+from .rule_source import walk
 
-__all__ = ["LEDGER_PATH", "Event", "LedgerError", "fingerprint", "thresholds", "read_ledger", "scan_ledger",
+__all__ = ["LEDGER_PATH", "Event", "LedgerError", "fingerprint", "claim_fingerprint", "thresholds", "read_ledger", "scan_ledger",
            "latest", "append_event",
-           "check", "Mismatch", "event_commit", "ledger_note", "notes", "committed_after", "main"]
+           "amend_changed", "committed_verdicts", "check", "Mismatch", "event_commit", "ledger_note", "notes", "committed_after", "main"]
 
 ROOT = BOOK_ROOT
 LEDGER_PATH = ROOT / "data" / "rules_ledger.jsonl"
 EVENTS = ("register", "amend")
 MAX_LEDGER_BYTES = 1 << 26  # a ledger of a few hundred events is some hundred KiB
-# Values a threshold may take: plain data that prints and compares the same on every machine.
-_PLAIN = (bool, int, float, str, type(None))
-
-
-def _plain(x: Any) -> bool:
-    if isinstance(x, _PLAIN):
-        return True
-    if isinstance(x, (tuple, list, frozenset)):
-        return all(_plain(v) for v in x)
-    if isinstance(x, dict):
-        return all(isinstance(k, str) and _plain(v) for k, v in x.items())
-    return False
-
-
-def _walk(rule: Callable) -> tuple[list[str], dict[str, Any]]:
-    """(syntax-tree dumps of the rule and the experiment functions it reaches, {constant: value})."""
-    trees: list[str] = []
-    consts: dict[str, Any] = {}
-    seen: set[int] = set()
-    todo = [rule]
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        try:
-            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-        except (OSError, TypeError) as e:
-            raise ValueError(f"cannot read the source of {getattr(fn, '__qualname__', fn)!r}: {e}") from None
-        trees.append(f"{fn.__qualname__}:{ast.dump(tree)}")
-        names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
-        for name in names:
-            if name not in fn.__globals__:
-                continue
-            obj = fn.__globals__[name]
-            if isinstance(obj, types.FunctionType) and obj.__module__.startswith("lowrank.experiments"):
-                todo.append(obj)
-            elif _plain(obj) and not isinstance(obj, types.ModuleType):
-                consts[name] = obj
-    return sorted(trees), dict(sorted(consts.items()))
-
-
 def thresholds(rule: Callable) -> dict[str, Any]:
-    """The module-level constants a rule reads (its thresholds and fixed texts), by name."""
-    return _walk(rule)[1]
+    """The constants a rule reads, itself or through the functions it reaches (its thresholds and
+    fixed texts), by name."""
+    return walk(rule).constants
 
 
-def fingerprint(rule: Callable) -> str:
-    """sha256 of the rule's decision code, its printed sentence and its thresholds."""
-    trees, consts = _walk(rule)
-    payload = json.dumps({"code": trees, "constants": consts}, sort_keys=True, default=repr)
+def fingerprint(rule: Callable, measure: Callable | None = None) -> str:
+    """sha256 of the rule's decision code, its printed sentence and its thresholds, and of the
+    measure that computes the values the rule reads (:mod:`lowrank.experiments.rule_source`)."""
+    reached = walk(rule, measure)
+    payload = json.dumps({"code": list(reached.code), "constants": reached.constants}, sort_keys=True, default=repr)
     return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def claim_fingerprint(claim) -> str:
+    """The fingerprint of a claim's rule and measure."""
+    return fingerprint(claim.rule, claim.measure)
 
 
 @dataclass(frozen=True)
@@ -123,6 +89,8 @@ class Event:
     previous: str = ""
     verdict_before: str = ""
     verdict_after: str = ""
+    # an amendment for a change of method (what the fingerprint covers), not of the rule's decision
+    method: bool = False
     line: int = 0
 
     def __post_init__(self):
@@ -237,6 +205,56 @@ def append_event(record: Mapping[str, Any], path: str | Path = LEDGER_PATH) -> E
     return event
 
 
+def amend_changed(claims: Iterable, verdicts: Mapping[str, str], *, reason: str, data_seen: bool,
+                  path: str | Path = LEDGER_PATH, date: str | None = None) -> list[Event]:
+    """One amendment for every registered claim whose fingerprint is no longer its newest event's
+    (a change of method that moves every fingerprint at once), appended under one lock. Its verdict
+    before and after is ``verdicts[key]``: the claim's verdict on the committed outputs, which a
+    change of method leaves as it was. A changed claim without a verdict refuses the whole batch
+    (ValueError), before anything is written; an unregistered claim is left to ``register``."""
+    date = date or _dt.date.today().isoformat()
+    with appending(path) as out:
+        last = latest(read_ledger(path, for_append=True))
+        changed = [(c, claim_fingerprint(c)) for c in claims if c.rule is not None and c.key in last]
+        changed = [(c, fp) for c, fp in changed if last[c.key].fingerprint != fp]
+        missing = [c.key for c, _ in changed if not str(verdicts.get(c.key, "")).strip()]
+        if missing:
+            raise ValueError(f"no verdict on the committed outputs for {', '.join(missing)}")
+        events = []
+        for c, fp in changed:
+            record = {"event": "amend", "claim": c.key, "date": date, "fingerprint": fp,
+                      "thresholds": thresholds(c.rule), "data_seen": data_seen, "reason": reason,
+                      "previous": last[c.key].fingerprint, "verdict_before": verdicts[c.key],
+                      "verdict_after": verdicts[c.key], "method": True}
+            events.append(Event(**record))
+            out.write(_line(record))
+    return events
+
+
+def committed_verdicts(claims: Iterable, folder: str | Path | None = None) -> dict[str, str]:
+    """{claim key: its verdict label} as chapter 08 judges it: each claim's rule on the values of its
+    own chapter's committed evidence file under ``folder`` (default: the book's chapters); a claim
+    whose values are missing reads "not judged: ..." with the reason."""
+    from .evidence import read_book_evidence
+    from .registry import CHAPTERS
+    from .verdicts import NOT_JUDGED, MissingEvidence
+
+    folder = Path(folder) if folder is not None else ROOT / "chapters"
+    found = {e.chapter: e for e in read_book_evidence(folder, CHAPTERS).values()}
+    out = {}
+    for c in claims:
+        if c.rule is None:
+            continue
+        if c.chapter not in found:
+            out[c.key] = f"{NOT_JUDGED}: chapter {c.chapter} has no evidence file"
+            continue
+        try:
+            out[c.key] = c.judge(found[c.chapter].values).label
+        except MissingEvidence as e:
+            out[c.key] = f"{NOT_JUDGED}: the committed chapter {c.chapter} lacks {e.key or e.args[0]}"
+    return out
+
+
 @dataclass(frozen=True)
 class Mismatch:
     claim: str
@@ -265,7 +283,7 @@ def check(claims: Iterable, events: Iterable[Event]) -> list[Mismatch]:
                                               "the one registered before it"))
         chain[e.claim] = e.fingerprint
     for key, c in known.items():
-        now = fingerprint(c.rule)
+        now = claim_fingerprint(c)
         if key not in chain:
             problems.append(Mismatch(key, "its rule is not in the ledger: register it "
                                           f"(python -m lowrank.experiments.ledger register {key} ...)"))
@@ -335,6 +353,8 @@ def ledger_note(claim: str, events: Iterable[Event] | None = None, path: str | P
             text = f"registered {e.date} at {commit}, {seen} the data it judges were seen"
             if e.note:
                 text += f" ({_public(e.note)})"
+        elif e.method:
+            text = f"fingerprinted anew {e.date} at {commit} (a change of method, the rule unchanged)"
         else:
             text = (f"amended {e.date} at {commit}, {seen} the data were seen: {_public(e.reason)}; "
                     f"verdict before: {e.verdict_before}; after: {e.verdict_after}")
@@ -401,6 +421,11 @@ def main(argv: list[str] | None = None) -> int:
     am.add_argument("--before", type=_said("--before"), required=True,
                     help="the verdict under the rule as registered")
     am.add_argument("--after", type=_said("--after"), required=True, help="the verdict under the amended rule")
+    every = sub.add_parser("amend-changed", parents=[common],
+                           help="amend every claim whose fingerprint changed (a change of method), its verdict "
+                                "before and after read from the committed chapters")
+    every.add_argument("--reason", type=_said("--reason"), required=True)
+    every.add_argument("--data-seen", type=_yes_no, required=True)
     try:
         args = p.parse_args(argv)
     except SystemExit as e:  # --help (0) or a usage error (2), already printed in one line
@@ -450,12 +475,20 @@ def _command(args) -> int:
             print(f"{PROG}: error: {ledger}:{number}: {'read, but ' if number in read else 'skipped: '}"
                   f"{one_line(why)}", file=sys.stderr)
         return 2 if faults else (1 if problems else 0)
+    if args.cmd == "amend-changed":
+        read_ledger(ledger, for_append=True)  # a damaged ledger is named before it is opened for writing
+        events = amend_changed(claims.values(), committed_verdicts(claims.values()), reason=args.reason,
+                               data_seen=args.data_seen, path=ledger)
+        for e in events:
+            print(f"amend {e.claim} {e.fingerprint[:12]} ({e.verdict_after})")
+        print(f"{len(events)} amendments")
+        return 0
     if args.claim not in claims or claims[args.claim].rule is None:
         return _say(args, f"error: unknown claim {one_line(args.claim, 60)!r} (or it has no rule); "
                           f"{PROG} status lists the claims", 2)
     rule = claims[args.claim].rule
     record: dict[str, Any] = {"event": args.cmd, "claim": args.claim, "date": _dt.date.today().isoformat(),
-                              "fingerprint": fingerprint(rule), "thresholds": thresholds(rule),
+                              "fingerprint": claim_fingerprint(claims[args.claim]), "thresholds": thresholds(rule),
                               "data_seen": args.data_seen}
     read_ledger(ledger, for_append=True)  # a damaged ledger is named before it is opened for writing
     with appending(ledger) as out:

@@ -428,16 +428,17 @@ def rule_theorem2(h):
     return _v.Judgement(_v.REPRODUCED, ev)
 
 
+# Each rule reads values that headline computes from the chapter's tables: its measure.
 CLAIMS = (
     _v.Claim("multihead-boundary", _v.BHOJANAPALLI, "03", "ch03-boundary",
              "With h heads of size d/h, the bottleneck appears once h > d/n.", rule_multihead_boundary,
-             kind=_v.SIMULATION, where="Sec. 2.3"),
+             kind=_v.SIMULATION, where="Sec. 2.3", measure=headline),
     _v.Claim("f-in-g", _v.BHOJANAPALLI, "03", "ch03-f-in-g",
              "A fixed head size d_p >= d/h represents every standard layer (F is a subset of G).", rule_f_in_g,
-             kind=_v.PROOF_CHECK, where="Sec. 3.1"),
+             kind=_v.PROOF_CHECK, where="Sec. 3.1", measure=headline),
     _v.Claim("theorem2", _v.BHOJANAPALLI, "03", "ch03-theorem2",
              "Theorem 2: for h > d/d_p, the fixed-head-size class G is strictly larger than the standard class F.",
-             rule_theorem2, kind=_v.PROOF_CHECK, where="Theorem 2"),
+             rule_theorem2, kind=_v.PROOF_CHECK, where="Theorem 2", measure=headline),
 )
 
 

@@ -2,7 +2,9 @@
 
 A claim's rule is a plain function of its chapter's ``headline()`` dict. Its thresholds are
 named constants in the chapter's module, each with a one-line reason, and its docstring's first
-sentence is the rule as the book prints it. A rule returns a :class:`Judgement`: the verdict,
+paragraph is the rule as the book prints it, naming the constants it states in braces
+(:func:`lowrank.experiments.rule_source.render`). A claim's ``measure`` is the function that
+computes the values its rule reads; the rules ledger fingerprints both. A rule returns a :class:`Judgement`: the verdict,
 the evidence (numbers with their uncertainty and the seeds or draws behind them) and, for the
 three qualified verdicts, what qualifies them.
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..params import SCALES
+from .rule_source import render
 
 __all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "NEGLIGIBLE", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",
            "VERDICTS", "NOT_JUDGED", "VERDICT_MEANING", "KINDS", "PROOF_CHECK", "SIMULATION", "TRAINING", "PRETRAINED",
@@ -173,6 +176,10 @@ class Claim:
     # The key of the claim this one judges on one more model ("" for a claim of its own): chapter 08
     # shows it under that claim, naming the model, and counts the claim once.
     model_of: str = ""
+    # The function of the chapter's module that computes the values the rule reads (a chapter's
+    # headline, or a narrower function where one exists): the rules ledger fingerprints it with the
+    # rule, so a change to the measurement is recorded like a change to the decision.
+    measure: Callable[..., Any] | None = None
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.key):
@@ -186,14 +193,16 @@ class Claim:
                 raise ValueError(f"claim {self.key}: an untested claim says what testing it would take")
         elif not (self.rule.__doc__ or "").strip():
             raise ValueError(f"claim {self.key}: its rule needs a docstring (the sentence the book prints)")
+        if self.measure is not None and not callable(self.measure):
+            raise ValueError(f"claim {self.key}: its measure is a {type(self.measure).__name__}, not a function")
 
     @property
     def rule_sentence(self) -> str:
-        """The rule's docstring up to its first blank line, on one line ("" for an untested claim)."""
+        """The rule's docstring up to its first blank line, on one line, with the constants it names
+        in braces filled in (:func:`lowrank.experiments.rule_source.render`; "" for an untested claim)."""
         if self.rule is None:
             return ""
-        first = (self.rule.__doc__ or "").strip().split("\n\n")[0]
-        return " ".join(first.split())
+        return render(self.rule)
 
     def judge(self, headline: Mapping[str, Any]) -> Judgement:
         if self.rule is None:

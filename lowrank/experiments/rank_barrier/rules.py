@@ -196,8 +196,8 @@ def _bonferroni_z(cells: int) -> float:
 def rule_barrier(h: Mapping[str, Any]) -> Judgement:
     """Inside the theorem's hypotheses (hardmax, orthonormal tokens, Gaussian weights, one head),
     contradicted if any (n, d_h) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its
-    Bonferroni 95 % interval; reproduced in a weaker form (an upper bound only) if the largest
-    d_h stays more than 0.05 n below it; otherwise holds only under stated conditions when some
+    Bonferroni {FAMILY_LEVEL:coverage} interval; reproduced in a weaker form (an upper bound only) if the
+    largest d_h stays more than {NEAR_MARGIN} n below it; otherwise holds only under stated conditions when some
     setting that drops a hypothesis exceeds the bound, and reproduced if none does.
 
     Inconclusive when a cell has fewer than two draws (no standard error).
@@ -228,7 +228,7 @@ def rule_barrier(h: Mapping[str, Any]) -> Judgement:
 
 def rule_rank_rises(h: Mapping[str, Any]) -> Judgement:
     """At the largest n, reproduced if the mean hardmax rank at the largest d_h exceeds that at
-    d_h = 1 beyond a 95 % interval and lies within 0.05 n of the bound; reproduced in a weaker
+    d_h = 1 beyond a 95 % interval and lies within {NEAR_MARGIN} n of the bound; reproduced in a weaker
     form if it rises but stays farther below; contradicted if it falls beyond the interval;
     inconclusive otherwise.
     """
@@ -253,7 +253,7 @@ def rule_rank_rises(h: Mapping[str, Any]) -> Judgement:
 
 
 def rule_near_orthonormal(h: Mapping[str, Any]) -> Judgement:
-    """Hardmax attention of one Gaussian head on tokens with X X^T = I + E, |E_ij| = c n^-3/2 for each c of the grid (0.1 to 10), every (n, c, d_h) cell tested against n(1-(1-1/n)^n) with a Bonferroni 95 % interval over the cells: contradicted when a cell exceeds it at the smallest c of the grid; holds only under stated conditions (|E_ij| below the smallest c with a cell above it, times n^-3/2) when cells exceed it only from a larger c on; otherwise reproduced in a weaker form (an upper bound only, at head sizes up to the grid's largest) if at the largest d_h the rank stays more than 0.05 n below it somewhere, and reproduced if not.
+    """Hardmax attention of one Gaussian head on tokens with X X^T = I + E, |E_ij| = c n^-3/2 for each c of the grid (0.1 to 10), every (n, c, d_h) cell tested against n(1-(1-1/n)^n) with a Bonferroni {FAMILY_LEVEL:coverage} interval over the cells: contradicted when a cell exceeds it at the smallest c of the grid; holds only under stated conditions (|E_ij| below the smallest c with a cell above it, times n^-3/2) when cells exceed it only from a larger c on; otherwise reproduced in a weaker form (an upper bound only, at head sizes up to the grid's largest) if at the largest d_h the rank stays more than {NEAR_MARGIN} n below it somewhere, and reproduced if not.
 
     Inconclusive when a cell has fewer than two draws. The same Bonferroni family and the same
     0.05 n margin as the orthonormal rule (:func:`rule_barrier`), so the two rows compare.
@@ -287,7 +287,7 @@ MLA_INCREMENT = 0.01
 
 
 def rule_mla(h: Mapping[str, Any]) -> Judgement:
-    """Random MLA heads (lowrank.mla: keys and values from a shared latent of size kv_latent, a decoupled rotary part) on orthonormal tokens: contradicted when some (n, rope_dim, kv_latent) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its Bonferroni 95 % interval, or when at some (n, rope_dim) the rank at the largest kv_latent lies below that at the smallest beyond a 95 % interval; reproduced when, with the barrier respected, the rank rises with kv_latent beyond a 95 % interval at every (n, rope_dim) and its relative increment per doubling of kv_latent over the grid's last step is below 0.01 there (the paper's saturation criterion); reproduced in a weaker form (the barrier holds, the rank does not saturate inside the grid) when the increment is 0.01 or more somewhere; inconclusive with fewer than two draws or a rise inside its interval.
+    """Random MLA heads (lowrank.mla: keys and values from a shared latent of size kv_latent, a decoupled rotary part) on orthonormal tokens: contradicted when some (n, rope_dim, kv_latent) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its Bonferroni {FAMILY_LEVEL:coverage} interval, or when at some (n, rope_dim) the rank at the largest kv_latent lies below that at the smallest beyond a 95 % interval; reproduced when, with the barrier respected, the rank rises with kv_latent beyond a 95 % interval at every (n, rope_dim) and its relative increment per doubling of kv_latent over the grid's last step is below {MLA_INCREMENT} there (the paper's saturation criterion); reproduced in a weaker form (the barrier holds, the rank does not saturate inside the grid) when the increment is {MLA_INCREMENT} or more somewhere; inconclusive with fewer than two draws or a rise inside its interval.
 
     The paper does not say what it verified in MLA; the row states what the book measured: the
     barrier and saturation in the latent size, on random heads, at the head size chapter 05 uses.
@@ -331,22 +331,25 @@ def rule_mla_bound(h: Mapping[str, Any]) -> Judgement:
     return Judgement(REPRODUCED, evidence)
 
 
+# Measures: the near-orthonormal and MLA rules read only the keys of _near_headline and
+# latent.mla_headline, the narrower functions; the barrier rules read headline's own.
 CLAIMS: tuple[Claim, ...] = (
     Claim("barrier", MIN_LI, "05", "sec-ch05-summary",
           "Low-rank barrier: the mean rank of random (hardmax) attention is at most about "
           "n(1-(1-1/n)^n) -> 0.63 n, whatever d_h", rule_barrier,
-          kind=SIMULATION, where="Theorem 1 (as the reviewers describe it)"),
+          kind=SIMULATION, where="Theorem 1 (as the reviewers describe it)", measure=headline),
     Claim("rank-rises", MIN_LI, "05", "sec-ch05-monte-carlo",
           "The rank rises with the head size toward the barrier", rule_rank_rises,
-          kind=SIMULATION, where="abstract; Fig. 2"),
+          kind=SIMULATION, where="abstract; Fig. 2", measure=headline),
     Claim("minli-near-orthonormal", MIN_LI, "05", "sec-ch05-near",
           "The barrier also holds for near-orthonormal inputs, XX^T = I + E with |E_ij| = o(n^-3/2)",
-          rule_near_orthonormal, kind=SIMULATION, where="ICLR 2026 version (R26 Reviewer 4)"),
+          rule_near_orthonormal, kind=SIMULATION, where="ICLR 2026 version (R26 Reviewer 4)",
+          measure=_near_headline),
     Claim("minli-mla", MIN_LI, "05", "sec-ch05-mla",
           "The results are verified in multi-head latent attention (MLA) as used in DeepSeek-V3", rule_mla,
-          kind=SIMULATION, where="ICLR 2026 abstract"),
+          kind=SIMULATION, where="ICLR 2026 abstract", measure=mla_headline),
     Claim("mla-logit-bound", BOOK, "05", "sec-ch05-mla",
           "In MLA one head's logits have rank at most min(d_h, kv_latent) + rope_dim: the latent bounds the "
           "content part, the rotary part adds its own dimensions", rule_mla_bound, kind=PROOF_CHECK,
-          where="this book (lowrank.mla)"),
+          where="this book (lowrank.mla)", measure=mla_headline),
 )

@@ -221,11 +221,11 @@ def _law_verdict(h: Mapping[str, Any], crit: str, n_est: int, nmin, nmax, fit_nm
 def rule_saturation(h: Mapping[str, Any]) -> Judgement:
     """On the main criterion of the hardmax saturation point, fit a + b ln n on the lower half
     of the n range (in ln n), inflate its errors by sqrt(chi^2/dof) and predict the largest n:
-    reproduced (order log n) if the observed point lies within 1.96 prediction errors and the
-    BIC of a + b ln n is within 10 of the best of a + b ln n, c n^alpha and c (ln n)^beta;
+    reproduced (order log n) if the observed point lies within {Z_PRED} prediction errors and the
+    BIC of a + b ln n is within {BIC_STRONG:g} of the best of a + b ln n, c n^alpha and c (ln n)^beta;
     contradicted if it lies outside them, above (faster than log n) or below (slower);
     inconclusive if within the prediction while the BIC strongly favours another law, or with
-    fewer than 6 estimable n or a range under 100x.
+    fewer than {MIN_NS} estimable n or a range under {MIN_RANGE:g}x.
 
     The claim is read as "d_h* grows like log n". A literal lower bound Omega(log n) holds for
     every law that grows at least that fast and cannot be refuted at finite n; the evidence says
@@ -240,10 +240,10 @@ def rule_saturation_increment(h: Mapping[str, Any]) -> Judgement:
     """The saturation rule of chapter 06 applied to the paper's own criterion, the first d_h at
     which the relative increment of the mean hardmax rank of A (exact) per doubling of d_h drops
     below 0.01 (Table 2's caption), judged on the long-scale store
-    data/results/06_rank_saturation_long.jsonl: at each n from 32 to 4096, the chapter's nested
+    {store.LONG_STORE}: at each n from 32 to 4096, the chapter's nested
     draws on its grid of head sizes (4 per octave) up to max(1024, 8 n), i.e. 32768 at n = 4096,
     with max(4, 524288 // n) draws (16384 at n = 32, 128 at n = 4096); reproduced if the point
-    grows like a + b ln n predicts (within 1.96 prediction errors, BIC within 10 of the best law),
+    grows like a + b ln n predicts (within {Z_PRED} prediction errors, BIC within {BIC_STRONG:g} of the best law),
     contradicted if outside, inconclusive with too few n (a length the store does not hold counts
     as not estimable) or a strongly preferred other law.
 
@@ -255,12 +255,14 @@ def rule_saturation_increment(h: Mapping[str, Any]) -> Judgement:
         "pred_log_se", "pred_log_z", "dbic_log", "best_law")))
 
 
+# Both rules read values headline computes (the increment criterion's through _criterion_keys and
+# increment_keys, which no narrower function calls together): headline is their measure.
 CLAIMS: tuple[Claim, ...] = (
     Claim("saturation", MIN_LI, "06", "sec-ch06-law",
           "Saturation: the rank stops growing at a critical head size d_h of order log n", rule_saturation,
-          kind=SIMULATION, where="abstract; Table 2"),
+          kind=SIMULATION, where="abstract; Table 2", measure=headline),
     Claim("saturation-increment", MIN_LI, "06", "sec-ch06-law",
           "Saturation by the paper's own criterion: the rank increment falls below about 0.01 at a head size "
           "of order log n", rule_saturation_increment, scale_key="ch06_inc_scale", kind=SIMULATION,
-          where="Table 2 (as R25 Reviewer 2 quotes it)"),
+          where="Table 2 (as R25 Reviewer 2 quotes it)", measure=headline),
 )

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .. import verdicts as _v
+from .headlines import headline
 
 __all__ = ["CLAIMS", "EXACT_TOL", "MIN_LENGTHS", "COUNTEREXAMPLE_TV", "rule_theorem1", "rule_head_size_threshold",
            "rule_theorem1_counterexample", "rule_causal_threshold"]
@@ -91,20 +92,21 @@ def rule_causal_threshold(h):
                         f"{MIN_LENGTHS}); a fit can miss a rank by the optimiser alone")
 
 
+# Each rule reads values that headlines.headline computes from the chapter's tables: its measure.
 CLAIMS = (
     _v.Claim("theorem1-sufficiency", _v.BHOJANAPALLI, "02", "ch02-theorem1",
              "Theorem 1: with d_k = d >= n, one head represents every positive row-stochastic P on inputs of "
              "full row rank.", rule_theorem1,
-             kind=_v.PROOF_CHECK, where="Theorem 1"),
+             kind=_v.PROOF_CHECK, where="Theorem 1", measure=headline),
     _v.Claim("theorem1-counterexample", _v.BHOJANAPALLI, "02", "ch02-theorem1",
              "Theorem 1, second part: if d < n, some X and P cannot be represented by any W_q, W_k.",
-             rule_theorem1_counterexample, kind=_v.PROOF_CHECK, where="Theorem 1; Appendix A"),
+             rule_theorem1_counterexample, kind=_v.PROOF_CHECK, where="Theorem 1; Appendix A", measure=headline),
     _v.Claim("head-size-threshold", _v.BHOJANAPALLI, "02", "ch02-threshold",
              "A head needs size n to represent an arbitrary dense P on n tokens; below it there is a low-rank "
              "bottleneck.", rule_head_size_threshold,
-             kind=_v.SIMULATION, where="Sec. 1 and the reading of Theorem 1"),
+             kind=_v.SIMULATION, where="Sec. 1 and the reading of Theorem 1", measure=headline),
     _v.Claim("causal-threshold", _v.BOOK, "02", "ch02-causal",
              "One causal head represents every lower-triangular positive P exactly from head size floor(n/2), "
              "and no smaller head does.", rule_causal_threshold,
-             kind=_v.SIMULATION),
+             kind=_v.SIMULATION, measure=headline),
 )

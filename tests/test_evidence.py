@@ -107,3 +107,21 @@ def test_results_of_every_chapter_hold_plain_values_never_a_repr(notebook, tmp_p
     json.dumps(results)  # no default: a value JSON cannot hold fails here
     reprs = sorted(k for k, v in results.items() if isinstance(v, str) and _REPR.match(v))
     assert not reprs, f"{notebook.stem}: {reprs[:5]} hold an object's repr"
+
+
+@pytest.mark.slow
+def test_chapter_08_executes_first_from_a_folder_with_no_other_notebook(tmp_path):
+    """Chapter 08 executed before (and without) every other chapter: from the evidence files alone
+    it glues the verdict counts and sentences of its committed page."""
+    import papermill as pm
+
+    shutil.copytree(CHAPTERS / E.FOLDER, tmp_path / E.FOLDER)
+    shutil.copy(CHAPTERS / "08_synthesis.ipynb", tmp_path / "08_synthesis.ipynb")
+    assert not [p for p in tmp_path.glob("0[1-7]_*.ipynb")]
+    out = tmp_path / "ran.ipynb"
+    pm.execute_notebook(str(tmp_path / "08_synthesis.ipynb"), str(out), cwd=str(tmp_path), progress_bar=False,
+                        parameters={"chapters_dir": "."}, kernel_name="python3")
+    ran, committed = read_glue(out), read_glue(CHAPTERS / "08_synthesis.ipynb")
+    for key in ("ch08_n_claims", "ch08_totals", "ch08_found_bhojanapalli", "ch08_found_min_li",
+                *(k for k in synthesis.HEADLINE_KEYS if k.startswith("ch08_n_"))):
+        assert ran[key] == committed[key], key

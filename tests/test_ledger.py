@@ -182,16 +182,18 @@ def test_amend_changed_amends_every_changed_claim_once_with_its_verdict(tmp_path
         ("x", "a" * 64, "reproduced", "reproduced")]
     assert not L.check([claim, same], L.read_ledger(path))
     assert L.amend_changed([claim, same], {"x": "reproduced"}, reason="method", data_seen=True, path=path) == []
+    # a change of method is marked as such, and the row does not call it an amendment of the rule
+    assert [e.method for e in L.read_ledger(path)] == [False, False, True]
+    note = L.ledger_note("x", path=path)
+    assert "fingerprinted anew 2026-12-07" in note and "amended" not in note
 
 
 def test_committed_verdicts_are_the_verdicts_of_the_chapter_08_table():
     from lowrank.experiments import synthesis
-    from lowrank.glued import read_book_glue
 
     folder = L.ROOT / "chapters"
     collection = collect_claims()
-    rows = synthesis.judge_claims(collection, read_book_glue(folder, exclude=("08_synthesis",)),
-                                  synthesis.read_scales(folder))
+    rows = synthesis.judge_claims(collection, *synthesis.read_chapter_evidence(folder))
     table = {r.key: r.label for r in rows if r.key}
     found = L.committed_verdicts(collection.claims)
     own = [c.key for c in collection.claims if c.rule is not None and not c.model_of]

@@ -19,7 +19,7 @@
 # What each paper's claims come to, every claim with its evidence and verdict, and what to take from them when choosing a head size.
 
 # %% tags=["parameters", "hide-input"]
-chapters_dir = "."   # folder holding the executed chapter notebooks 01 to 07
+chapters_dir = "."   # folder whose evidence/ holds the evidence files of the chapters that judge claims
 practitioner_ns = [512, 4096]  # sequence lengths n at which the answer states the head size a head needs
 
 # %% tags=["hide-input"]

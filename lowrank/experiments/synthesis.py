@@ -41,7 +41,7 @@ __all__ = ["estimate", "ChapterSource", "claim_sources", "NOT_JUDGED", "Collecti
 # The chapter's parameters: the notebook's parameters cell sets these names, and
 # lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
-    chapters_dir=Str(doc="folder holding the executed chapter notebooks 01 to 07"),
+    chapters_dir=Str(doc="folder whose evidence/ holds the evidence files of the chapters that judge claims"),
     practitioner_ns=IntList(2, 2**20, doc="sequence lengths n at which the answer states the head size a head "
                                           "needs to express every attention pattern"),
 )

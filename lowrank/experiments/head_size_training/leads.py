@@ -18,7 +18,7 @@ _SPLIT_WORDS = {"val": "validation", "test": "test"}
 
 
 # The claims the budget store decides, in the order the page lists them, with a short name each.
-_BUDGET_CLAIMS = {"bhojanapalli-fixed-heads-training": "Fixed against standard heads at h = 32",
+_BUDGET_NAMES = {"bhojanapalli-fixed-heads-training": "Fixed against standard heads at h = 32",
                   "bhojanapalli-parameter-matched": "Parameter-matched",
                   "bhojanapalli-more-heads-hurt-standard": "More standard heads hurt",
                   "bhojanapalli-more-heads-help-fixed": "More fixed-size heads help",
@@ -143,9 +143,9 @@ def budget_verdicts(H: Mapping) -> str:
     sentence per verdict (claims with the same verdict and reason share a sentence)."""
     groups: dict[tuple[str, str], list[str]] = {}
     for c in CLAIMS:
-        if c.key in _BUDGET_CLAIMS:
+        if c.key in _BUDGET_NAMES:
             j = c.judge(H)
-            groups.setdefault((j.verdict, j.qualifier), []).append(_BUDGET_CLAIMS[c.key])
+            groups.setdefault((j.verdict, j.qualifier), []).append(_BUDGET_NAMES[c.key])
     out = []
     for (verdict, qualifier), names in groups.items():
         who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

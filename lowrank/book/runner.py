@@ -42,7 +42,9 @@ only when the last cell has succeeded, so *OUTDIR exists if and only if the run 
                            data (text, numbers, a table as records); a figure as the files below
                            that hold it; "tables" names the table files
     OUTDIR/files/          its figures (<glue key>.png and .svg), its tables (chNN_table_K.csv) and
-                           whatever the chapter wrote into :func:`results_dir` (:mod:`.outputs`)
+                           whatever the chapter wrote into :func:`results_dir` (:mod:`.outputs`);
+                           files/evidence/<chapter>.json, for a chapter that judges claims, the
+                           values they are judged on (:mod:`lowrank.experiments.evidence`)
     OUTDIR/page.html       with ``--html``: the run as the chapter's page, its assets in
                            OUTDIR/page_files/ (:mod:`.page`)
 

@@ -115,3 +115,23 @@ def test_the_practitioner_counts_undecided_training_claims_in_number():
     assert A.practitioner_answer([own(INCONCLUSIVE, qualifier="q")], [64]) == (
         "The training evidence, at the scale of the long CPU runs, does not yet support either choice: none of its "
         "1 training claim is decided, so whether a head larger than d/h pays off in training is open at this scale.",)
+
+
+def test_several_corrections_and_conditions_are_each_cut_at_their_explanation():
+    rows = [claim(CORRECTED, qualifier="one lower than X."), claim(CORRECTED, qualifier="two heads: proven"),
+            claim(CONDITIONAL, qualifier="hardmax only: fails at temperature one"),
+            claim(WEAKER, qualifier="on average", statement="x grows with X.")]
+    details = A.paper_answer(rows, BHOJANAPALLI).details
+    assert details[:3] == ("Sharpened: one lower than X; two heads.",
+                           "Only a weaker form holds of “x grows with X”: on average.",
+                           "True only under conditions the claim did not state: hardmax only.")
+
+
+def test_a_reason_shared_by_two_claims_is_counted_and_a_row_without_one_is_not_quoted():
+    rows = [own(INCONCLUSIVE, qualifier="a"), own(INCONCLUSIVE, qualifier="a"), own(INCONCLUSIVE, qualifier="b")]
+    assert A.paper_answer(rows, BOOK).details[-1] == (
+        "Open: 3 training claims, inconclusive at the power of the book's runs because “a” (2 claims) or “b”.")
+    assert A.paper_answer([own(INCONCLUSIVE)], BOOK).details[-1] == (
+        "Open: 1 training claim, inconclusive at the power of the book's runs.")
+    brief = A.paper_answer([own(REPRODUCED)], BOOK, brief=True).details
+    assert brief[0] == "In trained models, of 1 claim decided, 1 reproduced; the verdict table names them."

@@ -72,3 +72,15 @@ def test_an_event_not_committed_yet_says_so(repo):
     assert note.endswith(f"amended 2026-12-02 at commit unknown, before the data were seen: a sharper margin; "
                          "verdict before: inconclusive; after: reproduced.")
     assert note.count(f" at {second},") == 1
+
+
+def test_no_commit_is_named_outside_a_repository(repo, tmp_path, monkeypatch):
+    path, first, second = repo
+    plain = tmp_path / "plain"
+    (plain / "data").mkdir(parents=True)
+    copy = plain / "data" / "rules_ledger.jsonl"
+    copy.write_bytes(path.read_bytes())
+    monkeypatch.setattr(L, "ROOT", plain)
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
+    register, _ = L.read_ledger(copy)
+    assert L.event_commit(register, copy) == ""

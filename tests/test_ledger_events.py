@@ -89,17 +89,23 @@ KEYED = {1: 2}
 def _again(x, depth):
     return x if depth == 0 else rule({"x": x}, depth - 1)
 
+def _a_first(x):
+    return x + FIRST
+
+FIRST = 3
+
 def rule(h, depth=1):
     """Reproduced when x exceeds the limit, asked twice."""
     Alpha = h["x"]
-    return _again(Alpha, depth) > LIMIT and PAIRS and ODD and KEYED
+    return _again(Alpha, depth) > LIMIT and PAIRS and ODD and KEYED and _a_first(Alpha)
 '''
 
 
 def test_the_walk_follows_cycles_once_and_keeps_only_plain_constants(tmp_path):
     rule = _module(tmp_path, WALK, "walk_rule").rule
-    # a local name sorting before the constants does not end the walk; a cycle is walked once
-    assert L.thresholds(rule) == {"LIMIT": 0.5, "PAIRS": ((1, 2), "a")}
+    # a local name sorting before the constants does not end the walk; a cycle is walked once, and
+    # meeting the rule again at its end does not end the walk before the helper it named first
+    assert L.thresholds(rule) == {"FIRST": 3, "LIMIT": 0.5, "PAIRS": ((1, 2), "a")}
     changed = _module(tmp_path, WALK.replace("depth == 0", "depth <= 0"), "walk_rule2").rule
     assert L.fingerprint(changed) != L.fingerprint(rule)
 

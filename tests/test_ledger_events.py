@@ -115,3 +115,28 @@ def test_a_rule_without_source_is_named():
     exec("def made(h):\n    '''Made at run time.'''\n", namespace)
     with pytest.raises(ValueError, match=r"^cannot read the source of 'made': "):
         L.fingerprint(namespace["made"])
+
+
+def test_a_damaged_ledger_counts_its_other_damaged_lines(tmp_path):
+    path = tmp_path / "l.jsonl"
+    good = json.dumps(EVENT)
+    for bad, more in ((1, ""), (2, " (1 more damaged line)"), (3, " (2 more damaged lines)")):
+        path.write_text("\n".join([good, *["[1]"] * bad, ""]))
+        with pytest.raises(L.LedgerError) as info:
+            L.read_ledger(path)
+        assert str(info.value) == f"{path}:2: not a ledger event: not a JSON object (a list){more}"
+
+
+def test_blank_and_undecodable_lines_do_not_stop_the_scan_and_a_cut_line_is_named(tmp_path):
+    path = tmp_path / "l.jsonl"
+    good = json.dumps(EVENT).encode()
+    path.write_bytes(b"\n".join([good, b"", b"\xff{}", good, b"{cut"]))
+    events, faults = L.scan_ledger(path)
+    assert [e.line for e in events] == [1, 4]
+    assert faults == [(3, "byte 0xff at column 1 is not UTF-8"),
+                      (5, "not JSON (Expecting property name enclosed in double quotes, column 2); the line has "
+                          "no final newline: a write was cut short")]
+    path.write_bytes(good)
+    assert L.scan_ledger(path, for_append=True)[1] == [
+        (1, "the last line has no final newline (cut short, or saved by an editor without one); add the newline "
+            "before appending")]

@@ -13,6 +13,8 @@
 #                   then refresh their text sources chapters/text/*.py and the README's answer
 #   make test       unit + notebook smoke tests, nbval against committed outputs, render with -W,
 #                   the rendered book checked in headless Chromium (screenshots in _build/screenshots)
+#   make mutation   mutation testing of the verdict layer (mutmut, [tool.mutmut] in pyproject.toml):
+#                   stopped after MUTATION_BUDGET seconds; prints the score and the surviving mutants
 #   make clean      remove build outputs and caches (keeps .venv); make distclean also drops .venv
 
 SHELL := /bin/bash
@@ -40,6 +42,9 @@ TORCH_INDEX ?=
 # under runs/book-paper (ALLOW_CPU=1 runs GPU sets on a CPU; BOOK_ARGS="-p device cpu" is passed on)
 SCALE     ?= default
 BOOK_ARGS ?=
+# make mutation: a hard limit on the whole run (seconds) and how many mutants run at once
+MUTATION_BUDGET ?= 1700
+MUTATION_JOBS   ?= 2
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
@@ -48,7 +53,7 @@ export JUPYTER_PREFER_ENV_PATH := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # OMP_NUM_THREADS is deliberately not set: torch picks its default unless the caller sets one.
 
-.PHONY: help setup data models book gpu-check pdf notebooks test clean distclean
+.PHONY: help setup data models book gpu-check pdf notebooks test mutation clean distclean
 
 help:
 	@# the header's target lines and the lines that continue them (indented past the target names)
@@ -114,8 +119,17 @@ test: setup data
 	tools/ensure_chromium.sh
 	LOWRANK_BOOK_HTML=_build/test/_build/html $(BIN)/python -m pytest -q -m browser tests/test_browser.py
 
+# Not part of `make test`: about 2,400 mutants, each run against the selected tests that reach it.
+# It starts from a fresh mutants/ so that the score is that of the code as it is now.
+mutation: setup
+	rm -rf mutants
+	timeout $(MUTATION_BUDGET) $(BIN)/mutmut run --max-children $(MUTATION_JOBS)
+	$(BIN)/mutmut results
+	$(BIN)/mutmut export-cicd-stats
+	$(BIN)/python tools/mutation_score.py mutants/mutmut-cicd-stats.json
+
 clean:
-	rm -rf _build .pytest_cache
+	rm -rf _build .pytest_cache mutants
 	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -prune -exec rm -rf {} +
 
 distclean: clean

@@ -5,7 +5,11 @@ from lowrank.experiments import answers as A
 from lowrank.experiments.synthesis import NOT_JUDGED, Row
 from lowrank.experiments.verdicts import (BHOJANAPALLI, BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE,
                                           NEGLIGIBLE, NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION,
-                                          TRAINING, WEAKER)
+                                          TRAINING, WEAKER, PAPERS, Paper)
+
+PAPER = {p.name: p for p in PAPERS}
+# the book's own findings as a paper that states no thesis: its answer only reports on its claims
+OWN = Paper(BOOK, "book", "")
 
 
 def claim(verdict, kind=SIMULATION, *, qualifier="", statement="x holds", scale="default", key=""):
@@ -35,7 +39,7 @@ def test_a_qualifier_is_cut_at_its_first_clause_and_a_statement_loses_its_full_s
     rows = [claim(CORRECTED, PROOF_CHECK, qualifier="the threshold is one lower."),
             claim(WEAKER, qualifier="only on average: not for every input; checked", statement="x holds always."),
             claim(INCONCLUSIVE, TRAINING, qualifier="not judged yet: the rates are chosen first; resumes")]
-    details = A.paper_answer(rows, BHOJANAPALLI).details
+    details = A.paper_answer(rows, PAPER[BHOJANAPALLI]).details
     assert "Sharpened: the threshold is one lower." in details
     assert "Only a weaker form holds of “x holds always”: only on average." in details
     # an inconclusive row's reason keeps its colon: it is the reason itself, not an explanation
@@ -64,21 +68,21 @@ def test_what_stays_open_counts_reasons_chapters_and_untested_claims():
             own(NOT_JUDGED, chapter="04"), own(NOT_JUDGED, chapter="07"),
             own(NOT_TESTED, qualifier="a GPU", scale="none"), own(NOT_TESTED, qualifier="a GPU", scale="none"),
             own(REPRODUCED, statement="(no claim collected)")]
-    assert A.paper_answer(rows, BOOK).text == (
+    assert A.paper_answer(rows, OWN).text == (
         "this book make claims of which, in theory this holds; in trained models, at the scale of the long CPU "
         "runs, it is not decided. Open: 3 training claims and 1 claim on a pretrained model, inconclusive at the "
         "power of the book's runs because “too few seeds” (2 claims), “splits disagree” or for the reasons their "
         "rows state; 2 claims not judged yet, because chapters 04 and 07 have not produced their evidence in this "
         "build; 2 claims not tested, each with what testing it would take.")
     rows = [own(INCONCLUSIVE, qualifier="a"), own(INCONCLUSIVE, qualifier="b"), own(NOT_JUDGED, chapter="")]
-    assert A.paper_answer(rows, BOOK).text.endswith(
+    assert A.paper_answer(rows, OWN).text.endswith(
         "Open: 2 training claims, inconclusive at the power of the book's runs because “a” or “b”; 1 claim not "
         "judged yet, because their chapters have not produced its evidence in this build.")
     rows = [own(INCONCLUSIVE, qualifier="a"), own(INCONCLUSIVE, qualifier="a"), own(NOT_JUDGED, chapter="04")]
-    assert A.paper_answer(rows, BOOK).text.endswith(
+    assert A.paper_answer(rows, OWN).text.endswith(
         "Open: 2 training claims, inconclusive at the power of the book's runs because “a”; 1 claim not judged "
         "yet, because chapter 04 has not produced its evidence in this build.")
-    assert A.paper_answer([own(NOT_TESTED, qualifier="a GPU", scale="none")], BOOK).text == (
+    assert A.paper_answer([own(NOT_TESTED, qualifier="a GPU", scale="none")], OWN).text == (
         "this book make claims of which, the book tests none of its claims. Open: 1 claim not tested, each with "
         "what testing it would take.")
 
@@ -86,16 +90,16 @@ def test_what_stays_open_counts_reasons_chapters_and_untested_claims():
 def test_decided_evidence_is_named_in_full_or_counted_in_brief():
     rows = [own(REPRODUCED), own(NEGLIGIBLE, PRETRAINED), own(CONTRADICTED, statement="y holds."),
             own(CONTRADICTED, SIMULATION, statement="z holds", scale="default")]
-    assert A.paper_answer(rows, BOOK, brief=True).text == (
+    assert A.paper_answer(rows, OWN, brief=True).text == (
         "this book make claims of which, in simulation this is contradicted; in trained models, at the scale of "
         "the long CPU runs, it holds only in part. Contradicted in theory or simulation: “z holds”. In trained "
         "models, of 3 claims decided, 1 reproduced, 1 with no effect beyond the margin and 1 contradicted; the "
         "verdict table names them. Nothing stays open: every claim is decided.")
-    assert A.paper_answer(rows, BOOK).details == (
+    assert A.paper_answer(rows, OWN).details == (
         "Reproduced in training or pretrained models: “x holds”.",
         "No effect larger than the registered margin at this scale: “x holds”.",
         "Contradicted: “z holds” and “y holds”.", "Nothing stays open: every claim is decided.")
-    assert A.paper_answer([own(REPRODUCED, PROOF_CHECK)], BOOK).answer == "make claims of which, in theory this holds."
+    assert A.paper_answer([own(REPRODUCED, PROOF_CHECK)], OWN).answer == "make claims of which, in theory this holds."
 
 
 def test_the_practitioner_counts_undecided_training_claims_in_number():
@@ -121,7 +125,7 @@ def test_several_corrections_and_conditions_are_each_cut_at_their_explanation():
     rows = [claim(CORRECTED, qualifier="one lower than X."), claim(CORRECTED, qualifier="two heads: proven"),
             claim(CONDITIONAL, qualifier="hardmax only: fails at temperature one"),
             claim(WEAKER, qualifier="on average", statement="x grows with X.")]
-    details = A.paper_answer(rows, BHOJANAPALLI).details
+    details = A.paper_answer(rows, PAPER[BHOJANAPALLI]).details
     assert details[:3] == ("Sharpened: one lower than X; two heads.",
                            "Only a weaker form holds of “x grows with X”: on average.",
                            "True only under conditions the claim did not state: hardmax only.")
@@ -129,9 +133,9 @@ def test_several_corrections_and_conditions_are_each_cut_at_their_explanation():
 
 def test_a_reason_shared_by_two_claims_is_counted_and_a_row_without_one_is_not_quoted():
     rows = [own(INCONCLUSIVE, qualifier="a"), own(INCONCLUSIVE, qualifier="a"), own(INCONCLUSIVE, qualifier="b")]
-    assert A.paper_answer(rows, BOOK).details[-1] == (
+    assert A.paper_answer(rows, OWN).details[-1] == (
         "Open: 3 training claims, inconclusive at the power of the book's runs because “a” (2 claims) or “b”.")
-    assert A.paper_answer([own(INCONCLUSIVE)], BOOK).details[-1] == (
+    assert A.paper_answer([own(INCONCLUSIVE)], OWN).details[-1] == (
         "Open: 1 training claim, inconclusive at the power of the book's runs.")
-    brief = A.paper_answer([own(REPRODUCED)], BOOK, brief=True).details
+    brief = A.paper_answer([own(REPRODUCED)], OWN, brief=True).details
     assert brief[0] == "In trained models, of 1 claim decided, 1 reproduced; the verdict table names them."

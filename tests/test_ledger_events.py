@@ -22,7 +22,7 @@ def test_every_fault_of_a_line_is_named_in_words(tmp_path):
     assert faults == [
         (2, "not a JSON object (a list)"),
         (3, "unknown key 'bogus'; an event has event, claim, date, fingerprint, thresholds, data_seen, note, reason, "
-            "previous, verdict_before, verdict_after"),
+            "previous, verdict_before, verdict_after, method"),
         (4, "no claim, date, fingerprint")]
 
 

@@ -151,7 +151,7 @@ def paper_abstract(rows: Iterable, paper: Paper) -> tuple[str, ...]:
     mine = [r for r in rows if r.paper == paper.name and r.statement != "(no claim collected)"]
     if not mine:
         return ("make no claim the book lists.",)
-    out = [f"argue that {paper.thesis}."]
+    out = [f"argue that {paper.thesis}." if paper.thesis else "make claims about attention's rank."]
     theory = [r for r in mine if r.kind in _THEORY and _verdict(r) != NOT_TESTED]
     evidence = [r for r in mine if r.kind in _EVIDENCE and _verdict(r) != NOT_TESTED]
     untested = sum(_verdict(r) == NOT_TESTED for r in mine)

@@ -223,7 +223,7 @@ def paper_answer(rows: Iterable, paper: Paper, *, brief: bool = False) -> Answer
         clauses.append(f"in trained models, at the scale of {scale_phrase(evidence)}, it {gist(evidence)}")
     if not clauses:
         clauses.append("the book tests none of its claims")
-    answer = f"argue that {paper.thesis}: " + "; ".join(clauses) + "."
+    answer = (f"argue that {paper.thesis}: " if paper.thesis else "make claims of which, ") + "; ".join(clauses) + "."
     # the counts by verdict are the table's and the chart's; the words say what they are about
     details = (*_named([*theory, *evidence], brief=brief), _open(mine))
     return Answer(paper.name, answer, details)

@@ -76,7 +76,8 @@ BOOK = "this book"  # a finding of the book's own, beyond both papers
 class Paper:
     """A paper whose claims the book judges: ``name`` as its claims cite it (``Claim.paper``),
     ``slug`` for the keys of its values (``ch08_found_<slug>``), and ``thesis``: what it answers to
-    the book's question, in its own terms, completing "<name> argue that ...". A chapter module that
+    the book's question, in its own terms, completing "<name> argue that ..." ("" when it states
+    none: its answer then only reports on its claims). A chapter module that
     brings a paper of its own declares it in ``PAPERS`` beside its ``CLAIMS``."""
     name: str
     slug: str
@@ -85,8 +86,8 @@ class Paper:
     def __post_init__(self):
         if not re.fullmatch(r"[a-z][a-z0-9_]*", self.slug):
             raise ValueError(f"paper {self.name!r}: slug {self.slug!r} must be lower-case letters, digits and '_'")
-        if not self.name.strip() or not self.thesis.strip():
-            raise ValueError(f"paper {self.slug}: a name and a thesis are needed")
+        if not self.name.strip():
+            raise ValueError(f"paper {self.slug}: a name is needed")
 
 
 # The two papers of the book; the claims of each are spread over several chapters.

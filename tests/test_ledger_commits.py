@@ -84,3 +84,24 @@ def test_no_commit_is_named_outside_a_repository(repo, tmp_path, monkeypatch):
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
     register, _ = L.read_ledger(copy)
     assert L.event_commit(register, copy) == ""
+
+
+def test_an_event_added_in_a_merge_commit_names_the_merge(repo):
+    path, first, second = repo
+    root = path.parent.parent
+    main = _git(root, "rev-parse", "--abbrev-ref", "HEAD")
+    _git(root, "checkout", "-q", "-b", "side")
+    (root / "other.txt").write_text("x\n")
+    _git(root, "add", "other.txt")
+    _git(root, "commit", "-q", "-m", "side")
+    _git(root, "checkout", "-q", main)
+    _git(root, "merge", "-q", "--no-ff", "--no-commit", "side")
+    method = dict(AMEND, date="2026-12-03", fingerprint="d" * 64, previous="b" * 64, method=True,
+                  verdict_before="reproduced")
+    L.append_event(method, path)
+    _git(root, "add", str(path))
+    _git(root, "commit", "-q", "-m", "merge with an event")
+    merge = _git(root, "rev-parse", "--short", "HEAD")
+    event = L.read_ledger(path)[-1]
+    assert L.event_commit(event, path) == merge
+    assert f"fingerprinted anew 2026-12-03 at {merge}" in L.ledger_note("x", path=path)

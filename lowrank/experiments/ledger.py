@@ -308,7 +308,8 @@ def event_commit(event: Event, path: str | Path = LEDGER_PATH) -> str:
         rel = rel.relative_to(ROOT)
     except ValueError:
         return ""
-    found = _git("log", "--reverse", "--format=%h", "-S", event.fingerprint, "--", str(rel))
+    # -m: a line that entered the ledger in a merge commit is found there too
+    found = _git("log", "-m", "--reverse", "--format=%h", "-S", event.fingerprint, "--", str(rel))
     hashes = found.split()
     if event.event == "register" or not hashes:
         return hashes[0] if hashes else ""

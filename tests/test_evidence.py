@@ -125,3 +125,25 @@ def test_chapter_08_executes_first_from_a_folder_with_no_other_notebook(tmp_path
     for key in ("ch08_n_claims", "ch08_totals", "ch08_found_bhojanapalli", "ch08_found_min_li",
                 *(k for k in synthesis.HEADLINE_KEYS if k.startswith("ch08_n_"))):
         assert ran[key] == committed[key], key
+
+
+def test_same_value_counts_nan_equal_and_a_tuple_equal_to_its_list():
+    nan = float("nan")
+    assert E.same_value(nan, nan) and E.same_value((1, [2.0, nan]), [1, (2.0, nan)])
+    assert E.same_value({"a": [nan]}, {"a": (nan,)})
+    assert not E.same_value(nan, 1.0) and not E.same_value(1.0, nan)
+    assert not E.same_value([1, 2], [1, 2, 3]) and not E.same_value([1, 2], [2, 1])
+    assert not E.same_value({"a": 1}, {"a": 1, "b": 2}) and not E.same_value({"a": 1}, {"a": 2})
+    assert not E.same_value("1", 1) and E.same_value("x", "x")
+
+
+def test_book_evidence_is_read_for_the_listed_chapters_that_have_a_file(tmp_path):
+    assert E.evidence_path(tmp_path, "05_x") == tmp_path / "evidence" / "05_x.json"
+    (tmp_path / "evidence").mkdir()
+    for stem, scale in (("05_x", "smoke"), ("06_y", "long")):
+        E.evidence_path(tmp_path, stem).write_text(json.dumps({
+            "format": E.FORMAT, "stem": stem, "scale": scale, "values": {f"ch{stem[:2]}_v": 1}, "verdicts": {},
+            "params": {}, "stores": []}))
+    found = E.read_book_evidence(tmp_path, ["05_x", "07_z", "06_y"])
+    assert list(found) == ["05_x", "06_y"] and found["06_y"].scale == "long" and found["05_x"].chapter == "05"
+    assert E.read_book_evidence(tmp_path, []) == {}

@@ -39,3 +39,22 @@ def test_wilson_interval_of_one_trial():
 def test_t_lower_bound_of_two_values():
     x = np.array([0.0, 1.0])
     assert t_lower_bound(x) == pytest.approx(0.5 - t_quantile(0.95, 1) * x.std(ddof=1) / np.sqrt(2))
+
+
+def test_a_paper_needs_a_name_and_a_plain_slug():
+    from lowrank.experiments.verdicts import PAPERS, Paper
+
+    assert [p.slug for p in PAPERS] == ["bhojanapalli", "min_li"] and all(p.thesis for p in PAPERS)
+    assert Paper("X (2027)", "x_2027", "").thesis == ""
+    for slug in ("", "X", "2x", "x-y", "x y"):
+        with pytest.raises(ValueError, match="slug"):
+            Paper("X", slug, "t")
+    with pytest.raises(ValueError, match="a name is needed"):
+        Paper(" ", "x", "t")
+
+
+def test_an_effect_prints_its_estimate_interval_and_seeds():
+    from lowrank.experiments.verdicts import Effect
+
+    assert Effect("test", 0.0341, -0.0116, 0.0565, 9).text == "test +0.034 nats (-0.012 to +0.057), 9 seeds"
+    assert Effect("validation", -0.5, -1.0, 0.25, 3, unit="n").text == "validation -0.500 n (-1.000 to +0.250), 3 seeds"

@@ -56,12 +56,12 @@ def test_changing_any_threshold_fails_until_an_amendment_is_recorded(claim, tmp_
         assert L.claim_fingerprint(claim) == before
 
 
-def _module_rule(tmp_path, body, name="scratch_rule"):
-    """A rule defined in a scratch module under lowrank.experiments' name space, loaded from source."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(body))
+def scratch_module(tmp_path, body, name):
+    """A scratch module under lowrank.experiments' name space, loaded from source."""
     import importlib.util
 
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(body))
     spec = importlib.util.spec_from_file_location(f"lowrank.experiments.{name}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -69,7 +69,12 @@ def _module_rule(tmp_path, body, name="scratch_rule"):
         spec.loader.exec_module(module)
     finally:
         del sys.modules[spec.name]
-    return module.rule
+    return module
+
+
+def _module_rule(tmp_path, body, name="scratch_rule"):
+    """A rule defined in a scratch module (:func:`scratch_module`)."""
+    return scratch_module(tmp_path, body, name).rule
 
 
 RULE = '''

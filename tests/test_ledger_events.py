@@ -1,15 +1,13 @@
 """The ledger's events and checks in detail, as `make mutation` asks: every fault of a line named
 in words, what an appended line holds, every problem of a chain named for its claim, and the walk
 of a rule through its helpers (cycles, names that are not globals, constants that are not plain)."""
-import importlib.util
 import json
-import sys
-import textwrap
 
 import pytest
 
 from lowrank.experiments import ledger as L
 from lowrank.experiments.verdicts import Claim
+from test_ledger import scratch_module
 
 EVENT = dict(event="register", claim="x", date="2026-12-01", fingerprint="a" * 64)
 
@@ -66,18 +64,6 @@ def test_every_problem_of_a_chain_is_named_for_its_claim():
                         "register z ...)")]
 
 
-def _module(tmp_path, body, name):
-    """A scratch module under lowrank.experiments' name space, loaded from source."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(body))
-    spec = importlib.util.spec_from_file_location(f"lowrank.experiments.{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
 
 
 WALK = '''
@@ -102,11 +88,11 @@ def rule(h, depth=1):
 
 
 def test_the_walk_follows_cycles_once_and_keeps_only_plain_constants(tmp_path):
-    rule = _module(tmp_path, WALK, "walk_rule").rule
+    rule = scratch_module(tmp_path, WALK, "walk_rule").rule
     # a local name sorting before the constants does not end the walk; a cycle is walked once, and
     # meeting the rule again at its end does not end the walk before the helper it named first
     assert L.thresholds(rule) == {"FIRST": 3, "LIMIT": 0.5, "PAIRS": ((1, 2), "a")}
-    changed = _module(tmp_path, WALK.replace("depth == 0", "depth <= 0"), "walk_rule2").rule
+    changed = scratch_module(tmp_path, WALK.replace("depth == 0", "depth <= 0"), "walk_rule2").rule
     assert L.fingerprint(changed) != L.fingerprint(rule)
 
 

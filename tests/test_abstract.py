@@ -9,7 +9,7 @@ import pytest
 from lowrank.book import readme
 from lowrank.experiments import abstract as AB
 from lowrank.experiments.synthesis import Row
-from lowrank.experiments.verdicts import (BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI,
+from lowrank.experiments.verdicts import (AWAITS_RATES, BHOJANAPALLI, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, MIN_LI,
                                           NOT_TESTED, PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, PAPERS)
 
 PAPER = {p.name: p for p in PAPERS}
@@ -19,27 +19,36 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_WORDS = 250
 
 
-def row(verdict, kind, paper=BHOJANAPALLI, key="", qualifier="", statement="A claim holds", scale="long"):
-    return Row("04", "04_x", "s", paper, statement, "e", verdict, qualifier, scale, "r", key=key, kind=kind)
+def row(verdict, kind, paper=BHOJANAPALLI, key="", qualifier="", statement="A claim holds", scale="long", detail="",
+        awaits=""):
+    return Row("04", "04_x", "s", paper, statement, "e", verdict, qualifier, scale, "r", key=key, kind=kind,
+               detail=detail, awaits=awaits)
 
 
-def fields(prefix, what, diff, lo, hi, n=9, param_gap=0.06):
-    return {f"{prefix}what": what, f"{prefix}test_diff": diff, f"{prefix}test_lo": lo, f"{prefix}test_hi": hi,
+def arms(prefix, a, b, shared=""):
+    return {f"{prefix}arm_a": a, f"{prefix}arm_b": b, f"{prefix}arm_shared": shared}
+
+
+def fields(prefix, arm, diff, lo, hi, n=9, param_gap=0.06):
+    return {**arms(prefix, *arm), f"{prefix}test_diff": diff, f"{prefix}test_lo": lo, f"{prefix}test_hi": hi,
             f"{prefix}test_n": n, f"{prefix}param_gap": param_gap}
 
 
-VALUES = {**fields(AB.FAIR_FIELDS.format(row="match"), "standard d = 112, h = 4 minus fixed h = 32 at d = 64 (d_p = 16) loss",
-                   -0.0341, -0.0565, -0.0116),
-          **fields(AB.FAIR_FIELDS.format(row="gap"), "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss", 0.0781, 0.0612, 0.0941),
+MATCH_ARMS = ("standard d = 112, h = 4", "fixed h = 32 at d = 64 (d_p = 16)")
+GAP_ARMS = ("standard (d_h = 2)", "fixed (d_p = 16)", "h = 32")
+VALUES = {**fields(AB.FAIR_FIELDS.format(row="match"), MATCH_ARMS, -0.0341, -0.0565, -0.0116),
+          **fields(AB.FAIR_FIELDS.format(row="gap"), GAP_ARMS, 0.0781, 0.0612, 0.0941),
           AB.SPLIT_KEY: "test"}
 
 
-def book_rows(match=INCONCLUSIVE, gap=REPRODUCED, match_q="both splits disagree", gap_q=""):
-    return [row(REPRODUCED, PROOF_CHECK), row(CORRECTED, SIMULATION, qualifier="the threshold is n - 1 (shift): sharper"),
-            row(match, TRAINING, key=AB.MATCH_KEY, qualifier=match_q), row(gap, TRAINING, key=AB.GAP_KEY, qualifier=gap_q),
+def book_rows(match=INCONCLUSIVE, gap=REPRODUCED, match_q="both splits disagree", gap_q="", awaits=""):
+    return [row(REPRODUCED, PROOF_CHECK),
+            row(CORRECTED, SIMULATION, qualifier="the threshold is n - 1 (shift)", detail="sharper"),
+            row(match, TRAINING, key=AB.MATCH_KEY, qualifier=match_q, awaits=awaits if match == INCONCLUSIVE else ""),
+            row(gap, TRAINING, key=AB.GAP_KEY, qualifier=gap_q, awaits=awaits if gap == INCONCLUSIVE else ""),
             row(CONTRADICTED, TRAINING), row(NOT_TESTED, TRAINING, scale="none"),
             row(CONDITIONAL, SIMULATION, MIN_LI, statement="Low-rank barrier: the rank stays below 0.63 n",
-                qualifier="hardmax attention with random weights; fails at temperature 1"),
+                qualifier="hardmax attention with random weights", detail="fails at temperature 1"),
             row(CONTRADICTED, SIMULATION, MIN_LI, statement="Saturation: the rank stops growing at log n"),
             row(CONTRADICTED, PRETRAINED, MIN_LI, scale="default")]
 
@@ -57,8 +66,8 @@ def test_the_practitioner_reads_the_parameter_matched_comparison_first():
 
 
 def test_while_the_learning_rate_grid_is_stored_the_comparison_is_said_to_be_re_run():
-    rows = book_rows(match_q="learning-rate grid: 12 of 90 runs stored", gap=INCONCLUSIVE,
-                     gap_q="learning-rate grid: 0 of 90 runs stored")
+    rows = book_rows(match_q="not judged yet: the rates are chosen first", gap=INCONCLUSIVE,
+                     gap_q="not judged yet: the rates are chosen first", awaits=AWAITS_RATES)
     first, second = AB.practitioner_abstract(rows, VALUES)
     assert "is being re-run; so far in the long CPU runs, standard d = 112" in first and "0.034 nats lower" in first
     assert second.startswith("Adding parameters through a fixed head size (so far): at h = 32, fixed (d_p = 16)")
@@ -72,8 +81,8 @@ def test_until_the_fair_runs_are_measured_the_shared_rate_runs_are_quoted_and_la
     fair = {f"{AB.FAIR_FIELDS.format(row=r)}{k}": v for r in ("match", "gap")
             for k, v in (("test_diff", float("nan")), ("test_n", 0), ("lr_stored", 6), ("lr_planned", 18),
                          ("stored", 0), ("planned", 36), ("param_gap", float("nan")))}
-    fair[AB.FAIR_FIELDS.format(row="match") + "what"] = VALUES[AB.FAIR_FIELDS.format(row="match") + "what"]
-    fair[AB.FAIR_FIELDS.format(row="gap") + "what"] = VALUES[AB.FAIR_FIELDS.format(row="gap") + "what"]
+    fair.update(arms(AB.FAIR_FIELDS.format(row="match"), *MATCH_ARMS))
+    fair.update(arms(AB.FAIR_FIELDS.format(row="gap"), *GAP_ARMS))
     shared = {}
     for row in ("match", "gap"):
         for k in ("test_diff", "test_lo", "test_hi", "test_n"):

@@ -16,17 +16,19 @@ from lowrank.theory.representation import head_size_threshold
 PAPER = {p.name: p for p in PAPERS}
 
 ALL = (*VERDICTS, NOT_JUDGED)
-QUALIFIER = {CORRECTED: "the threshold is one lower: a sharper statement; certified",
-             WEAKER: "only on average: not for every input",
-             CONDITIONAL: "hardmax attention only; fails at temperature one",
-             NEGLIGIBLE: "every interval inside the margin; powered",
-             INCONCLUSIVE: "both intervals contain zero; the smallest effect is small",
-             NOT_TESTED: "a pre-training on many accelerators"}
+# (qualifier, detail): the clause the answers quote, and what the table adds after it
+QUALIFIER = {CORRECTED: ("the threshold is one lower", "a sharper statement; certified"),
+             WEAKER: ("only on average", "not for every input"),
+             CONDITIONAL: ("hardmax attention only", "fails at temperature one"),
+             NEGLIGIBLE: ("every interval inside the margin", "powered"),
+             INCONCLUSIVE: ("both intervals contain zero", "the smallest effect is small"),
+             NOT_TESTED: ("a pre-training on many accelerators", "")}
 
 
 def row(verdict, kind, i=0, paper=BHOJANAPALLI, key="", chapter="04", scale="long"):
     return Row(chapter, f"{chapter}_x", "s", paper, f"{kind} claim {'abcdefgh'[i]} holds", "e", verdict,
-               QUALIFIER.get(verdict, ""), "none" if verdict == NOT_TESTED else scale, "r", key=key, kind=kind)
+               QUALIFIER.get(verdict, ("", ""))[0], "none" if verdict == NOT_TESTED else scale, "r", key=key,
+               kind=kind, detail=QUALIFIER.get(verdict, ("", ""))[1])
 
 
 def now_like():

@@ -12,8 +12,9 @@ PAPER = {p.name: p for p in PAPERS}
 OWN = Paper(BOOK, "book", "")
 
 
-def claim(verdict, kind=SIMULATION, *, qualifier="", statement="x holds", scale="default", key=""):
-    return Row("02", "02_x", "s", BHOJANAPALLI, statement, "e", verdict, qualifier, scale, "r", key=key, kind=kind)
+def claim(verdict, kind=SIMULATION, *, qualifier="", statement="x holds", scale="default", key="", detail=""):
+    return Row("02", "02_x", "s", BHOJANAPALLI, statement, "e", verdict, qualifier, scale, "r", key=key, kind=kind,
+               detail=detail)
 
 
 def test_values_are_joined_in_words():
@@ -35,14 +36,14 @@ def test_scales_are_named_once_each_and_unknown_ones_by_their_name():
         "the long CPU runs and tiny runs"
 
 
-def test_a_qualifier_is_cut_at_its_first_clause_and_a_statement_loses_its_full_stop():
+def test_the_answers_quote_the_qualifier_not_its_detail_and_a_statement_loses_its_full_stop():
     rows = [claim(CORRECTED, PROOF_CHECK, qualifier="the threshold is one lower."),
-            claim(WEAKER, qualifier="only on average: not for every input; checked", statement="x holds always."),
-            claim(INCONCLUSIVE, TRAINING, qualifier="not judged yet: the rates are chosen first; resumes")]
+            claim(WEAKER, qualifier="only on average", detail="not for every input; checked", statement="x holds always."),
+            claim(INCONCLUSIVE, TRAINING, qualifier="not judged yet: the rates are chosen first", detail="resumes")]
     details = A.paper_answer(rows, PAPER[BHOJANAPALLI]).details
     assert "Sharpened: the threshold is one lower." in details
     assert "Only a weaker form holds of “x holds always”: only on average." in details
-    # an inconclusive row's reason keeps its colon: it is the reason itself, not an explanation
+    # a qualifier is quoted whole, colon and all: its explanation is the detail, which no answer quotes
     assert any("because “not judged yet: the rates are chosen first”" in d for d in details)
 
 
@@ -56,14 +57,14 @@ def test_the_practitioner_reads_claims_only_and_a_causal_threshold_only_when_it_
     assert "at least n - 1, which is 63 at n = 64." in text and "causal" not in text
 
 
-def own(verdict, kind=TRAINING, *, qualifier="", statement="x holds", scale="long", chapter="04"):
+def own(verdict, kind=TRAINING, *, qualifier="", statement="x holds", scale="long", chapter="04", detail=""):
     """A finding of the book's own (a paper with no thesis in answers.THESIS)."""
-    return Row(chapter, "s", "s", BOOK, statement, "e", verdict, qualifier, scale, "r", kind=kind)
+    return Row(chapter, "s", "s", BOOK, statement, "e", verdict, qualifier, scale, "r", kind=kind, detail=detail)
 
 
 def test_what_stays_open_counts_reasons_chapters_and_untested_claims():
     rows = [own(REPRODUCED, PROOF_CHECK, scale="default"), own(REPRODUCED, PROOF_CHECK, scale="default"),
-            own(INCONCLUSIVE, qualifier="too few seeds; more"), own(INCONCLUSIVE, qualifier="too few seeds"),
+            own(INCONCLUSIVE, qualifier="too few seeds", detail="more"), own(INCONCLUSIVE, qualifier="too few seeds"),
             own(INCONCLUSIVE, PRETRAINED, qualifier="splits disagree"), own(INCONCLUSIVE, qualifier="runs missing"),
             own(NOT_JUDGED, chapter="04"), own(NOT_JUDGED, chapter="07"),
             own(NOT_TESTED, qualifier="a GPU", scale="none"), own(NOT_TESTED, qualifier="a GPU", scale="none"),
@@ -121,9 +122,9 @@ def test_the_practitioner_counts_undecided_training_claims_in_number():
         "1 training claim is decided, so whether a head larger than d/h pays off in training is open at this scale.",)
 
 
-def test_several_corrections_and_conditions_are_each_cut_at_their_explanation():
-    rows = [claim(CORRECTED, qualifier="one lower than X."), claim(CORRECTED, qualifier="two heads: proven"),
-            claim(CONDITIONAL, qualifier="hardmax only: fails at temperature one"),
+def test_several_corrections_and_conditions_are_each_quoted_without_their_detail():
+    rows = [claim(CORRECTED, qualifier="one lower than X."), claim(CORRECTED, qualifier="two heads", detail="proven"),
+            claim(CONDITIONAL, qualifier="hardmax only", detail="fails at temperature one"),
             claim(WEAKER, qualifier="on average", statement="x grows with X.")]
     details = A.paper_answer(rows, PAPER[BHOJANAPALLI]).details
     assert details[:3] == ("Sharpened: one lower than X; two heads.",

@@ -80,7 +80,7 @@ def test_committed_evidence_is_as_new_as_its_chapter_and_stores(stem):
     assert E.stale_stores(found, CHAPTERS) == []
     for c in registry.module(stem).CLAIMS:
         j = c.judge(found.values)
-        assert found.verdicts[c.key] == {"verdict": j.verdict, "qualifier": j.qualifier}
+        assert found.verdicts[c.key] == {"verdict": j.verdict, "qualifier": j.qualifier, "detail": j.detail}
 
 
 def test_chapter_08_judges_from_evidence_alone(tmp_path):

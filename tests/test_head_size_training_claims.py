@@ -88,17 +88,17 @@ def test_the_shared_rule_reaches_every_verdict_on_every_row(rule, src, row, extr
     assert rule(ev((-0.05, -0.09, -0.01))).verdict == CONTRADICTED
     assert rule(ev((-0.05, -0.1, -1e-6))).verdict == CONTRADICTED       # just below 0
     j = rule(ev((0.05, -1e-6, 0.1)))                                     # contains 0
-    assert j.verdict == INCONCLUSIVE and "0.050 nats" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "0.050 nats" in j.reason
     # both splits must agree, in both directions
     j = rule(ev((0.05, 0.01, 0.09), (0.02, -0.01, 0.05)))
-    assert j.verdict == INCONCLUSIVE and "do not agree" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "do not agree" in j.reason
     assert rule(ev((-0.05, -0.09, -0.01), (-0.02, -0.05, 0.01))).verdict == INCONCLUSIVE
     assert rule(ev((0.05, 0.01, 0.09), (-0.05, -0.09, -0.01))).verdict == INCONCLUSIVE
     # missing runs at either budget: inconclusive, and the counts are said
     j = rule(ev((0.05, 0.01, 0.09), stored=5))
     assert j.verdict == INCONCLUSIVE and f"5 of the {4 * SEEDS} runs at 4,000 and 8,000 steps" in j.evidence
     one = rule(ev((0.3, NAN, NAN), n=1))
-    assert one.verdict == INCONCLUSIVE and "one seed" in one.qualifier
+    assert one.verdict == INCONCLUSIVE and "one seed" in one.reason
     j = rule(ev((0.05, 0.01, 0.09)))
     budget = 8000
     assert f"{budget:,} steps" in j.evidence and f"{budget * 2048 / 1e6:.1f} M training tokens" in j.evidence
@@ -106,19 +106,19 @@ def test_the_shared_rule_reaches_every_verdict_on_every_row(rule, src, row, extr
     # no effect larger than the margin: both intervals strictly inside it, either sign of the mean
     m = hs.rules.MARGIN
     j = rule(ev((0.005, -0.02, m - 1e-6), (-0.004, -m + 1e-6, 0.02)))
-    assert j.verdict == NEGLIGIBLE and f"+-{m}" in j.qualifier
+    assert j.verdict == NEGLIGIBLE and f"+-{m}" in j.reason
     assert rule(ev((0.005, -0.02, m), (0.0, -0.02, 0.02))).verdict == INCONCLUSIVE   # touching the margin
     j = rule(ev((0.005, -0.02, 0.04)))
-    assert j.verdict == INCONCLUSIVE and "beyond the margin" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "beyond the margin" in j.reason
     # an interval above 0 but inside the margin is a small effect, not no effect
     assert rule(ev((0.01, 0.002, 0.02))).verdict == REPRODUCED
     # the power rule: too few seeds, or a spread that asks for more than POWER_SEEDS
     j = rule(ev((0.05, 0.01, 0.09), n=SEEDS - 1, planned=4 * SEEDS - 4))
-    assert j.verdict == INCONCLUSIVE and f"judged on {SEEDS - 1} seeds where the power rule asks for {SEEDS}" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and f"judged on {SEEDS - 1} seeds where the power rule asks for {SEEDS}" in j.reason
     need = hs.rules.required_seeds(0.06)
     assert need > SEEDS
     j = rule(ev((0.05, 0.01, 0.09), plan_sd=0.06))
-    assert j.verdict == INCONCLUSIVE and f"asks for {need}" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and f"asks for {need}" in j.reason
     assert rule(ev((0.05, 0.01, 0.09), plan_sd=0.06, n=need)).verdict == REPRODUCED
 
 
@@ -128,7 +128,7 @@ def test_a_gap_still_moving_toward_zero_is_not_judged_in_either_direction(rule, 
     h = hs.rules.HORIZON_DOUBLINGS
     # a positive gap shrinking detectably, reaching 0 within the horizon: inconclusive
     j = rule(ev((0.06, 0.03, 0.09), change=(-0.03, -0.05, -0.01)))
-    assert j.verdict == INCONCLUSIVE and "moving toward 0" in j.qualifier and "-0.030 nats per doubling" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "moving toward 0" in j.reason and "-0.030 nats per doubling" in j.reason
     # the mirror image: a negative gap rising detectably toward 0
     assert rule(ev((-0.06, -0.09, -0.03), change=(0.03, 0.01, 0.05))).verdict == INCONCLUSIVE
     # the same movement on the test split alone is enough
@@ -154,7 +154,7 @@ def test_a_gap_still_moving_toward_zero_is_not_judged_in_either_direction(rule, 
     m = hs.rules.MARGIN
     inside = (0.0, -0.02, 0.02)
     j = rule(ev(inside, change=(m / h, 0.001, 0.03)))
-    assert j.verdict == INCONCLUSIVE and "leave the margin" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "leave the margin" in j.reason
     assert rule(ev(inside, change=(-m / h, -0.03, -0.001))).verdict == INCONCLUSIVE
     assert rule(ev(inside, change=(0.9 * m / h, 0.001, 0.03))).verdict == NEGLIGIBLE
     assert rule(ev(inside, change=(0.05, -0.001, 0.1))).verdict == NEGLIGIBLE  # movement not detectable
@@ -164,7 +164,7 @@ def test_a_gap_still_moving_toward_zero_is_not_judged_in_either_direction(rule, 
 def test_rates_are_chosen_before_a_row_is_judged_and_named_in_its_evidence(rule, src, row, extra):
     ev = lambda *a, **k: {**_row(src, row, *a, **{**extra, **k}), **_LONG}  # noqa: E731
     j = rule(ev((0.05, 0.01, 0.09), lr_stored=17))
-    assert j.verdict == INCONCLUSIVE and "17 of the 18 runs" in j.evidence and "rates are chosen first" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "17 of the 18 runs" in j.evidence and "rates are chosen first" in j.reason
     j = rule(ev((-0.05, -0.09, -0.01), lr=(0.005, 0.02)))
     assert j.verdict == CONTRADICTED and "learning rates 0.005 and 0.02" in j.evidence
     j = rule(ev((0.05, 0.01, 0.09), lr_edge="fixed h = 32"))
@@ -175,13 +175,13 @@ def test_rates_are_chosen_before_a_row_is_judged_and_named_in_its_evidence(rule,
 def test_a_verdict_on_models_of_unequal_size_says_so(rule, src, row, extra):
     ev = lambda *a, **k: {**_row(src, row, *a, **{**extra, **k}), **_LONG}  # noqa: E731
     j = rule(ev((0.05, 0.01, 0.09), params=(169728, 401792)))
-    assert j.verdict == REPRODUCED and "differ in parameters (169,728 against 401,792, 2.37 times)" in j.qualifier
+    assert j.verdict == REPRODUCED and "differ in parameters (169,728 against 401,792, 2.37 times)" in j.reason
     assert "169,728 and 401,792 parameters" in j.evidence
     # within the tolerance: no such phrase, on either side of it
-    assert rule(ev((0.05, 0.01, 0.09), params=(1000, 1100))).qualifier == ""
-    assert "differ" in rule(ev((0.05, 0.01, 0.09), params=(1000, 1101))).qualifier
+    assert rule(ev((0.05, 0.01, 0.09), params=(1000, 1100))).reason == ""
+    assert "differ" in rule(ev((0.05, 0.01, 0.09), params=(1000, 1101))).reason
     j = rule(ev((0.005, -0.02, 0.02), params=(1000, 2000)))
-    assert j.verdict == NEGLIGIBLE and "+-" in j.qualifier and "differ in parameters" in j.qualifier
+    assert j.verdict == NEGLIGIBLE and "+-" in j.reason and "differ in parameters" in j.reason
 
 
 def test_too_few_heads_names_every_halving_that_hurts():
@@ -212,7 +212,7 @@ def test_parameter_matched_needs_a_matched_baseline():
     ev = lambda gap: {**_row("budget", "match", (0.05, 0.01, 0.09), param_gap=gap), **_LONG}  # noqa: E731
     assert rule(ev(hs.MATCH_TOLERANCE)).verdict == REPRODUCED
     j = rule(ev(hs.MATCH_TOLERANCE + 0.01))
-    assert j.verdict == INCONCLUSIVE and "not parameter-matched" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "not parameter-matched" in j.reason
     assert rule(ev(NAN)).verdict == INCONCLUSIVE
     # runs missing: said first, not as a parameter mismatch
     j = rule({**_row("budget", "match", (0.05, 0.01, 0.09), param_gap=NAN, stored=2), **_LONG})

@@ -9,7 +9,7 @@ import pytest
 
 from lowrank.experiments.head_size_training import rules as R
 from lowrank.experiments.shared.intervals import t_quantile
-from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, REPRODUCED
+from lowrank.experiments.verdicts import AWAITS_RATES, AWAITS_RUNS, CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, REPRODUCED
 
 NAN = float("nan")
 M = R.MARGIN
@@ -57,7 +57,8 @@ def test_an_interval_touching_the_margin_from_below_is_not_inside_it():
 
 def test_the_smallest_detectable_effect_is_the_larger_half_width():
     j = judge(evidence(val=(0.05, -0.01, 0.11), test=(0.05, -0.01, 0.07)))
-    assert j.verdict == INCONCLUSIVE and "the smallest effect this run could detect is 0.060 nats" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "the smallest effect this run could detect is 0.060 nats" in j.detail
+    assert j.qualifier == "both intervals contain 0 and reach beyond the margin of 0.03 nats"
 
 
 def test_two_seeds_give_an_interval_and_one_seed_none():
@@ -112,15 +113,16 @@ def test_unequal_models_are_named_on_an_unqualified_verdict():
 
 def test_a_rate_grid_is_waited_for_and_absent_counts_mean_no_grid():
     j = judge(evidence(lr_stored=3, lr_planned=18))
-    assert j.qualifier == "not judged yet: the rates are chosen first; the runs resume by run key"
+    assert (j.qualifier, j.detail, j.awaits) == ("not judged yet: the rates are chosen first",
+                                                 "the runs resume by run key", AWAITS_RATES)
     assert judge(evidence(lr_planned=1)).verdict == INCONCLUSIVE                # nothing stored yet
     assert judge(evidence(lr_stored=None, lr_planned=None)).verdict == REPRODUCED   # a row without a grid
 
 
 def test_missing_runs_are_waited_for():
     j = judge(evidence(stored=5))
-    assert j.qualifier == ("the rule needs every seed of both models at every budget it compares; the runs resume "
-                           "by run key")
+    assert (j.qualifier, j.detail, j.awaits) == (
+        "the rule needs every seed of both models at every budget it compares", "the runs resume by run key", AWAITS_RUNS)
 
 
 def test_disagreeing_splits_are_said():
@@ -218,12 +220,12 @@ def _comps(budgets=(4000, 8000), **extra):
 
 
 def test_row_evidence_reads_the_largest_budget_and_its_change():
-    H = R.row_evidence("budget", "gap", "a minus b", _comps(params_a=1000, params_b=1100, lr_a=0.01, lr_b=0.02),
+    H = R.row_evidence("budget", "gap", R.Arms("a", "b"), _comps(params_a=1000, params_b=1100, lr_a=0.01, lr_b=0.02),
                        planned=40, param_gap=0.1, plan_sd=0.04, lr_stored=17, lr_planned=18, lr_edge="b")
     p = "ch04_rule_budget_gap_"
     assert set(H) == set(R.evidence_keys("budget", ["gap"]))
     assert {k[len(p):]: v for k, v in H.items()} == {
-        "what": "a minus b", "steps": 8000, "tokens": 8000 * 2048.0, "planned": 40, "stored": 37,
+        "what": "a minus b loss", "arm_a": "a", "arm_b": "b", "arm_shared": "", "steps": 8000, "tokens": 8000 * 2048.0, "planned": 40, "stored": 37,
         "prev_steps": 4000.0, "param_gap": 0.1, "plan_sd": 0.04, "params_a": 1000.0, "params_b": 1100.0,
         "lr_a": 0.01, "lr_b": 0.02, "lr_edge": "b", "lr_stored": 17, "lr_planned": 18,
         "val_diff": 1.05, "val_lo": 0.01, "val_hi": 0.09, "val_n": 9,
@@ -234,7 +236,7 @@ def test_row_evidence_reads_the_largest_budget_and_its_change():
 
 
 def test_row_evidence_at_one_budget_has_no_change_and_unknown_arms():
-    H = R.row_evidence("long", "capacity", "a minus b", _comps(budgets=(4000,)), planned=18)
+    H = R.row_evidence("long", "capacity", R.Arms("a", "b"), _comps(budgets=(4000,)), planned=18)
     p = "ch04_rule_long_capacity_"
     assert H[p + "stored"] == 18 and H[p + "lr_edge"] == "" and H[p + "lr_stored"] == H[p + "lr_planned"] == 0
     for k in ("prev_steps", "param_gap", "plan_sd", "params_a", "params_b", "lr_a", "lr_b",

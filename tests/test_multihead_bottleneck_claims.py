@@ -42,7 +42,7 @@ def test_multihead_boundary(kw, verdict):
     j = judge("multihead-boundary", **kw)
     assert j.verdict == verdict
     if verdict == V.CORRECTED:  # the paper's own setting: 1024 // 127 == 1024 // 128 == 8 heads
-        assert "at most 8 heads" in j.qualifier and "sharper" in j.qualifier
+        assert "at most 8 heads" in j.reason and "sharper" in j.reason
 
 
 @pytest.mark.parametrize("err,verdict", [(M.EXACT_TOL / 10, V.REPRODUCED), (M.EXACT_TOL * 10, V.CONTRADICTED)])

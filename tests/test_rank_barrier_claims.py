@@ -25,7 +25,7 @@ def test_barrier_every_verdict():
     z = rules._bonferroni_z(48)
     assert 3.0 < z < 3.5
     assert ch.rule_barrier(_h()).verdict == CONDITIONAL
-    assert "temperature, weight structure" in ch.rule_barrier(_h()).qualifier
+    assert "temperature, weight structure" in ch.rule_barrier(_h()).reason
     assert ch.rule_barrier(_h(ch05_outside_broken="", ch05_outside_broken_rows=0)).verdict == REPRODUCED
     assert ch.rule_barrier(_h(ch05_inside_max_z=z + 0.01)).verdict == CONTRADICTED
     assert ch.rule_barrier(_h(ch05_inside_max_z=z - 0.01)).verdict == CONDITIONAL

@@ -63,9 +63,9 @@ def test_the_near_orthonormal_rule_reaches_every_verdict():
     assert rule(_near()).verdict == REPRODUCED
     j = rule(_near(ch05_near_gap=ch.NEAR_MARGIN + 0.01))
     # the qualifier names where the grid of head sizes stops, not a value the rank never attains
-    assert j.verdict == WEAKER and "at d_h <= 64 (the grid's largest)" in j.qualifier and "attains" not in j.qualifier
+    assert j.verdict == WEAKER and "at d_h <= 64 (the grid's largest)" in j.reason and "attains" not in j.reason
     j = rule(_near(ch05_near_max_z=z_crit + 1, ch05_near_broken_cs=[10.0], ch05_near_largest_ok_c=1.0))
-    assert j.verdict == CONDITIONAL and "at most 1 n^-3/2" in j.qualifier and "from c = 10 on" in j.qualifier
+    assert j.verdict == CONDITIONAL and "at most 1 n^-3/2" in j.reason and "from c = 10 on" in j.reason
     j = rule(_near(ch05_near_max_z=z_crit + 1, ch05_near_broken_cs=[0.1, 10.0], ch05_near_largest_ok_c=float("nan")))
     assert j.verdict == CONTRADICTED
     assert rule(_near(ch05_near_trials=1)).verdict == INCONCLUSIVE
@@ -107,7 +107,7 @@ def test_the_mla_rules_reach_every_verdict():
     rule, crit = ch.rule_mla, ch.rules._bonferroni_z(16)
     assert rule(_mla()).verdict == REPRODUCED
     j = rule(_mla(ch05_mla_max_increment=ch.MLA_INCREMENT))
-    assert j.verdict == WEAKER and "no saturation inside the grid" in j.qualifier
+    assert j.verdict == WEAKER and "no saturation inside the grid" in j.reason
     assert rule(_mla(ch05_mla_max_z=crit + 0.1)).verdict == C
     assert rule(_mla(ch05_mla_min_rise_z=-2.0)).verdict == C
     assert rule(_mla(ch05_mla_min_rise_z=1.9)).verdict == INCONCLUSIVE

@@ -20,7 +20,9 @@ def test_saturation_every_verdict():
     assert ch.rule_saturation(_h()).verdict == REPRODUCED
     # faster than log n contradicts "of order log n"; the untestable literal lower bound is named
     assert ch.rule_saturation(_h(ch06_pred_log_z=ch.Z_PRED + 0.01)).verdict == CONTRADICTED
-    assert "not testable at finite n" in ch.rule_saturation(_h(ch06_pred_log_z=5.0)).evidence
+    against = ch.rule_saturation(_h(ch06_pred_log_z=5.0))
+    assert against.qualifier.startswith("the saturation point grows faster than a + b ln n predicts")
+    assert "not testable at finite n" in against.detail
     assert ch.rule_saturation(_h(ch06_pred_log_z=ch.Z_PRED - 0.01)).verdict == REPRODUCED
     assert ch.rule_saturation(_h(ch06_pred_log_z=-ch.Z_PRED - 0.01)).verdict == CONTRADICTED
     assert ch.rule_saturation(_h(ch06_pred_log_z=-ch.Z_PRED + 0.01)).verdict == REPRODUCED

@@ -55,7 +55,7 @@ def test_head_size_threshold(kw, verdict):
     j = judge("head-size-threshold", **kw)
     assert j.verdict == verdict
     if verdict == V.CORRECTED:
-        assert "n - 1" in j.qualifier and "sharper" in j.qualifier
+        assert "n - 1" in j.reason and "sharper" in j.reason
 
 
 @pytest.mark.parametrize("kw,verdict", [

@@ -34,7 +34,7 @@ def test_mechanism_one_excess_contradicts():
 def test_mechanism_without_long_sequences_is_inconclusive():
     j = ch.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN, ch07_ret_bounded=0,
                                    ch07_ret_cases=0))
-    assert j.verdict == INCONCLUSIVE and j.qualifier
+    assert j.verdict == INCONCLUSIVE and j.reason
     # MiniLM without n > d_h, retrieval runs with: judged on the retrieval runs
     j = ch.rule_mechanism(mechanism(ch07_logit_maps=0, ch07_logit_min=NAN, ch07_logit_max=NAN))
     assert j.verdict == REPRODUCED
@@ -80,7 +80,7 @@ def test_barrier_retrieval_heads_above_it_contradict_even_when_minilm_sits_at_it
 def test_barrier_far_below_is_weaker_only_with_a_ceiling_in_every_model():
     below = dict(mean=0.24, half=0.04, above=0, heads=200, r_mean=-0.3, r_above=0, runs=100)
     j = ch.rule_trained_barrier(barrier(**below))
-    assert j.verdict == WEAKER and "bounds" in j.qualifier
+    assert j.verdict == WEAKER and "bounds" in j.reason
     # far below on the mean but 4 of 72 heads above: the share straddles 5 %, far from the barrier
     assert ch.rule_trained_barrier(barrier(**{**below, "above": 4, "heads": 72})).verdict == CONTRADICTED
     # one model at the barrier, the other far below with a ceiling: still the weaker form
@@ -89,7 +89,7 @@ def test_barrier_far_below_is_weaker_only_with_a_ceiling_in_every_model():
 
 def test_barrier_share_straddling_the_ceiling_is_inconclusive():
     j = ch.rule_trained_barrier(barrier(mean=0.63, half=0.02, above=4, heads=72, r_mean=0.0, r_above=0, runs=100))
-    assert j.verdict == INCONCLUSIVE and j.qualifier
+    assert j.verdict == INCONCLUSIVE and j.reason
     assert ch.rule_trained_barrier(barrier(mean=0.63, half=0.02, above=40, heads=100, r_mean=0.0, r_above=0,
                                           runs=100)).verdict == CONTRADICTED
 
@@ -129,7 +129,7 @@ def test_reduction_needs_the_capped_runs_trained_again_to_the_registered_cap():
     assert j.verdict == REPRODUCED and "trained again to 32,000 (41 stored)" in j.evidence
     for ext in (0, 16000):
         j = ch.rule_model_reduction(reduction(ch07_ret_ext_cap=ext))
-        assert j.verdict == INCONCLUSIVE and "registered cap of 32,000 steps" in j.qualifier
+        assert j.verdict == INCONCLUSIVE and "registered cap of 32,000 steps" in j.reason
 
 
 def test_reduction_reproduced_when_ln_n_fits_and_a_power_law_does_not():
@@ -144,15 +144,15 @@ def test_reduction_reproduced_when_ln_n_fits_and_a_power_law_does_not():
 
 def test_reduction_weaker_when_no_ln_n_fits_the_grid_intervals():
     j = ch.rule_model_reduction(reduction(single=POWER_LIKE))
-    assert j.verdict == WEAKER and "redundant" in j.qualifier and "c n^alpha" in j.qualifier
+    assert j.verdict == WEAKER and "redundant" in j.reason and "c n^alpha" in j.reason
     # the qualifier says that on the one-key task accuracy and rank / n are nearly one quantity
-    assert "nearly one quantity" in j.qualifier and "0.997" in j.qualifier
+    assert "nearly one quantity" in j.reason and "0.997" in j.reason
 
 
 def test_reduction_inconclusive_when_both_laws_fit():
     wide = [(16, 1, 4, 1, 4, 0.0), (32, 2, 5, 2, 5, 0.0), (64, 2, 6, 2, 6, 0.0)]
     j = ch.rule_model_reduction(reduction(single=wide))
-    assert j.verdict == INCONCLUSIVE and "alpha in" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "alpha in" in j.reason
 
 
 def test_reduction_contradicted_on_either_task_by_a_real_gap_beyond_rank_saturation():
@@ -163,7 +163,7 @@ def test_reduction_contradicted_on_either_task_by_a_real_gap_beyond_rank_saturat
     # later, but the gap is within the margin: inconclusive, naming the gap it could resolve
     small = LOG_LIKE[:-1] + [(256, 8, 9, 4, 5, 0.005)]
     j = ch.rule_model_reduction(reduction(single=small))
-    assert j.verdict == INCONCLUSIVE and "accuracy gap" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "accuracy gap" in j.reason
     # touching intervals count as later: (5, 6] against (4, 5]
     touch = LOG_LIKE[:-1] + [(256, 5, 6, 4, 5, 0.02)]
     assert ch.rule_model_reduction(reduction(single=touch)).verdict == CONTRADICTED
@@ -171,7 +171,7 @@ def test_reduction_contradicted_on_either_task_by_a_real_gap_beyond_rank_saturat
 
 def test_reduction_partial_store_is_inconclusive_and_says_what_it_needs():
     j = ch.rule_model_reduction(reduction(single=LOG_LIKE[:2]))
-    assert j.verdict == INCONCLUSIVE and "3 lengths" in j.qualifier and "it has 2" in j.qualifier
+    assert j.verdict == INCONCLUSIVE and "3 lengths" in j.reason and "it has 2" in j.reason
     j = ch.rule_model_reduction(reduction(pair=PAIR[:1]))
     assert j.verdict == INCONCLUSIVE
     j = ch.rule_model_reduction(reduction(single=[], pair=[]))
@@ -223,7 +223,7 @@ def test_truncation_reproduced_near_log_n_weaker_above_contradicted_without_redu
     # at n = 32, 2 ln n = 6.93: an interval (6, 8] still reaches it, (8, 12] does not
     assert ch.rule_truncation(trunc(((32, 6, 8), (64, 3, 4)))).verdict == REPRODUCED
     j = ch.rule_truncation(trunc(((32, 8, 12), (64, 3, 4))))
-    assert j.verdict == WEAKER and "log n" in j.qualifier
+    assert j.verdict == WEAKER and "log n" in j.reason
     assert ch.rule_truncation(trunc(((32, 24, 32), (64, 3, 4)))).verdict == CONTRADICTED
     assert ch.rule_truncation(trunc(())).verdict == INCONCLUSIVE
 

@@ -160,7 +160,7 @@ def test_chapter_08_counts_a_claim_once_and_names_its_other_models():
 
     claims = (Claim("p-claim", MIN_LI, "07", "sec-a", "A claim", parent, kind=PRETRAINED),
               Claim("p-claim-smollm2", MIN_LI, "07", "sec-a", "A claim (SmolLM2-135M-Instruct)", child,
-                    kind=PRETRAINED, model_of="p-claim"))
+                    kind=PRETRAINED, model_of="p-claim", model="SmolLM2-135M-Instruct"))
     src = ChapterSource("07", "07_trained_attention", "fake")
     col = collect_claims([src], load=lambda name: SimpleNamespace(CLAIMS=claims), untested=())
     rows = judge_claims(col, {"ch07_x": 1})

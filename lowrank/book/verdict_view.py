@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from .plain_maths import typeset
+from ..experiments.verdicts import one_line_reason
 
 FIELDS = ("claim", "paper", "href", "section_text", "verdict", "qualifier", "reason", "evidence", "rule",
           "scale", "kind", "ledger")
@@ -112,7 +113,8 @@ def rows_from_claims(claims: Iterable, headline: Mapping, *, page: str = "", sec
         judgement = claim.judge(headline)
         rows.append(dict(claim=claim.statement, paper=claim.paper, href=f"{page}#{claim.section}",
                          section_text=section_text, verdict=judgement.verdict, qualifier="",
-                         reason=judgement.qualifier or "holds as stated", evidence=judgement.evidence,
+                         reason=one_line_reason(judgement.verdict, judgement.reason, judgement.evidence),
+                         evidence=judgement.evidence,
                          rule=claim.rule_sentence, scale=scale, kind=kind, ledger=ledger))
     return rows
 

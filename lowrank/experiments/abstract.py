@@ -10,7 +10,7 @@ says what adding parameters through a fixed head size buys, and that it is not p
 
 Everything is read from chapter 08's judged rows (:class:`lowrank.experiments.synthesis.Row`) and
 from the evidence fields chapter 04 glues for those two comparisons: the fair design's
-(``ch04_rule_budget_<row>_*``: ``what``, ``test_diff``, ``test_lo``, ``test_hi``, ``test_n``,
+(``ch04_rule_budget_<row>_*``: ``arm_a``, ``arm_b``, ``arm_shared``, ``test_diff``, ``test_lo``, ``test_hi``, ``test_n``,
 ``param_gap``, the runs stored and planned) and, until those are measured, the runs at one shared
 learning rate (``ch04_budget_shared_<row>_*``, with the arms' parameter counts); nothing is typed.
 Rule internals (trends per doubling, floors, margins) stay in chapter 08, one click away. A
@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .verdicts import (CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NEGLIGIBLE, NOT_TESTED, PAPERS,
+from .verdicts import (AWAITS_RATES, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NEGLIGIBLE, NOT_TESTED, PAPERS,
                        PRETRAINED, PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER, Paper)
 
 __all__ = ["MATCH_KEY", "GAP_KEY", "FAIR_FIELDS", "SHARED_FIELDS", "SPLIT_KEY", "paper_abstract", "practitioner_abstract",
@@ -49,9 +49,6 @@ _WORD = {REPRODUCED: "reproduced", CORRECTED: "reproduced with a correction", WE
          CONDITIONAL: "hold only under conditions", NEGLIGIBLE: "show no effect beyond the margin",
          CONTRADICTED: "contradicted", INCONCLUSIVE: "inconclusive"}
 _PAREN = re.compile(r"\s*\([^()]*\)")
-# An open row waiting for its models' learning rates: "learning-rate grid: 12 of 90 runs stored",
-# "not judged yet: the rates are chosen first".
-_GRID = re.compile(r"learning[- ]rate grid|rates are (?:being )?chosen", re.I)
 # The scales as the abstract names them, shorter than the verdict table's words.
 _SHORT_SCALE = {"smoke": "smoke-test", "default": "book's default", "long": "long CPU", "paper": "paper-scale",
                 "custom": "custom"}
@@ -68,10 +65,9 @@ def _verdict(r) -> str:
 
 
 def _clause(text: str) -> str:
-    """A qualifier's first clause without its parentheses: 'the exact head-size threshold is n - 1,
-    one below the paper's n'."""
-    first = text.split("; ")[0].split(": ")[0]
-    return _PAREN.sub("", first).strip().rstrip(".")
+    """A qualifier without its parenthesised asides: 'the exact head-size threshold is n - 1, one
+    below the paper's n'."""
+    return _PAREN.sub("", text).strip().rstrip(".")
 
 
 def _name(r) -> str:
@@ -127,7 +123,7 @@ def _evidence_sentence(rows: list, untested: int) -> str:
     decided = [r for r in rows if r not in open_rows]
     models = "trained and pretrained models" if {r.kind for r in rows} == set(_EVIDENCE) else \
         "pretrained models" if {r.kind for r in rows} == {PRETRAINED} else "trained models"
-    waiting = sum(bool(_GRID.search(r.qualifier)) for r in open_rows)
+    waiting = sum(r.awaits == AWAITS_RATES for r in open_rows)
     waits = "while each model's learning rate is chosen"
     where = f"In {models} ({scale_phrase(rows)}), "
     if not decided:  # nothing to count but what is open, and why
@@ -176,11 +172,13 @@ def _nats(x: float) -> str:
     return f"{abs(x):.3f}".rstrip("0").rstrip(".") if abs(x) >= 0.001 else f"{abs(x):.1g}"
 
 
-def _arms(what: str) -> tuple[str, str, str] | None:
-    """('standard d = 112, h = 4', 'fixed h = 32 at d = 64 (d_p = 16)', '') from a field ``what``
-    of the form '[at S, ]A minus B loss'; the third is what both arms share ('h = 32'), if said."""
-    m = re.fullmatch(r"(?:at (?P<shared>[^,]+), )?(?P<a>.+?) minus (?P<b>.+?) loss", what.strip())
-    return (m["a"], m["b"], m["shared"] or "") if m else None
+def _arms(f: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """('standard d = 112, h = 4', 'fixed h = 32 at d = 64 (d_p = 16)', ''): the row's two models, its
+    loss being the first's minus the second's, and what both share ('h = 32'), as chapter 04 states
+    them (``arm_a``, ``arm_b``, ``arm_shared``); None without them."""
+    if not (f.get("arm_a") and f.get("arm_b")):
+        return None
+    return str(f["arm_a"]), str(f["arm_b"]), str(f.get("arm_shared") or "")
 
 
 def _fields(values: Mapping[str, Any], prefix: str) -> dict[str, Any]:
@@ -207,10 +205,9 @@ def _evidence(values: Mapping[str, Any], row: str) -> tuple[dict, dict, bool]:
     return {}, fair, False
 
 
-def _effect(f: Mapping[str, Any], what: str, *, seeds: bool = True) -> str | None:
+def _effect(f: Mapping[str, Any], arms: tuple[str, str, str] | None, *, seeds: bool = True) -> str | None:
     """'{A} reached a test loss 0.034 nats lower (95 % interval 0.012 to 0.057, 9 seeds) than {B}',
     or None without the fields."""
-    arms = _arms(what)
     split = f.get("split")
     diff, lo, hi, n = (_num(f.get(f"{split}_{x}")) for x in ("diff", "lo", "hi", "n"))
     if arms is None or not _measured(f):
@@ -265,7 +262,7 @@ def _pending(r, shared: bool, fair: Mapping[str, Any]) -> bool:
     """The row's fair comparison is still being stored: its numbers are the shared-rate runs', its
     fields count fewer runs than planned, or its verdict waits for its learning-rate grid."""
     return shared or (r is not None and _verdict(r) in (INCONCLUSIVE, "not judged yet")
-                      and (_incomplete(fair) or bool(_GRID.search(r.qualifier))))
+                      and (_incomplete(fair) or r.awaits == AWAITS_RATES))
 
 
 def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[str, ...]:
@@ -279,7 +276,8 @@ def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[st
         return ()
     out = []
     f, fair, shared = _evidence(values, "match")
-    effect = _effect(f, str(fair.get("what", f.get("what", ""))))
+    effect = _effect(f, _arms(fair) or _arms(f))
+    seeds_said = effect is not None
     where = f" in {scale_phrase([match])}" if match is not None else ""
     head = f"Choosing `head_dim` at about equal parameters{_apart(f, fair)}"
     if _pending(match, shared, fair):
@@ -292,7 +290,7 @@ def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[st
         out.append(f"{head}: the book's comparison is {_state(match)}.")
     f, fair, shared = _evidence(values, "gap")
     # the seeds were said with the first comparison
-    effect = _effect(f, str(fair.get("what", f.get("what", ""))), seeds=not out[0].count(" seeds)"))
+    effect = _effect(f, _arms(fair) or _arms(f), seeds=not seeds_said)
     if effect:
         pending = _pending(gap, shared, fair)
         label = " (shared rate)" if shared else " (so far)" if pending else ""

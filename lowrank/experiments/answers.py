@@ -124,11 +124,9 @@ def gist(rows: Iterable) -> str:
     return base
 
 
-def _first_clause(text: str, *, colon: bool = False) -> str:
-    """A qualifier's first clause, up to its first semicolon (``colon``: or colon, which in a
-    correction or condition introduces its explanation)."""
-    text = text.split("; ")[0]
-    return (text.split(": ")[0] if colon else text).strip().rstrip(".")
+def _said(qualifier: str) -> str:
+    """A qualifier inside a sentence: without the full stop it may end with."""
+    return qualifier.strip().rstrip(".")
 
 
 def _quoted(rows: Iterable) -> str:
@@ -149,13 +147,13 @@ def _named(rows: list, *, brief: bool = False) -> list[str]:
     out = []
     by = {v: [r for r in rows if _verdict(r) == v] for v in ORDER}
     if by[CORRECTED]:
-        out.append(f"Sharpened: {'; '.join(_first_clause(r.qualifier, colon=True) for r in by[CORRECTED])}.")
+        out.append(f"Sharpened: {'; '.join(_said(r.qualifier) for r in by[CORRECTED])}.")
     if by[WEAKER]:
         out.append(f"Only a weaker form holds of {_quoted(by[WEAKER])}: "
-                   f"{'; '.join(_first_clause(r.qualifier, colon=True) for r in by[WEAKER])}.")
+                   f"{'; '.join(_said(r.qualifier) for r in by[WEAKER])}.")
     if by[CONDITIONAL]:
         out.append(f"True only under conditions the claim did not state: "
-                   f"{'; '.join(_first_clause(r.qualifier, colon=True) for r in by[CONDITIONAL])}.")
+                   f"{'; '.join(_said(r.qualifier) for r in by[CONDITIONAL])}.")
     decided = [r for r in rows if r.kind in EVIDENCE_KINDS and _verdict(r) in (REPRODUCED, NEGLIGIBLE, CONTRADICTED)]
     theory_against = [r for r in by[CONTRADICTED] if r.kind not in EVIDENCE_KINDS]
     if brief and decided:
@@ -183,7 +181,7 @@ def _open(rows: list) -> str:
     untested = [r for r in rows if _verdict(r) == NOT_TESTED]
     parts = []
     if inconclusive:
-        reasons = Counter(_first_clause(r.qualifier) for r in inconclusive if r.qualifier.strip())
+        reasons = Counter(_said(r.qualifier) for r in inconclusive if r.qualifier.strip())
         shown = [f"“{reason}”" + (f" ({k} claims)" if k > 1 and len(reasons) > 1 else "")
                  for reason, k in reasons.most_common(MAX_REASONS)]
         if len(reasons) > MAX_REASONS:

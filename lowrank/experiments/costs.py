@@ -39,7 +39,9 @@ OVERHEAD_S = 9.0
 CPU_RATES: dict[str, float] = {
     "svd": 1.3e-09,          # a float64 n x n attention matrix with every rank measure: per n^3
     "hardmax": 1.4e-10,      # one hardmax draw: per n^2 (d_h + 8) (logits, argmax, distinct columns)
-    "nested": 3.4e-10,       # one nested hardmax draw: per n^2 (max d_h + 4 grid points)
+    # one nested hardmax draw: per n^2 (max d_h + 4 grid points); chapter 06's default executions
+    # (25 s on idle cores, 30 s beside two training jobs) put it between 1.2e-10 and 1.5e-10
+    "nested": 1.5e-10,
     # a long-grid nested draw (d_h to 8 n): per n^2 (max d_h + 300 grid points); set between its pilot's
     # 1.4e-11 of CPU time and 3.9e-11 of wall time on cores shared with two training jobs
     "nested_long": 2.3e-11,

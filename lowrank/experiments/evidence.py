@@ -123,7 +123,7 @@ def _verdicts(stem: str, values: Mapping[str, Any]) -> dict[str, dict[str, str]]
         except MissingEvidence as e:  # chapter 08 shows the row as not judged, naming the value
             out[claim.key] = {"verdict": NOT_JUDGED, "qualifier": f"no value {e.key}"}
             continue
-        out[claim.key] = {"verdict": j.verdict, "qualifier": j.qualifier}
+        out[claim.key] = {"verdict": j.verdict, "qualifier": j.qualifier, "detail": j.detail}
     return out
 
 

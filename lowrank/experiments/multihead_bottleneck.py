@@ -382,8 +382,9 @@ def rule_multihead_boundary(h):
     if not fixed < FIT_TOL:
         return _v.Judgement(_v.INCONCLUSIVE, ev, f"the fixed head size d_p = n did not fit every h to {FIT_TOL:g}")
     if off == -1 and both == "yes":
-        return _v.Judgement(_v.CORRECTED, ev, "the boundary is h > d/(n - 1): heads of size n - 1 still fit, one "
-                            "below the paper's d/n, a sharper statement; at the paper's BERT-large setting "
+        return _v.Judgement(_v.CORRECTED, ev, "the boundary is h > d/(n - 1)",
+                            "heads of size n - 1 still fit, one below the paper's d/n, a sharper statement; "
+                            "at the paper's BERT-large setting "
                             f"(d = {PAPER_D}, n = {PAPER_N}) both allow at most {PAPER_D // (PAPER_N - 1)} heads")
     if off == 0:
         return _v.Judgement(_v.REPRODUCED, ev)

@@ -24,7 +24,7 @@ from typing import Any
 
 from .verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE,
                        KIND_MEANING, NOT_JUDGED, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
-                       WEAKER, PAPERS, Claim, Effect, Judgement, MissingEvidence, Paper)
+                       WEAKER, PAPERS, Claim, Effect, Judgement, MissingEvidence, Paper, one_line_reason)
 from ..params import IntList, Str
 from . import abstract as _abstract, answers as _answers
 from .evidence import read_book_evidence
@@ -103,6 +103,8 @@ class Row:
     ledger: str = ""
     # the measured effects the verdict rests on (Judgement.effects), for the answers to quote
     effects: tuple[Effect, ...] = ()
+    detail: str = ""      # Judgement.detail: what the table adds after the qualifier
+    awaits: str = ""      # Judgement.awaits: the data an inconclusive rule still waits for
 
     @property
     def own(self) -> bool:
@@ -110,8 +112,13 @@ class Row:
         return self.paper == BOOK
 
     @property
+    def reason(self) -> str:
+        """The qualifier with its detail, as the verdict table prints it."""
+        return f"{self.qualifier}; {self.detail}" if self.detail else self.qualifier
+
+    @property
     def label(self) -> str:
-        return f"{self.verdict}: {self.qualifier}" if self.qualifier else self.verdict
+        return f"{self.verdict}: {self.reason}" if self.qualifier else self.verdict
 
     @property
     def judged(self) -> bool:
@@ -138,7 +145,8 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
         if c.rule is None:
             j = c.judge({})
             rows.append(Row(chapter=c.chapter, stem=stem, section=c.section, paper=c.paper, statement=c.statement,
-                            evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale="none", rule="",
+                            evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, detail=j.detail,
+                            scale="none", rule="",
                             key=c.key, kind=c.kind, where=c.where, ledger=""))
             continue
         scale = scales.get(c.chapter, "default")
@@ -166,8 +174,8 @@ def judge_claims(collection: Collection, values: Mapping[str, Any],
                             "re-execute it with its current code")
             rows.append(Row(**common, evidence=evidence, verdict=NOT_JUDGED, qualifier="", scale=scale))
             continue
-        rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, scale=scale,
-                        effects=j.effects))
+        rows.append(Row(**common, evidence=j.evidence, verdict=j.verdict, qualifier=j.qualifier, detail=j.detail,
+                        scale=scale, effects=j.effects, awaits=j.awaits))
     rows = _fold_models(collection, rows)
     for number, reason in collection.silent.items():
         src = collection.source(number)
@@ -182,6 +190,7 @@ def _fold_models(collection: Collection, rows: list[Row]) -> list[Row]:
     its verdict and evidence are added to that row's evidence, naming the model, and the claim is
     counted once, with the verdict of its own rule."""
     extends = {c.key: c.model_of for c in collection.claims if c.model_of}
+    model = {c.key: c.model or c.key for c in collection.claims if c.model_of}
     extra: dict[str, list[Row]] = {}
     for r in rows:
         if r.key in extends:
@@ -194,7 +203,7 @@ def _fold_models(collection: Collection, rows: list[Row]) -> list[Row]:
             continue
         more = extra.get(r.key, [])
         if more:
-            added = "; ".join(f"{m.statement.rsplit(' (', 1)[-1].rstrip(')')} ({m.scale} scale, its own rule): "
+            added = "; ".join(f"{model[m.key]} ({m.scale} scale, its own rule): "
                               f"{m.label} ({m.evidence})" for m in more)
             r = replace(r, evidence=f"{r.evidence}. The same claim on more models: {added}")
         out.append(r)
@@ -247,17 +256,6 @@ def style_table(table):
             .set_table_styles([{"selector": "th", "props": [("text-align", "left")]}]))
 
 
-def _reason(r: Row) -> str:
-    """A verdict's reason in one line: its qualifier, or what the evidence says against the claim."""
-    if r.qualifier:
-        return r.qualifier
-    if r.verdict == CONTRADICTED and "; " in r.evidence:
-        return r.evidence.rsplit("; ", 1)[1]
-    if r.verdict == REPRODUCED:
-        return "holds as stated"
-    return r.evidence
-
-
 def card_rows(rows: Iterable[Row]) -> list[dict[str, str]]:
     """The claim rows as plain dicts for the book's verdict cards (``lowrank.book.verdict_view``):
     links relative to the book's root, the reason in one line, evidence, rule and ledger record."""
@@ -269,7 +267,7 @@ def card_rows(rows: Iterable[Row]) -> list[dict[str, str]]:
         paper = r.paper + (f", {r.where}" if r.where else "")
         out.append(dict(claim=r.statement, paper=paper, href=href, section_text=f"chapter {r.chapter}",
                         verdict=r.verdict if r.judged or r.verdict == NOT_TESTED else INCONCLUSIVE,
-                        qualifier="", reason=_reason(r) if r.judged else f"not judged: {r.evidence}",
+                        qualifier="", reason=one_line_reason(r.verdict, r.reason, r.evidence) if r.judged else f"not judged: {r.evidence}",
                         evidence=r.evidence, rule=r.rule or "no rule: the claim is not tested",
                         scale=r.scale, kind=r.kind, ledger=r.ledger))
     return out
@@ -291,7 +289,7 @@ def reading_table(rows: Iterable[Row], base: str = ""):
         "Evidence, and the rule that judged it": (
             f"{e(r.evidence)}<br><small><em>Rule:</em> {e(r.rule or '-')}</small>"
             + (f"<br><small><em>Ledger:</em> {e(r.ledger)}</small>" if r.ledger else "")),
-        "Verdict": (f"<strong>{e(r.verdict)}</strong>" + (f": {e(r.qualifier)}" if r.qualifier else "")
+        "Verdict": (f"<strong>{e(r.verdict)}</strong>" + (f": {e(r.reason)}" if r.qualifier else "")
                     + f"<br><small>scale: {e(r.scale)}</small>"),
     } for r in rows]
     table = pd.DataFrame(records, columns=["Claim", "Evidence, and the rule that judged it", "Verdict"])

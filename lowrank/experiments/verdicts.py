@@ -53,6 +53,11 @@ _QUALIFIER = {CORRECTED: "the correction", WEAKER: "the weaker statement that ho
               CONDITIONAL: "the conditions", NEGLIGIBLE: "the margin and the scale", INCONCLUSIVE: "the smallest effect the experiment could detect",
               NOT_TESTED: "what testing it would take"}
 
+# What an inconclusive rule still waits for (Judgement.awaits): the runs that choose each model's
+# learning rate, or the judged runs themselves.
+AWAITS_RATES = "learning rates"
+AWAITS_RUNS = "judged runs"
+
 # What kind of evidence a claim rests on. Totals never add proof checks to empirical results.
 PROOF_CHECK = "proof check"
 SIMULATION = "simulation"
@@ -133,24 +138,50 @@ class Effect:
 
 @dataclass(frozen=True)
 class Judgement:
+    """A rule's verdict on a claim, as fields the book's sentences quote and never cut apart.
+
+    ``qualifier`` is one clause (the correction, the condition, the weaker statement, why a test
+    is inconclusive, or for a contradiction what the evidence shows against the claim): the
+    answers quote it whole. ``detail`` is what the verdict table adds after it. ``awaits`` names
+    the data a rule is still waiting for ("learning rates", "judged runs"), "" once it has it all.
+    """
     verdict: str
     evidence: str
     qualifier: str = ""
+    detail: str = ""
     # The measured effects the verdict rests on, as numbers, for the sentences that quote them.
     effects: tuple[Effect, ...] = ()
+    awaits: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"unknown verdict {self.verdict!r}; expected one of {VERDICTS}")
         if self.verdict in _QUALIFIER and not self.qualifier.strip():
             raise ValueError(f"verdict {self.verdict!r} needs a qualifier: {_QUALIFIER[self.verdict]}")
+        if self.detail and not self.qualifier:
+            raise ValueError("a detail needs the qualifier it explains")
+        if self.awaits and self.verdict != INCONCLUSIVE:
+            raise ValueError(f"only an inconclusive verdict awaits data, not {self.verdict!r}")
         if not self.evidence.strip():
             raise ValueError("a judgement needs its evidence")
 
     @property
+    def reason(self) -> str:
+        """The qualifier with its detail, as the verdict table prints it."""
+        return f"{self.qualifier}; {self.detail}" if self.detail else self.qualifier
+
+    @property
     def label(self) -> str:
         """The verdict with its qualifier, as the table prints it."""
-        return f"{self.verdict}: {self.qualifier}" if self.qualifier else self.verdict
+        return f"{self.verdict}: {self.reason}" if self.qualifier else self.verdict
+
+
+def one_line_reason(verdict: str, reason: str, evidence: str) -> str:
+    """A verdict's reason in one line, for the verdict cards: its qualifier with the detail, "holds
+    as stated" for a claim reproduced without one, else the evidence itself."""
+    if reason:
+        return reason
+    return "holds as stated" if verdict == REPRODUCED else evidence
 
 
 @dataclass(frozen=True)
@@ -177,6 +208,8 @@ class Claim:
     # The key of the claim this one judges on one more model ("" for a claim of its own): chapter 08
     # shows it under that claim, naming the model, and counts the claim once.
     model_of: str = ""
+    # The model such a claim is judged on, as the row names it ("all-mpnet-base-v2").
+    model: str = ""
     # The function of the chapter's module that computes the values the rule reads (a chapter's
     # headline, or a narrower function where one exists): the rules ledger fingerprints it with the
     # rule, so a change to the measurement is recorded like a change to the decision.

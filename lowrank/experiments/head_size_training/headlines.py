@@ -13,7 +13,7 @@ from . import budget, design, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key
 from .leads import REPORTED_SPLIT, answer, answer_more, budget_verdicts, gap_reading, interval_side
-from .rules import HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
+from .rules import HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, Arms, evidence_keys, row_evidence
 from .summaries import curve_gap, diff_text, half_width, paired, summarise
 
 __all__ = ["HEADLINE_KEYS", "LONG_COMMAND", "headline"]
@@ -308,31 +308,32 @@ def _single_budget_evidence(src: str, heads: pd.DataFrame, matched: pd.DataFrame
         "fixedheads": (fix(g("fixed_h_first")), fix(g("fixed_h_last"))),
         "dpsize": (_runs(sizes, d_h=g("dp_first")), _runs(sizes, d_h=g("dp_last"))),
     }
-    what = {
-        "gap": f"at h = {g('gap_h')}, standard (d_h = {g('gap_std_dh')}) minus fixed (d_p = {g('gap_dp')}) loss",
-        "match": (f"standard d = {g('match_base_d')} ({g('match_base_params_k'):.0f} k parameters) minus fixed "
-                  f"h = {g('match_fixed_h')} at d = {g('match_fixed_d')} ({g('match_fixed_params_k'):.0f} k) loss"),
-        "stdheads": f"standard heads, h = {g('std_h_last')} minus h = {g('std_h_first')} loss",
-        "fixedheads": f"fixed head size, h = {g('fixed_h_first')} minus h = {g('fixed_h_last')} loss",
-        "dpsize": f"at h = {g('size_heads') if 'size_heads' in H else ''}, d_p = {g('dp_first')} minus d_p = {g('dp_last')} loss",
+    arms = {
+        "gap": Arms(f"standard (d_h = {g('gap_std_dh')})", f"fixed (d_p = {g('gap_dp')})", f"h = {g('gap_h')}"),
+        "match": Arms(f"standard d = {g('match_base_d')} ({g('match_base_params_k'):.0f} k parameters)",
+                      f"fixed h = {g('match_fixed_h')} at d = {g('match_fixed_d')} ({g('match_fixed_params_k'):.0f} k)"),
+        "stdheads": Arms(f"standard heads, h = {g('std_h_last')}", f"h = {g('std_h_first')}"),
+        "fixedheads": Arms(f"fixed head size, h = {g('fixed_h_first')}", f"h = {g('fixed_h_last')}"),
+        "dpsize": Arms(f"d_p = {g('dp_first')}", f"d_p = {g('dp_last')}",
+                       f"h = {g('size_heads') if 'size_heads' in H else ''}"),
     }
     out = {}
     for row in rows:
         a, b = pairs[row]
-        out.update(row_evidence(src, row, what[row], _one_budget(a, b, steps, tokens), planned=len(a) + len(b),
+        out.update(row_evidence(src, row, arms[row], _one_budget(a, b, steps, tokens), planned=len(a) + len(b),
                                 param_gap=g("match_param_gap") if row == "match" else float("nan")))
     return out
 
 
-_BUDGET_WHAT = {"gap": "at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss",
-                "match": "standard d = 112, h = 4 minus fixed h = 32 at d = 64 (d_p = 16) loss",
-                "stdheads": "standard heads at d = 64, h = 32 minus h = 4 loss",
-                "fixedheads": "fixed head size d_p = 16 at d = 64, h = 4 minus h = 32 loss",
-                "capacity": "at n = 64, h = 4, head size n / 4 (d_p = 16) minus head size n (d_p = 64) loss",
-                "pastn": "at n = 64, h = 4, head size n (d_p = 64) minus head size 2n (d_p = 128) loss",
-                "fewheads1": "head size 32, h = 1 (d = 32) minus h = 2 (d = 64) loss",
-                "fewheads2": "head size 32, h = 2 (d = 64) minus h = 4 (d = 128) loss",
-                "fewheads4": "head size 32, h = 4 (d = 128) minus h = 8 (d = 256) loss"}
+_BUDGET_ARMS = {"gap": Arms("standard (d_h = 2)", "fixed (d_p = 16)", "h = 32"),
+                "match": Arms("standard d = 112, h = 4", "fixed h = 32 at d = 64 (d_p = 16)"),
+                "stdheads": Arms("standard heads at d = 64, h = 32", "h = 4"),
+                "fixedheads": Arms("fixed head size d_p = 16 at d = 64, h = 4", "h = 32"),
+                "capacity": Arms("head size n / 4 (d_p = 16)", "head size n (d_p = 64)", "n = 64, h = 4"),
+                "pastn": Arms("head size n (d_p = 64)", "head size 2n (d_p = 128)", "n = 64, h = 4"),
+                "fewheads1": Arms("head size 32, h = 1 (d = 32)", "h = 2 (d = 64)"),
+                "fewheads2": Arms("head size 32, h = 2 (d = 64)", "h = 4 (d = 128)"),
+                "fewheads4": Arms("head size 32, h = 4 (d = 128)", "h = 8 (d = 256)")}
 
 
 def _budget_headline(b: Mapping) -> dict:
@@ -346,7 +347,7 @@ def _budget_headline(b: Mapping) -> dict:
         c = judged[judged.row == row]
         pa, pb = float(c.params_a.iloc[0]), float(c.params_b.iloc[0])
         sds = [fair.planning_sd(f["judged"], rates, row, st) for st in fair.JUDGED_STEPS]
-        ev = row_evidence("budget", row, _BUDGET_WHAT[row], c,
+        ev = row_evidence("budget", row, _BUDGET_ARMS[row], c,
                           planned=int(c[c.split == "validation"].planned.sum()), param_gap=abs(pa - pb) / pb,
                           plan_sd=float("nan") if any(math.isnan(x) for x in sds) else max(sds),
                           lr_stored=rates[a].stored + rates[bb].stored, lr_planned=rates[a].planned + rates[bb].planned,

@@ -145,7 +145,7 @@ def budget_verdicts(H: Mapping) -> str:
     for c in CLAIMS:
         if c.key in _BUDGET_NAMES:
             j = c.judge(H)
-            groups.setdefault((j.verdict, j.qualifier), []).append(_BUDGET_NAMES[c.key])
+            groups.setdefault((j.verdict, j.reason), []).append(_BUDGET_NAMES[c.key])
     out = []
     for (verdict, qualifier), names in groups.items():
         who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from ..shared.intervals import t_quantile
+from ..shared.power import seeds_for_margin
 from .paper import paper_parameter_table
-from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, PROOF_CHECK, REPRODUCED, TRAINING,
-                        Claim, Effect, Judgement, is_missing, need)
+from ..verdicts import (AWAITS_RATES, AWAITS_RUNS, BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, PROOF_CHECK,
+                        REPRODUCED, TRAINING, Claim, Effect, Judgement, is_missing, need)
 
 __all__ = ["HORIZON_DOUBLINGS", "MATCH_TOLERANCE", "RULE_LEVEL", "MARGIN", "POWER_SEEDS", "MAX_SEEDS",
-           "EVIDENCE_FIELDS", "required_seeds", "row_evidence", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
+           "EVIDENCE_FIELDS", "Arms", "required_seeds", "row_evidence", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
            "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_more_heads_standard",
            "rule_more_heads_fixed", "rule_head_size", "rule_head_size_past_n", "rule_too_few_heads"]
 
@@ -50,22 +51,33 @@ POWER_SEEDS = 9
 MAX_SEEDS = 16
 
 _SPLITS = (("val", "validation"), ("test", "test"))
-EVIDENCE_FIELDS = ("what", "steps", "tokens", "planned", "stored", "prev_steps", "param_gap", "plan_sd",
+EVIDENCE_FIELDS = ("what", "arm_a", "arm_b", "arm_shared", "steps", "tokens", "planned", "stored", "prev_steps", "param_gap", "plan_sd",
                    "params_a", "params_b", "lr_a", "lr_b", "lr_edge", "lr_stored", "lr_planned",
                    *(f"{s}_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")),
                    *(f"{s}_change_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")))
 
 
+@dataclass(frozen=True)
+class Arms:
+    """The two models a row compares, its loss being ``a``'s minus ``b``'s, and what they share
+    ("h = 32"; "" when the names say it all)."""
+    a: str
+    b: str
+    shared: str = ""
+
+    @property
+    def what(self) -> str:
+        """'at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss'."""
+        return (f"at {self.shared}, " if self.shared else "") + f"{self.a} minus {self.b} loss"
+
+
 def required_seeds(sd: float) -> int:
     """Seeds a paired comparison needs for a 95 % t half-width of at most :data:`MARGIN` at standard
-    deviation ``sd``: the smallest n >= POWER_SEEDS with t(0.975, n - 1) sd / sqrt(n) <= MARGIN, at most
-    MAX_SEEDS; POWER_SEEDS when ``sd`` is missing (the row's first seeds are not all stored)."""
-    if is_missing(sd):
-        return POWER_SEEDS
-    for n in range(POWER_SEEDS, MAX_SEEDS + 1):
-        if t_quantile(0.5 + RULE_LEVEL / 2, n - 1) * sd / math.sqrt(n) <= MARGIN:
-            return n
-    return MAX_SEEDS
+    deviation ``sd`` (the shared power rule, :func:`..shared.power.seeds_for_margin`): at least
+    POWER_SEEDS, at most MAX_SEEDS; POWER_SEEDS when ``sd`` is missing (the row's first seeds are not
+    all stored)."""
+    return seeds_for_margin(float("nan") if is_missing(sd) else sd, MARGIN, level=RULE_LEVEL,
+                            least=POWER_SEEDS, most=MAX_SEEDS)
 
 
 def evidence_keys(src: str, rows) -> tuple[str, ...]:
@@ -73,7 +85,7 @@ def evidence_keys(src: str, rows) -> tuple[str, ...]:
     return tuple(f"ch04_rule_{src}_{r}_{f}" for r in rows for f in EVIDENCE_FIELDS)
 
 
-def row_evidence(src: str, row: str, what: str, comps: pd.DataFrame, *, planned: int,
+def row_evidence(src: str, row: str, arms: Arms, comps: pd.DataFrame, *, planned: int,
                  param_gap: float = float("nan"), plan_sd: float = float("nan"), lr_stored: int = 0,
                  lr_planned: int = 0, lr_edge: str = "") -> dict:
     """Headline keys of one row from its comparison table ``comps`` (one row per budget and split:
@@ -92,7 +104,8 @@ def row_evidence(src: str, row: str, what: str, comps: pd.DataFrame, *, planned:
     last = comps[comps.steps == steps[-1]]
     stored = sum(int(comps[comps.steps == st]["runs"].iloc[0]) for st in steps)
     col = lambda c: float(last[c].iloc[0]) if c in last else nan  # noqa: E731
-    out = {p + "what": what, p + "steps": steps[-1], p + "tokens": float(last["tokens"].iloc[0]),
+    out = {p + "what": arms.what, p + "arm_a": arms.a, p + "arm_b": arms.b, p + "arm_shared": arms.shared,
+           p + "steps": steps[-1], p + "tokens": float(last["tokens"].iloc[0]),
            p + "planned": int(planned), p + "stored": stored,
            p + "prev_steps": float(steps[-2]) if len(steps) > 1 else nan, p + "param_gap": float(param_gap),
            p + "plan_sd": float(plan_sd), p + "params_a": col("params_a"), p + "params_b": col("params_b"),
@@ -140,8 +153,11 @@ def _unequal(H: Mapping, p: str) -> str:
 
 def _with_unequal(j: Judgement, H: Mapping, p: str, effects: tuple[Effect, ...] = ()) -> Judgement:
     more = _unequal(H, p)
-    qualifier = (f"{j.qualifier}; {more}" if j.qualifier else more) if more else j.qualifier
-    return Judgement(j.verdict, j.evidence, qualifier, effects)
+    if not more:
+        return replace(j, effects=effects)
+    if not j.qualifier:
+        return replace(j, qualifier=more, effects=effects)
+    return replace(j, detail=f"{j.detail}; {more}" if j.detail else more, effects=effects)
 
 
 def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judgement:
@@ -164,11 +180,12 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
         return Judgement(INCONCLUSIVE, f"{what}: each model is compared at its own best learning rate, and "
                                        f"{int(lr_stored)} of the {int(lr_planned)} runs of the two models' rate "
                                        f"grid are stored",
-                         "not judged yet: the rates are chosen first; the runs resume by run key")
+                         "not judged yet: the rates are chosen first", "the runs resume by run key",
+                         awaits=AWAITS_RATES)
     if stored < planned:
         return Judgement(INCONCLUSIVE, f"{what}: {int(stored)} of the {int(planned)} runs at {budgets} are stored",
-                         "the rule needs every seed of both models at every budget it compares; the runs resume "
-                         "by run key")
+                         "the rule needs every seed of both models at every budget it compares",
+                         "the runs resume by run key", awaits=AWAITS_RUNS)
     sides, parts, half, inside, effects = {}, [], 0.0, True, []
     for s, split in _SPLITS:
         d, lo, hi, n = (need(H, f"{p}{s}_{x}") for x in ("diff", "lo", "hi", "n"))
@@ -209,8 +226,8 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
                                                          "rule needs both"), H, p, tuple(effects))
     if side == 0 and not inside:
         return _with_unequal(Judgement(INCONCLUSIVE, ev, f"both intervals contain 0 and reach beyond the margin of "
-                                                         f"{MARGIN} nats; the smallest effect this run could detect "
-                                                         f"is {half:.3f} nats (the larger half-width)"), H, p, tuple(effects))
+                                                         f"{MARGIN} nats", f"the smallest effect this run could "
+                                                         f"detect is {half:.3f} nats (the larger half-width)"), H, p, tuple(effects))
     if not one_budget:
         for s, split in _SPLITS:
             d = need(H, f"{p}{s}_diff")
@@ -345,7 +362,7 @@ def rule_too_few_heads(H: Mapping) -> Judgement:
             hurts.append(f"{2 * h} to {h}")
     found = (f"halving h hurts detectably on both splits from {', from '.join(hurts)}" if hurts
              else "no halving of h hurts detectably on both splits")
-    return Judgement(j.verdict, f"{j.evidence}; {found}", j.qualifier)
+    return replace(j, evidence=f"{j.evidence}; {found}")
 
 
 # The same rule on this execution's own (live) runs, for the chapter's table; chapter 08 judges

@@ -212,7 +212,7 @@ def rule_barrier(h: Mapping[str, Any]) -> Judgement:
                 f"largest d_h the mean is at most {gap:.3f} n below the bound; "
                 f"{n_broken} of {rows} settings outside the hypotheses exceed it")
     if draws < 2 or is_missing(max_z) or is_missing(gap):
-        return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error; "
+        return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error",
                          "the smallest detectable excess is undefined")
     if max_z > z_crit:
         return Judgement(CONTRADICTED, evidence)
@@ -221,8 +221,8 @@ def rule_barrier(h: Mapping[str, Any]) -> Judgement:
                          f"{NEAR_MARGIN:g} n below, not a value it attains")
     if n_broken > 0:
         return Judgement(CONDITIONAL, evidence,
-                         f"hardmax attention with random Gaussian weights and one head; the bound fails "
-                         f"when dropping {broken}")
+                         "hardmax attention with random Gaussian weights and one head",
+                         f"the bound fails when dropping {broken}")
     return Judgement(REPRODUCED, evidence)
 
 
@@ -267,17 +267,18 @@ def rule_near_orthonormal(h: Mapping[str, Any]) -> Judgement:
                 f"orthonormal tokens, paired by draw, {need(h, 'ch05_near_shift_max'):+.4f} n "
                 f"({need(h, 'ch05_near_shift_worst')}); at the largest d_h the mean is up to {gap:.3f} n below the bound")
     if draws < 2 or is_missing(max_z):
-        return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error; "
+        return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error",
                          "the smallest detectable excess is undefined")
     if broken:
         if is_missing(ok_c):
             return Judgement(CONTRADICTED, evidence)
-        return Judgement(CONDITIONAL, evidence, f"|E_ij| at most {ok_c:g} n^-3/2 at these n; cells exceed the bound "
-                                                f"from c = {min(broken):g} on")
+        return Judgement(CONDITIONAL, evidence, f"|E_ij| at most {ok_c:g} n^-3/2 at these n",
+                         f"cells exceed the bound from c = {min(broken):g} on")
     if gap > NEAR_MARGIN:
         # Where the grid of head sizes stops is not where the rank stops: the qualifier names the grid.
-        return Judgement(WEAKER, evidence, f"an upper bound on the mean; at d_h <= {need(h, 'ch05_near_dh_max')} "
-                         f"(the grid's largest) the rank stays more than {NEAR_MARGIN:g} n below it somewhere")
+        return Judgement(WEAKER, evidence, "an upper bound on the mean",
+                         f"at d_h <= {need(h, 'ch05_near_dh_max')} (the grid's largest) the rank stays more than "
+                         f"{NEAR_MARGIN:g} n below it somewhere")
     return Judgement(REPRODUCED, evidence)
 
 
@@ -310,7 +311,8 @@ def rule_mla(h: Mapping[str, Any]) -> Judgement:
                                                  "errors is not detectable")
     if inc >= MLA_INCREMENT:
         return Judgement(WEAKER, evidence, f"the barrier holds in MLA, but the rank still grows by {inc:.3f} per "
-                                           f"doubling of the latent at the grid's end: no saturation inside the grid")
+                                           f"doubling of the latent at the grid's end",
+                         "no saturation inside the grid")
     return Judgement(REPRODUCED, evidence)
 
 

@@ -204,13 +204,13 @@ def _law_verdict(h: Mapping[str, Any], crit: str, n_est: int, nmin, nmax, fit_nm
                     f"{pred_se:.1f}, z = {z:+.1f}); BIC of a + b ln n exceeds the best law ({best}) by {dbic:.1f}")
     if n_est < MIN_NS or is_missing(nmax) or is_missing(nmin) or nmax / nmin < MIN_RANGE or is_missing(z):
         return Judgement(INCONCLUSIVE, evidence, f"needs at least {MIN_NS} estimable n over a range of "
-                         f"{MIN_RANGE:g}x; below that a log and a slow power law are not separable")
+                         f"{MIN_RANGE:g}x", "below that a log and a slow power law are not separable")
     if z > Z_PRED:
-        return Judgement(CONTRADICTED, evidence + f"; the saturation point grows faster than a + b ln n predicts "
-                         f"(best of the three laws: {best}); the literal Omega(log n) holds for any such growth "
-                         "and is not testable at finite n")
+        return Judgement(CONTRADICTED, evidence, f"the saturation point grows faster than a + b ln n predicts "
+                         f"(best of the three laws: {best})",
+                         "the literal Omega(log n) holds for any such growth and is not testable at finite n")
     if z < -Z_PRED:
-        return Judgement(CONTRADICTED, evidence + "; the saturation point grows slower than a + b ln n predicts")
+        return Judgement(CONTRADICTED, evidence, "the saturation point grows slower than a + b ln n predicts")
     if dbic > BIC_STRONG:
         return Judgement(INCONCLUSIVE, evidence, f"a departure from a + b ln n smaller than "
                          f"{Z_PRED * pred_se:.1f} in d_h at n = {nmax} is not detectable, and the BIC "

@@ -40,17 +40,18 @@ def rule_head_size_threshold(h):
     if viol > 0:
         return _v.Judgement(_v.CONTRADICTED, ev + " (a bound above a fit: the bound or the fit is wrong)")
     if _v.is_missing(off):
-        return _v.Judgement(_v.INCONCLUSIVE, ev, "the vanishing rank differs between lengths or is not reached; "
+        return _v.Judgement(_v.INCONCLUSIVE, ev, "the vanishing rank differs between lengths or is not reached",
                             "the sweep resolves one rank step")
     if off < -1:
         return _v.Judgement(_v.CONTRADICTED, ev)
     if off == -1 and bmin > 0:
-        return _v.Judgement(_v.CORRECTED, ev, "the exact head-size threshold is n - 1 (row-shift invariance), one "
-                            "below the paper's n: a sharper statement; below it no head reaches a generic dense P, "
-                            "certified by Eckart-Young")
+        return _v.Judgement(_v.CORRECTED, ev,
+                            "the exact head-size threshold is n - 1 (row-shift invariance), one below the paper's n",
+                            "a sharper statement; below it no head reaches a generic dense P, certified by "
+                            "Eckart-Young")
     if off == 0:
         return _v.Judgement(_v.REPRODUCED, ev)
-    return _v.Judgement(_v.INCONCLUSIVE, ev, "the fits stop above n - 1 without a certified failure; "
+    return _v.Judgement(_v.INCONCLUSIVE, ev, "the fits stop above n - 1 without a certified failure",
                         "the sweep resolves one rank step")
 
 
@@ -89,7 +90,7 @@ def rule_causal_threshold(h):
     if k >= MIN_LENGTHS and m == k:
         return _v.Judgement(_v.REPRODUCED, ev)
     return _v.Judgement(_v.INCONCLUSIVE, ev, f"the law was confirmed at {m} of {k} lengths (needs all, and at least "
-                        f"{MIN_LENGTHS}); a fit can miss a rank by the optimiser alone")
+                        f"{MIN_LENGTHS})", "a fit can miss a rank by the optimiser alone")
 
 
 # Each rule reads values that headlines.headline computes from the chapter's tables: its measure.

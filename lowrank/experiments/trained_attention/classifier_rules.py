@@ -93,7 +93,7 @@ def _plateau_rule(h: Mapping[str, Any], key: str, name: str, *, together: bool) 
         if together:
             return Judgement(CONTRADICTED, ev)
         return Judgement(WEAKER, ev, "the rank saturates in d_h, but accuracy keeps rising past it by more than "
-                                     f"{PLATEAU_MARGIN}: a larger head buys accuracy that the first block's rank "
+                                     f"{PLATEAU_MARGIN}", "a larger head buys accuracy that the first block's rank "
                                      "does not show")
     return Judgement(REPRODUCED, ev)
 

@@ -108,7 +108,7 @@ def rule_mla_trained_saturation(h: Mapping[str, Any]) -> Judgement:
         return Judgement(REPRODUCED, ev)
     if p["increment_lo"] >= MLA_TRAINED_INCREMENT:
         return Judgement(WEAKER, ev, f"the rank rises with the latent but still grows by {p['increment']:.3f} per "
-                                     f"doubling at the grid's end: no saturation inside the grid")
+                                     f"doubling at the grid's end", "no saturation inside the grid")
     return Judgement(INCONCLUSIVE, ev, f"the increment's interval contains {MLA_TRAINED_INCREMENT}: an increment "
                                        f"closer to it than {(p['increment_hi'] - p['increment_lo']) / 2:.4f} is not "
                                        "resolved")

@@ -73,8 +73,10 @@ def _barrier(h: Mapping[str, Any], model: str, reference: str) -> Judgement:
                 f"each): mean hardmax rank {need(h, p + 'head_mean'):.2f} n [{lo:.2f}, {hi:.2f}] against {reference} "
                 f"{ref:.3f} n; {need(h, p + 'above')} of {heads} heads above it, share [{s_lo:.2f}, {s_hi:.2f}] ({kind}); "
                 f"margin {BARRIER_MARGIN} n, ceiling share {CEILING_SHARE}")
-    if kind in ("above", "far"):
-        return Judgement(CONTRADICTED, evidence)
+    if kind == "above":
+        return Judgement(CONTRADICTED, evidence, f"more than {CEILING_SHARE * 100:g} % of the heads lie above {reference}")
+    if kind == "far":
+        return Judgement(CONTRADICTED, evidence, f"the heads' mean lies more than {BARRIER_MARGIN} n from {reference}")
     if kind == "at":
         return Judgement(REPRODUCED, evidence)
     if kind == "below":
@@ -102,8 +104,10 @@ def _cut(h: Mapping[str, Any], model: str, measure: str) -> Judgement:
     evidence = (f"{MODEL_TITLES[model]} (d_h = {dh}): " + ", ".join(
         f"n = {n}: r_red in ({prev}, {r}] against 2 ln n = {LOG_FACTOR * math.log(n):.1f}" if r < dh else
         f"n = {n}: no rank below d_h keeps the model" for n, prev, r in pts) + f"; {measure}")
-    if any(r >= dh for _, _, r in pts):
-        return Judgement(CONTRADICTED, evidence)
+    whole = [n for n, _, r in pts if r >= dh]
+    if whole:
+        return Judgement(CONTRADICTED, evidence, f"at n = {', '.join(map(str, whole))} no rank below d_h = {dh} "
+                                                 "keeps what the model computes")
     if all(prev < LOG_FACTOR * math.log(n) for n, prev, _ in pts):
         return Judgement(REPRODUCED, evidence)
     return Judgement(WEAKER, evidence, "heads can be cut below d_h without changing what the model computes, "
@@ -126,7 +130,7 @@ VERDICT_SHORT = {"bhojanapalli-trained-logit-rank": "logit", "minli-trained-barr
                  "minli-truncation": "truncation"}
 MODEL_CLAIMS: tuple[Claim, ...] = tuple(
     Claim(f"{parent}-{model}", paper, "07", _SECTION, f"{statement} ({MODEL_TITLES[model]})", rule, kind=kind,
-          where=where, model_of=parent, scale_key="ch07_pm_scale")
+          where=where, model_of=parent, model=MODEL_TITLES[model], scale_key="ch07_pm_scale")
     for parent, paper, statement, kind, where, rules in (
         ("bhojanapalli-trained-logit-rank", BHOJANAPALLI,
          "The mechanism: a head's logits have rank at most d_h, also in a trained model", PROOF_CHECK, "Sec. 1",

@@ -260,7 +260,7 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
                 + (f"; growth of d*_acc over {len(ns)} n: {law_text}" if len(ns) >= MIN_LAW_NS else "") + f"; {same}")
     if ext != EXTENDED_CAP:
         return Judgement(INCONCLUSIVE, evidence, f"the capped runs were not trained again to the registered cap of "
-                                                 f"{EXTENDED_CAP:,} steps; {same}")
+                                                 f"{EXTENDED_CAP:,} steps", same)
     later = [(name, p) for name, pts in tasks.items() for p in pts if _side(p) == "later"]
     if any(p["gap"] > REDUCTION_MARGIN for _, p in later):
         return Judgement(CONTRADICTED, evidence)
@@ -268,7 +268,7 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
         return Judgement(INCONCLUSIVE, evidence,
                          f"none yet: the rule needs complete grids of plateau runs at {MIN_LAW_NS} lengths of the "
                          f"one-key task and {MIN_PAIR_NS} of the two-key task (it has {len(single)} and "
-                         f"{len(tasks['two-key'])}); {same}")
+                         f"{len(tasks['two-key'])})", same)
     if not later:
         if fits["a + b ln n"]["fits"] and not fits["c n^alpha"]["fits"]:
             return Judgement(REPRODUCED, evidence)
@@ -276,13 +276,13 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
             others = [law for law in LAWS if fits[law]["fits"]] or ["none of the three laws"]
             return Judgement(WEAKER, evidence, "accuracy saturates in d_h no later than attention rank at every n "
                                                "of both tasks (larger heads are redundant), but d*_acc does not "
-                                               f"grow like ln n (fits: {', '.join(others)}); {same}")
+                                               f"grow like ln n (fits: {', '.join(others)})", same)
         a = fits["c n^alpha"]
         return Judgement(INCONCLUSIVE, evidence,
                          f"the grid intervals admit both a + b ln n and c n^alpha (alpha in [{a['q_lo']:.2f}, "
-                         f"{a['q_hi']:.2f}]): one grid step of d* at the largest n separates them; {same}")
+                         f"{a['q_hi']:.2f}]): one grid step of d* at the largest n separates them", same)
     return Judgement(INCONCLUSIVE, evidence,
-                     f"an accuracy gap of {REDUCTION_MARGIN} at the n where accuracy saturates after rank; {same}")
+                     f"an accuracy gap of {REDUCTION_MARGIN} at the n where accuracy saturates after rank", same)
 
 
 def rule_truncation(h: Mapping[str, Any]) -> Judgement:

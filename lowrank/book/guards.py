@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..committed import RESULTS, committed_store, ignored, sidecars, tracked, unwritable
+from ..stores.committed import RESULTS, committed_store, ignored, sidecars, tracked, unwritable
 from .chapters import Chapter
 from .errors import UsageError
 from .params import CORPUS_NAMES, MANIFESTS, PATHS, short_repr
@@ -54,7 +54,7 @@ def check_path(name: str, value: str, kind: str, base: Path, source: str, root: 
     path = (base / Path(value).expanduser()).resolve()
     bad = None
     if kind in ("store", "read_store"):
-        from ..sweep import store_problem  # sweep imports torch: `lowrank list` and `--help` must not
+        from ..stores.sweep import store_problem  # sweep imports torch: `lowrank list` and `--help` must not
 
         bad = store_problem(path, experiments, root, written=kind == "store")
     elif kind == "folder":
@@ -80,7 +80,7 @@ def check_manifests(chapter: Chapter, merged: dict, injected: dict, sources: dic
     for name, kind in PATHS.get(chapter.name, {}).items():
         if kind != "store" or injected.get(name) is None or name not in MANIFESTS.get(chapter.name, ()):
             continue
-        from ..sweep import manifest_conflict
+        from ..stores.sweep import manifest_conflict
 
         store = Path(injected[name])
         why = manifest_conflict(sidecars(store)[0], merged)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..files import atomic_write_json
-from ..provenance import code_hash, git_revision
+from ..core.files import atomic_write_json
+from ..core.provenance import code_hash, git_revision
 from .planning import RunPlan
 
 __all__ = ["RECORD", "now", "run_record", "write_record", "mark_failed", "is_failed_run_record"]

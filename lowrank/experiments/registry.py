@@ -11,7 +11,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any, Mapping
 
-from ..params import ParameterError, short_repr, validate as validate_values
+from ..core.params import ParameterError, short_repr, validate as validate_values
 
 __all__ = ["CHAPTERS", "SYNTHESIS", "claim_chapters", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests", "store_experiments",
            "validate"]

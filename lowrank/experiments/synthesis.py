@@ -25,7 +25,7 @@ from typing import Any
 from .verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE,
                        KIND_MEANING, NOT_JUDGED, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
                        WEAKER, PAPERS, Claim, Effect, Judgement, MissingEvidence, Paper)
-from ..params import IntList, Str
+from ..core.params import IntList, Str
 from . import abstract as _abstract, answers as _answers
 from .evidence import read_book_evidence
 from .claims import ChapterSource, claim_sources, Collection, collect_claims, load_module

@@ -36,10 +36,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
-from ...data import SPECIAL_TOKENS
-from ...sweep import ResultStore, manifest_path, parse_shard, sweep
-from ...sweep import store_problem
+from ...core.commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
+from ...data.corpora import SPECIAL_TOKENS
+from ...stores.sweep import ResultStore, manifest_path, parse_shard, sweep
+from ...stores.sweep import store_problem
 from ...train import run_key
 from . import fair
 from .design import (ALL_MODELS, BASE, BUDGET_STEPS, EXPERIMENT, EXTENDED_MODELS, EXTENDED_STEPS, FIG4_MODELS,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ...attention import standard_head_dim
-from ...models import bert_parameter_count
+from ...layers.attention import standard_head_dim
+from ...layers.models import bert_parameter_count
 
 __all__ = ["PARAMETER_TOLERANCE_M", "PAPER_TABLES", "paper_parameter_table", "run_parameter_table"]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...attention import standard_head_dim
-from ...files import in_book
-from ...sweep import ResultStore, manifest_path, parse_shard, run_key, sweep, write_manifest
+from ...layers.attention import standard_head_dim
+from ...core.files import in_book
+from ...stores.sweep import ResultStore, manifest_path, parse_shard, run_key, sweep, write_manifest
 from . import budget
 from .grids import base_config, lr_sweep_grid, training_grids
 from .summaries import configuration_table
@@ -27,7 +27,7 @@ __all__ = ["run_corpus", "run_grids", "default_runs_dir", "choose_lr", "manifest
 def run_corpus(corpus: str, *, vocab_size: int) -> dict:
     """``{"corpus": {...}}``: documents, words, the validation and test plays, and the token
     count of each split under the chapter's BPE tokenizer."""
-    from ...data import load_corpus, prepare_lm, split_documents
+    from ...data.corpora import load_corpus, prepare_lm, split_documents
 
     docs = load_corpus(corpus)
     parts = split_documents(docs)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...mla import logit_rank_bound
+from ...layers.mla import logit_rank_bound
 from ...theory.mla import mla_rank_table
 
 __all__ = ["mla_tables", "mla_cells", "relative_increment", "mla_headline", "DEEPSEEK_V3", "deepseek_bound"]

@@ -14,7 +14,7 @@ softmax rank tables in ``lowrank.experiments.shared.montecarlo``.
 """
 from __future__ import annotations
 
-from ...params import Choice, Constraint, Float, FloatList, Int, IntList, Param, distinct_at_least
+from ...core.params import Choice, Constraint, Float, FloatList, Int, IntList, Param, distinct_at_least
 from ..shared.laws import LAWS, LOG, POLYLOG, POWER, fit_saturation, law_comparison, law_value
 from .criteria import criteria, curve_bootstrap, point_summary, saturation_bootstrap, saturation_points
 from .grids import head_dim_grid, main_criterion, nested_hardmax_table, trials_per_n

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...files import in_book
-from ...sweep import ResultStore, foreign_store, sweep
+from ...core.files import in_book
+from ...stores.sweep import ResultStore, foreign_store, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
 from ..shared.montecarlo import seeded

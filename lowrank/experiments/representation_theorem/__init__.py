@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...params import Int, Float, IntList, FloatList, ChoiceList, Constraint, short_repr
+from ...core.params import Int, Float, IntList, FloatList, ChoiceList, Constraint, short_repr
 from .claims import (CLAIMS, COUNTEREXAMPLE_TV, EXACT_TOL, MIN_LENGTHS, rule_causal_threshold,
                      rule_head_size_threshold, rule_theorem1, rule_theorem1_counterexample)
 from .headlines import HEADLINE_KEYS, SPARSE_KINDS, headline, summary

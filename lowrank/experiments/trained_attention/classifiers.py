@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...files import in_book
-from ...stats import MIN_BOOTSTRAP
-from ...sweep import ResultStore, sweep
-from ...textclass import TextConfig, text_run
+from ...core.files import in_book
+from ...measure.stats import MIN_BOOTSTRAP
+from ...stores.sweep import ResultStore, sweep
+from ...tasks.textclass import TextConfig, text_run
 from ...train import run_key
-from ...vision import ViTConfig, vit_run
+from ...tasks.vision import ViTConfig, vit_run
 from ..shared.intervals import t_quantile
 from .classifier_rules import PLATEAU_MARGIN, layers_record, saturation_record
 from .reduction import LONG_STORE, equivalent_from

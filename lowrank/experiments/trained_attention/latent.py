@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...probe import for_each_layer
-from ...rank import DEFAULT_TOL, hardmax_rank, numerical_rank
+from ...data import corpora as _data
+from ...probes.probe import for_each_layer
+from ...measure.rank import DEFAULT_TOL, hardmax_rank, numerical_rank
 from ...train import TrainConfig, train
 from ..shared.intervals import t_quantile
 from .latent_rules import bound_record, saturation_record

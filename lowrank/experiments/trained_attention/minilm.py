@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...pretrained import encode_windows, load_minilm
-from ...probe import MEASURES, LayerAttention, for_each_layer, text_ranks, valid_blocks
-from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, rtol_or_default, tolerance_label
-from ...stats import t_interval
+from ...data import corpora as _data
+from ...data.pretrained import encode_windows, load_minilm
+from ...probes.probe import MEASURES, LayerAttention, for_each_layer, text_ranks, valid_blocks
+from ...measure.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, rtol_or_default, tolerance_label
+from ...measure.stats import t_interval
 from ...theory.barrier import expected_distinct_columns
 from ..shared.intervals import wilson_interval
 from .rules import LEVEL

@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...files import in_book
-from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL
-from ...stats import t_interval
-from ...sweep import ResultStore, sweep
+from ...data import corpora as _data
+from ...core.files import in_book
+from ...measure.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL
+from ...measure.stats import t_interval
+from ...stores.sweep import ResultStore, sweep
 from ...train import run_key
 from ..shared.intervals import t_lower_bound, wilson_interval
 from .model_rules import LOSS_MARGIN, MODEL_TITLES, cut_records
@@ -70,14 +70,14 @@ def models_configs(*, models: Sequence[str], lengths: Sequence[int], windows: in
 
 @functools.lru_cache(maxsize=1)
 def _model(name: str):
-    from ...pretrained_models import load_packaged
+    from ...data.pretrained_models import load_packaged
 
     return load_packaged(name)
 
 
 def _ranks(config: Mapping[str, Any]) -> dict:
-    from ...probe import text_ranks
-    from ...probe_run import is_causal
+    from ...probes.probe import text_ranks
+    from ...probes.run import is_causal
 
     model, tok, load_s = _model(config["model"])
     cfg = model.config
@@ -103,9 +103,9 @@ def _ranks(config: Mapping[str, Any]) -> dict:
 
 
 def _cut(config: Mapping[str, Any]) -> dict:
-    from ...logit_cut import logit_rank_cut, next_token_loss
-    from ...pretrained import document_windows, sentence_embeddings, truncate_logit_rank
-    from ...probe_hf import text_windows
+    from ...probes.logit_cut import logit_rank_cut, next_token_loss
+    from ...data.pretrained import document_windows, sentence_embeddings, truncate_logit_rank
+    from ...probes.hf import text_windows
 
     model, tok, _ = _model(config["model"])
     n = int(config["n"])

@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...files import in_book
-from ...retrieval import WARMUP_STEPS, RetrievalConfig, train_retrieval
-from ...stats import MIN_BOOTSTRAP, t_interval
-from ...sweep import ResultStore, sweep
+from ...core.files import in_book
+from ...tasks.retrieval import WARMUP_STEPS, RetrievalConfig, train_retrieval
+from ...measure.stats import MIN_BOOTSTRAP, t_interval
+from ...stores.sweep import ResultStore, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
 from ..shared.intervals import t_quantile, wilson_interval

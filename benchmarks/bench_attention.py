@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from harness import Result, compare, cuda_sync
-from lowrank.attention import MultiHeadAttention
+from lowrank.layers.attention import MultiHeadAttention
 
 
 def attention_flops(batch: int, n: int, d_model: int, n_heads: int, head_dim: int) -> int:

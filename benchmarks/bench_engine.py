@@ -112,7 +112,7 @@ def mean_loss(model, stream: torch.Tensor, max_tokens: int, n: int, batch: int) 
 
 
 def minimal_run(cfg: dict, tokens) -> dict:
-    """Train the baseline for cfg's steps on tokens (a lowrank.data.LMTokens); its final losses."""
+    """Train the baseline for cfg's steps on tokens (a lowrank.data.corpora.LMTokens); its final losses."""
     torch.manual_seed(cfg["seed"])
     model = minimal_model(cfg, tokens.vocab_size)
     params = list(model.parameters())

@@ -1,6 +1,6 @@
 """Item 5: ranks of every head of all-MiniLM-L6-v2 on one sequence of n tokens.
 
-Ours: ``lowrank.probe.rank_table`` (forward with hooks, logits and probabilities recomputed in
+Ours: ``lowrank.probes.probe.rank_table`` (forward with hooks, logits and probabilities recomputed in
 float64 and checked against the model's, one batched SVD per layer and matrix, every measure).
 Naive: the forward pass with ``output_attentions=True``, then a per-matrix NumPy loop over the
 probabilities (``np.linalg.matrix_rank``, then ``np.linalg.svd`` for effective and stable rank).
@@ -53,13 +53,13 @@ def naive_ranks(model, ids: torch.Tensor) -> list[dict]:
 def bench_probe(n: int, *, device: torch.device, timing: dict) -> list[Result]:
     """The item-5 row: rank_table against the naive route, at n tokens.
 
-    Without lowrank.probe the naive route is still timed (alone) and the row is skipped.
+    Without lowrank.probes.probe the naive route is still timed (alone) and the row is skipped.
     ``timing``: keyword arguments of harness.compare (warmup, reps, budget_s).
     """
     config = {"model": "all-MiniLM-L6-v2 (6 layers x 12 heads)", "n": n, "device": str(device),
               "dtype": "float64 ranks"}
     key = f"probe_minilm_n{n}"
-    ours_label = "lowrank.probe.rank_table (logits + probs, all measures)"
+    ours_label = "lowrank.probes.probe.rank_table (logits + probs, all measures)"
     base_label = "output_attentions + NumPy loop (probs)"
     try:
         model, tokenizer = load_minilm()
@@ -69,12 +69,12 @@ def bench_probe(n: int, *, device: torch.device, timing: dict) -> list[Result]:
     model, ids = model.to(device), token_ids(tokenizer, n).to(device)
     sync = cuda_sync(device)
     try:
-        from lowrank.probe import rank_table
+        from lowrank.probes.probe import rank_table
     except ImportError as e:
         naive = time_one(lambda: naive_ranks(model, ids), sync=sync, **timing)
         return [Result(key=key, item=5, ours=ours_label, baseline=base_label, config=config,
                        status=SKIPPED, timings={"baseline": naive.summary()},
-                       note=f"lowrank.probe.rank_table not importable ({e}); naive route alone: "
+                       note=f"lowrank.probes.probe.rank_table not importable ({e}); naive route alone: "
                             f"{fmt_seconds(naive.median)} median")]
     table = rank_table(model, ids)
     probs_rank = table[(table["matrix"] == "probs") & (table["measure"] == "numerical_rank")

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from harness import Result, compare, cuda_sync, time_one
-from lowrank.rank import hardmax_rank, rank_report
+from lowrank.measure.rank import hardmax_rank, rank_report
 from lowrank.theory.sampling import sample_attention
 
 HEAD_DIM = 64  # attention from d_h = 64 heads, the usual BERT/GPT head size

@@ -32,7 +32,7 @@ def _models(cfg: dict, device):
     from transformers import BertConfig, BertForMaskedLM
     from transformers.utils import logging as hf_logging
 
-    from lowrank.models import MaskedLM, TransformerConfig
+    from lowrank.layers.models import MaskedLM, TransformerConfig
 
     torch.manual_seed(0)
     ours = MaskedLM(TransformerConfig(
@@ -78,7 +78,7 @@ def bench_training_step(cfg: dict, *, device: torch.device, timing: dict,
         ours, bert = _models(cfg, device)
     except ImportError as e:
         return Result(key=key, item=4, ours=ours_label, baseline=base_label, config=config,
-                      status="skipped", note=f"needs lowrank.models and transformers ({e})")
+                      status="skipped", note=f"needs lowrank.layers.models and transformers ({e})")
     inputs, labels = masked_batch(cfg["batch"], cfg["n"], cfg["vocab"], device=device)
 
     def ours_loss():

@@ -12,7 +12,7 @@ non-zero when any target is missed or a correctness check fails. Items:
   2  rank analysis time against n: SVD measures vs hardmax_rank (log-log slopes, plot)
   3  MultiHeadAttention fwd+bwd vs torch.nn.MultiheadAttention; fixed vs standard head size
   4  masked-LM training step vs Hugging Face BertForMaskedLM (sdpa)
-  5  lowrank.probe.rank_table over MiniLM vs output_attentions + NumPy loop
+  5  lowrank.probes.probe.rank_table over MiniLM vs output_attentions + NumPy loop
   6  start-up: `lowrank list` and `lowrank --help` vs `papermill --help` (fresh processes)
   7  lowrank.train.train end to end (chapter 04's runs) vs a minimal plain-PyTorch causal LM;
      full mode adds torch.compile on this CPU and two one-thread processes vs one two-thread run

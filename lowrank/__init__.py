@@ -1,10 +1,15 @@
 """lowrank: attention with an independent head size, rank measures, and the experiments of
 the companion book to Bhojanapalli et al. (2020) and Min & Li (ICLR 2025 submission).
 
-Layers, each importing only the ones before it:
-  library       attention, mla, rank, probe, probe_hf, probe_run, report, models, data, images, pretrained,
-                retrieval, plateau, vision, textclass, fit, train/ (config, tasks, loop, evaluate,
-                checkpoints, command), sweep, stats, params, provenance, files, glued, progress
+Folders in order, each importing only itself and the ones listed before it:
+  core/         files, params, progress, commands, glued, provenance
+  measure/      rank, stats
+  layers/       attention, mla, models
+  data/         corpora, images, pretrained, pretrained_models
+  train/        config, tasks, loop, evaluate, checkpoints, command (the language-model engine)
+  probes/       probe, hf, logit_cut, report, run
+  tasks/        fit, retrieval, plateau, vision, textclass
+  stores/       sweep, committed
   theory/       closed forms, exact constructions, bounds and samplers
   experiments/  registry (the one list of chapters), one module or package per chapter, costs,
                 shared/ (tools several chapters use), verdicts, ledger, inventory, claims, synthesis
@@ -20,8 +25,8 @@ from importlib import import_module
 __version__ = "0.1.0"
 __all__ = ["MultiHeadAttention", "MultiHeadLatentAttention", "numerical_rank", "effective_rank", "stable_rank",
            "energy_rank", "hardmax_rank", "rank_report"]
-_HOME = {"MultiHeadAttention": "attention", "MultiHeadLatentAttention": "mla",
-         **{name: "rank" for name in __all__[2:]}}
+_HOME = {"MultiHeadAttention": "layers.attention", "MultiHeadLatentAttention": "layers.mla",
+         **{name: "measure.rank" for name in __all__[2:]}}
 
 
 def __getattr__(name):

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from lowrank.book import cli
-from lowrank.sweep import ResultStore
+from lowrank.stores.sweep import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "data" / "results"

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from lowrank.attention import MultiHeadAttention, causal_mask, hardmax, row_softmax
+from lowrank.layers.attention import MultiHeadAttention, causal_mask, hardmax, row_softmax
 
 
 def _x(B=2, n=7, d=12, seed=0, dtype=torch.float64):

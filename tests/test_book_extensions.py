@@ -155,7 +155,7 @@ def test_source_archive_holds_the_project_at_a_commit(tmp_path):
     with tarfile.open(path) as tar:
         names = tar.getnames()
     prefix = path.name.removesuffix(".tar.gz")
-    for needed in ("Makefile", "lowrank/rank.py", "requirements/lock.txt", "_config.yml"):
+    for needed in ("Makefile", "lowrank/measure/rank.py", "requirements/lock.txt", "_config.yml"):
         assert f"{prefix}/{needed}" in names, needed
     assert not any("/.venv/" in n or "/_build/" in n for n in names)
 

@@ -34,7 +34,7 @@ def test_chapter_07_verdicts_follow_their_claims_keys_not_their_places(monkeypat
     from pathlib import Path
 
     from lowrank.experiments import trained_attention as ch
-    from lowrank.glued import read_glue
+    from lowrank.core.glued import read_glue
 
     values = read_glue(Path(__file__).resolve().parents[1] / "chapters" / "07_trained_attention.ipynb")
     before = ch.verdict_values(values)
@@ -53,7 +53,7 @@ def test_chapter_07_glues_its_records_as_plain_data():
     import json
     from pathlib import Path
 
-    from lowrank.glued import read_glue
+    from lowrank.core.glued import read_glue
 
     values = read_glue(Path(__file__).resolve().parents[1] / "chapters" / "07_trained_attention.ipynb")
     keys = ["ch07_red_single", "ch07_red_pair", "ch07_trr_points", "ch07_mla_bound", "ch07_mla_saturation",

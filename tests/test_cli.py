@@ -18,11 +18,11 @@ import pytest
 import yaml
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from lowrank import provenance
+from lowrank.core import provenance
 from lowrank.book import planning, runner, staging
 from lowrank.book.cli import main
 from lowrank.book.params import SCHEMAS, validate
-from lowrank.params import Bool, Float, Int, Str
+from lowrank.core.params import Bool, Float, Int, Str
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -202,7 +202,7 @@ def test_chapter_01_smoke_run_reflects_an_injected_parameter(tmp_path):
     record = json.loads((out / "params.json").read_text())
     assert record["status"] == "ok" and record["injected"]["n"] == 24
     assert record["parameters"]["n_trials"] == 3  # from the smoke set, overridden only where -p says
-    # the same revision and code hash a stored result carries (lowrank.provenance)
+    # the same revision and code hash a stored result carries (lowrank.core.provenance)
     assert (record["git"], record["code_hash"]) == (provenance.git_revision(ROOT / "chapters"), provenance.code_hash())
     nb = nbformat.read(out / "01_attention_and_rank.ipynb", as_version=4)
     headline = next(c for c in nb.cells if c.source.startswith("# NBVAL_CHECK_OUTPUT"))

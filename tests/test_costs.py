@@ -203,7 +203,7 @@ def test_chapter_03_charges_head_fits_the_iterations_they_run_not_their_cap():
 
 def test_chapter_03_head_fits_run_about_the_iterations_the_estimate_charges(monkeypatch):
     """A small head-count sweep, its batched fits' iterations counted: within 3x of the charge."""
-    import lowrank.fit as fit
+    import lowrank.tasks.fit as fit
     from lowrank.experiments import multihead_bottleneck as ch03
 
     inner, ran = fit.lbfgs, []

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from lowrank import data
-from lowrank.files import sha256_file
-from lowrank.data import (CORPORA, Corpus, DataUnavailableError, WheelSource, encode_stream, fetch,
+from lowrank.data import corpora as data
+from lowrank.core.files import sha256_file
+from lowrank.data.corpora import (CORPORA, Corpus, DataUnavailableError, WheelSource, encode_stream, fetch,
                           load_corpus, load_local, split_documents, strip_play_markdown,
                           train_tokenizer)
 

@@ -11,7 +11,7 @@ import pytest
 
 from lowrank.experiments import registry, synthesis
 from lowrank.experiments import evidence as E
-from lowrank.glued import read_glue
+from lowrank.core.glued import read_glue
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"

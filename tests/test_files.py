@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from lowrank import files
+from lowrank.core import files
 
 
 def test_the_book_root_holds_the_package_and_the_chapters():
     assert files.BOOK_ROOT == files.PACKAGE_ROOT.parent
-    assert (files.BOOK_ROOT / "lowrank" / "files.py").is_file() and (files.BOOK_ROOT / "chapters").is_dir()
+    assert (files.BOOK_ROOT / "lowrank" / "core" / "files.py").is_file() and (files.BOOK_ROOT / "chapters").is_dir()
 
 
 def test_atomic_writes_replace_the_file_and_leave_nothing_beside_it(tmp_path):

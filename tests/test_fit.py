@@ -6,7 +6,7 @@ import torch
 
 from lowrank.experiments.multihead_bottleneck import head_count_sweep
 from lowrank.experiments.representation_theorem import rank_grid, sparse_sweep, threshold_sweep, vanishing_rank
-from lowrank.fit import fit_heads, fit_layer, fit_logit_rank, lbfgs, logit_rank_sweep, row_kl, row_tv
+from lowrank.tasks.fit import fit_heads, fit_layer, fit_logit_rank, lbfgs, logit_rank_sweep, row_kl, row_tv
 from lowrank.theory import dirichlet_targets, sample_inputs, theorem2_layer
 
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from lowrank.glued import read_glue
+from lowrank.core.glued import read_glue
 
 
 def _nb(path, items):
@@ -33,7 +33,7 @@ def test_reads_the_committed_chapter_01():
 def test_a_glued_float_that_is_not_finite_reads_back_as_a_float():
     import math
 
-    from lowrank.glued import literal_value
+    from lowrank.core.glued import literal_value
 
     assert math.isnan(literal_value("nan")) and literal_value("inf") == float("inf") and literal_value("-inf") == float("-inf")
     assert literal_value("'nan'") == "nan"  # the text "nan", glued as a string, stays a string

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lowrank.attention import MultiHeadAttention
-from lowrank.rank import hardmax_rank, rank_report
+from lowrank.layers.attention import MultiHeadAttention
+from lowrank.measure.rank import hardmax_rank, rank_report
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tools" / "gpu_check.sh"

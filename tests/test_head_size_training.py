@@ -4,7 +4,7 @@ import pytest
 
 from lowrank.experiments import head_size_training as hs
 from lowrank.experiments.head_size_training import budget as B
-from lowrank.sweep import ResultStore, run_key
+from lowrank.stores.sweep import ResultStore, run_key
 
 
 def test_paper_parameter_table_matches_every_row():
@@ -175,7 +175,7 @@ def _chapter_params(docs, store, **kw):
 
 
 def test_run_training_shards_then_renders_from_the_shared_store(tiny, monkeypatch):
-    from lowrank.sweep import shard_of
+    from lowrank.stores.sweep import shard_of
 
     _, base_dir = tiny
     monkeypatch.setenv("LOWRANK_DATA", str(base_dir / "data"))
@@ -368,7 +368,7 @@ def test_a_complete_budget_store_is_judged_by_the_shared_rule(tmp_path, monkeypa
     import math
 
     from lowrank.experiments.head_size_training import budget as B
-    from lowrank.sweep import sweep
+    from lowrank.stores.sweep import sweep
 
     def fake(cfg, *, run_dir):
         fixed = cfg["head_dim"] is not None

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from lowrank.experiments.head_size_training import budget as B
-from lowrank.sweep import ResultStore, sweep
+from lowrank.stores.sweep import ResultStore, sweep
 from lowrank.train import run_key
 
 
@@ -141,7 +141,7 @@ def test_power_seeds_follow_from_the_spread_the_committed_store_measured_first()
     """POWER_SEEDS is required_seeds of the largest paired standard deviation of the four original
     rows at 4,000 steps over the seeds the store held before the power rule (0, 1, 2)."""
     from lowrank.experiments.head_size_training.rules import required_seeds
-    from lowrank.files import BOOK_ROOT
+    from lowrank.core.files import BOOK_ROOT
 
     runs = B.read(BOOK_ROOT / "data/results/04_head_size_budget.jsonl")["budget"]
     sd = max(B.planning_sd(runs, row, seeds=B.SEEDS, steps=B.BUDGET_STEPS[-1])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lowrank.experiments import head_size_training as hs
-from lowrank.sweep import ResultStore
+from lowrank.stores.sweep import ResultStore
 from lowrank.train import TrainConfig, run_key, train
 
 from helpers import PROVENANCE_FIELDS, RESULTS, store_records

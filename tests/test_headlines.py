@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.glued import read_glue
+from lowrank.core.glued import read_glue
 from lowrank.experiments.registry import MODULES
 
 CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"

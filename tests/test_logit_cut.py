@@ -4,9 +4,9 @@ import torch
 
 transformers = pytest.importorskip("transformers", reason="the hf extra (pip install -e .[hf]) is not installed")
 
-from lowrank.logit_cut import logit_rank_cut, low_rank_logits, next_token_loss  # noqa: E402
-from lowrank.pretrained import truncate_logit_rank  # noqa: E402
-from lowrank.probe import capture  # noqa: E402
+from lowrank.probes.logit_cut import logit_rank_cut, low_rank_logits, next_token_loss  # noqa: E402
+from lowrank.data.pretrained import truncate_logit_rank  # noqa: E402
+from lowrank.probes.probe import capture  # noqa: E402
 
 
 def _llama():

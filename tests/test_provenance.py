@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from lowrank import provenance as prov
-from lowrank.sweep import ResultStore, sweep
+from lowrank.core import provenance as prov
+from lowrank.stores.sweep import ResultStore, sweep
 
 
 def test_code_hash_changes_with_any_source_byte(tmp_path):

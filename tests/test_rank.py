@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from lowrank.rank import (batched_svdvals, default_rtol, effective_rank, energy_rank, hardmax_rank, numerical_rank,
+from lowrank.measure.rank import (batched_svdvals, default_rtol, effective_rank, energy_rank, hardmax_rank, numerical_rank,
                           rank_label, rank_report, singular_values, stable_rank)
 
 
@@ -77,7 +77,7 @@ def test_hardmax_rank_counts_distinct_argmax_columns():
                       [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]])
     assert hardmax_rank(A).tolist() == [2, 3]
     # It equals the SVD rank of the 0/1 hardmax matrix.
-    from lowrank.attention import hardmax
+    from lowrank.layers.attention import hardmax
     S = torch.randn(20, 30, 30, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     assert torch.equal(hardmax_rank(S), numerical_rank(hardmax(S)))
 
@@ -143,7 +143,7 @@ def test_batched_svdvals_matches_torch_and_restores_threads(shape, threads):
 @pytest.mark.parametrize("route", ["numpy", "torch"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_batched_svdvals_routes_agree(monkeypatch, route, dtype):
-    import lowrank.rank as rank_module
+    import lowrank.measure.rank as rank_module
     calls = []
     numpy_svdvals = rank_module._numpy_svdvals
     monkeypatch.setattr(rank_module, "_numpy_svdvals", lambda c: calls.append(len(c)) or numpy_svdvals(c))
@@ -177,7 +177,7 @@ def test_batched_svdvals_keeps_autograd():
 
 
 def test_float32_tolerance_name_and_value():
-    from lowrank.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, tolerance_label
+    from lowrank.measure.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, tolerance_label
 
     assert tolerance_label(None) == DEFAULT_TOL == "rtol=max(m,n)eps"
     assert tolerance_label(FLOAT32) == FLOAT32_TOL and tolerance_label(1e-3) == "rtol=0.001"
@@ -193,7 +193,7 @@ def test_float32_tolerance_name_and_value():
 
 
 def test_a_zero_tolerance_parameter_means_the_default():
-    from lowrank.rank import FLOAT32, rtol_or_default
+    from lowrank.measure.rank import FLOAT32, rtol_or_default
 
     assert [rtol_or_default(r) for r in (0, 0.0, None, 1e-6, FLOAT32)] == [None, None, None, 1e-6, FLOAT32]
     A = torch.diag(torch.tensor([1.0, 1e-6, 1e-9], dtype=torch.float64))

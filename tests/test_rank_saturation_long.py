@@ -17,7 +17,7 @@ from lowrank.experiments import rank_saturation as ch
 from lowrank.experiments.rank_saturation import long, store as st
 from lowrank.experiments.rank_saturation.rules import _criterion_keys
 from lowrank.experiments.verdicts import INCONCLUSIVE, claim_of
-from lowrank.sweep import ResultStore
+from lowrank.stores.sweep import ResultStore
 from lowrank.train import run_key
 
 from helpers import PROVENANCE_FIELDS

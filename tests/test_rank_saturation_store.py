@@ -14,7 +14,7 @@ import pytest
 from lowrank.experiments import ledger
 from lowrank.experiments import rank_saturation as ch
 from lowrank.experiments.rank_saturation import long, store as st
-from lowrank.sweep import ResultStore
+from lowrank.stores.sweep import ResultStore
 from lowrank.train import run_key
 
 from helpers import PROVENANCE_FIELDS

@@ -103,7 +103,7 @@ def test_a_file_larger_than_the_limit_is_refused(capsys, tmp_path, untouched):
     refused(rc, err, str(big), f"larger than {MAX_PARAMETER_FILE} bytes")
 
 
-# --- python -m lowrank.data ---------------------------------------------------------------------
+# --- python -m lowrank.data.corpora ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, status, words", [
     (["fetch", "nope"], 2, ["unknown corpus 'nope'", "shakespeare"]),
@@ -111,19 +111,19 @@ def test_a_file_larger_than_the_limit_is_refused(capsys, tmp_path, untouched):
     (["fetsh"], 2, ["invalid choice"]),
 ])
 def test_data_errors_are_one_line(capsys, tmp_path, argv, status, words):
-    from lowrank.data import main
+    from lowrank.data.corpora import main
 
     (tmp_path / "FILE").write_text("mine")
     before = _snapshot(tmp_path)
     rc = main([a.replace("FILE", str(tmp_path / "FILE")) for a in argv])
     err = capsys.readouterr().err
     assert rc == status and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith("python -m lowrank.data: error: ") and all(w in err for w in words), err
+    assert err.startswith("python -m lowrank.data.corpora: error: ") and all(w in err for w in words), err
     assert _snapshot(tmp_path) == before
 
 
 def test_an_offline_pip_is_named_as_offline():
-    from lowrank.data import _pip_cause
+    from lowrank.data.corpora import _pip_cause
 
     stderr = ("WARNING: Retrying (Retry(total=4)) after connection broken by 'NewConnectionError(...: Failed to "
               "establish a new connection: [Errno 101] Network is unreachable)'\n"

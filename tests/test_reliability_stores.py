@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lowrank.book import cli, guards, run_folders, runner
-from lowrank.sweep import (ResultStore, foreign_store, manifest_conflict, record_problem, sweep,
+from lowrank.stores.sweep import (ResultStore, foreign_store, manifest_conflict, record_problem, sweep,
                            write_manifest)
 from lowrank.train import run_key
 

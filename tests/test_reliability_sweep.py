@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lowrank.sweep import ResultStore
+from lowrank.stores.sweep import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ RUN_FN = textwrap.dedent("""
 
 SWEEP = textwrap.dedent("""
     import sys
-    from lowrank.sweep import sweep
+    from lowrank.stores.sweep import sweep
     import slow_run
 
     if __name__ == "__main__":  # spawned workers import this file again

@@ -281,14 +281,14 @@ def _full_disk(code: str, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="no file size limit on this system")
 def test_a_store_append_that_runs_out_of_space_leaves_no_half_record(tmp_path):
-    from lowrank.sweep import ResultStore
+    from lowrank.stores.sweep import ResultStore
     from lowrank.train import run_key
 
     store = tmp_path / "s.jsonl"
     ResultStore(store).append({"key": run_key({"k": 0}), "config": {"k": 0}, "metrics": {"v": 1.0}})
     data = store.read_bytes()
     done = _full_disk("""
-from lowrank.sweep import ResultStore
+from lowrank.stores.sweep import ResultStore
 from lowrank.train import run_key
 try:
     ResultStore(path).append({"key": run_key({"k": 1}), "config": {"k": 1}, "metrics": {"v": [0.5] * 200}})
@@ -315,8 +315,8 @@ raise SystemExit(main(["--ledger", path, "register", "barrier", "--data-seen", "
 
 def test_a_store_append_whose_write_fails_is_cut_back(tmp_path, monkeypatch):
     """The same, without a file size limit: the write fails part-way."""
-    from lowrank import files
-    from lowrank.sweep import ResultStore
+    from lowrank.core import files
+    from lowrank.stores.sweep import ResultStore
     from lowrank.train import run_key
 
     store = tmp_path / "s.jsonl"
@@ -400,7 +400,7 @@ def test_chapter_06_refuses_chapter_04s_store():
 
 
 def test_a_sweep_never_appends_to_a_committed_store_under_another_name(tmp_path):
-    from lowrank.sweep import sweep
+    from lowrank.stores.sweep import sweep
 
     link = _link(LONG_04, tmp_path, "hl.jsonl")
     digests = _digests()

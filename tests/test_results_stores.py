@@ -3,7 +3,7 @@ config and carries its provenance and wall time. Each store's own checks (its gr
 commit, re-running its cheapest run) are in its chapter's store test."""
 import pytest
 
-from lowrank.sweep import ResultStore
+from lowrank.stores.sweep import ResultStore
 from lowrank.train import run_key
 
 from helpers import PROVENANCE_FIELDS, RESULTS

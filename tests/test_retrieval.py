@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from lowrank.retrieval import (RetrievalConfig, accuracy, attention_ranks, sample_batch, solving_model,
+from lowrank.tasks.retrieval import (RetrievalConfig, accuracy, attention_ranks, sample_batch, solving_model,
                                train_retrieval)
 
 
@@ -40,7 +40,7 @@ def test_the_construction_solves_the_task_with_full_rank_attention():
 def test_logit_rank_is_at_most_head_dim_and_config_checks():
     cfg = RetrievalConfig(n=32, head_dim=2, d_model=16, n_values=4)
     torch.manual_seed(0)
-    from lowrank.retrieval import RetrievalModel
+    from lowrank.tasks.retrieval import RetrievalModel
     m = RetrievalModel(cfg.keys, 4, 16, 2)
     r = attention_ranks(m, cfg, sequences=4, seed=0)
     assert r["logit_rank_max"] <= 2 and 1 <= r["hardmax_rank"] <= 32
@@ -78,7 +78,7 @@ def test_plateau_stops_a_flat_run_and_reports_a_capped_one():
 
 def test_plateau_change_compares_windows_a_quarter_apart():
     import numpy as np
-    from lowrank.retrieval import plateau_change
+    from lowrank.tasks.retrieval import plateau_change
     # 400 steps, window 50: span max(100, 100) = 100: mean of steps 250-300 minus mean of 350-400
     losses = np.r_[np.full(300, 2.0), np.full(100, 1.0)]
     assert plateau_change(losses, 50) == pytest.approx(1.0)
@@ -94,7 +94,7 @@ def test_plateau_change_compares_windows_a_quarter_apart():
 def test_pair_task_embeds_keys_as_sums_and_checks_its_vocabulary():
     cfg = RetrievalConfig(n=32, head_dim=4, task="pair")
     assert cfg.keys == 64 and cfg.pair_base == 8  # the smallest square >= 2 n
-    from lowrank.retrieval import RetrievalModel
+    from lowrank.tasks.retrieval import RetrievalModel
     m = RetrievalModel(cfg.keys, 16, 8, 4, pair_base=cfg.pair_base)
     k = torch.tensor([[0, 9, 63]])
     a, b = k // 8, k % 8

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from lowrank.stats import MIN_BOOTSTRAP, bootstrap_interval, mean_se, paired_difference, t_interval
+from lowrank.measure.stats import MIN_BOOTSTRAP, bootstrap_interval, mean_se, paired_difference, t_interval
 
 
 def test_one_value_has_no_standard_error_or_interval():

@@ -1,4 +1,5 @@
-"""The package's layers, measured from its imports: library -> theory -> experiments -> book.
+"""The package's layers, measured from its imports: the library's folders (core -> measure ->
+layers -> data -> train -> probes -> tasks -> stores), then theory -> experiments -> book.
 
 Every import counts, also one inside a function, through ``importlib.import_module`` (under any
 name) or reached as an attribute of an imported package: a lazy import still ties two modules
@@ -15,7 +16,10 @@ from lowrank.experiments.registry import MODULES
 
 ROOT = Path(__file__).resolve().parents[1] / "lowrank"
 CHAPTERS = ROOT.parent / "chapters"
-LAYERS = {"theory": 1, "experiments": 2, "book": 3}
+# The library's folders in layer order, from what every layer leans on to the result stores; a
+# module may import its own folder and the folders before it, never one after it.
+LIBRARY = ("core", "measure", "layers", "data", "train", "probes", "tasks", "stores")
+LAYERS = {name: rank for rank, name in enumerate((*LIBRARY, "theory", "experiments", "book"))}
 # The experiment modules `book/` may import: the chapter registry (schemas, estimates), the judging
 # machinery (with the evidence files it reads) and the cost model, never a chapter's module by name.
 BOOK_MAY_IMPORT = {"lowrank.experiments", "lowrank.experiments.registry", "lowrank.experiments.synthesis",
@@ -168,22 +172,34 @@ def private_reaches(source: str, mod: str, **kw) -> list[str]:
                   if attr.startswith("_") and not attr.startswith("__") and m != mod)
 
 
-def layer(module: str) -> int:
+def layer_name(module: str) -> str | None:
+    """The layer folder holding ``module`` ("core" for the package itself, which holds only its
+    version and the lazy top-level names), None for a module outside every layer folder."""
     parts = module.split(".")
-    return LAYERS.get(parts[1], 0) if len(parts) > 1 else 0
+    if len(parts) == 1:
+        return "core"
+    return parts[1] if parts[1] in LAYERS else None
+
+
+def layer(module: str) -> int | None:
+    name = layer_name(module)
+    return None if name is None else LAYERS[name]
 
 
 def violations(source: str, mod: str, **kw) -> list[str]:
     """Every layer rule a module's source breaks, as sentences."""
     out = []
     top = mod == "lowrank" or mod.endswith("__main__")  # the lazy top-level names sit above the layers
+    if not top and layer(mod) is None:
+        out.append(f"{mod} sits outside the layer folders {', '.join(LAYERS)}")
     for target, names, how in imports(source, mod, **kw):
         if how == "importlib?":
             if mod not in DYNAMIC_IMPORTERS:
                 out.append(f"{mod} imports a module by a computed name")
             continue
-        if not top and layer(target) > layer(mod):
-            out.append(f"{mod} (layer {layer(mod)}) imports {target} (layer {layer(target)})")
+        # a target outside every folder is reported at its own file
+        if not top and None not in (layer(mod), layer(target)) and layer(target) > layer(mod):
+            out.append(f"{mod} ({layer_name(mod)}) imports {target} ({layer_name(target)}), a later layer")
         private = [n for n in names if n.startswith("_") and n != "__version__"]
         if private:
             out.append(f"{mod} imports private {private} from {target}")
@@ -339,21 +355,30 @@ def test_a_notebook_imports_only_its_own_chapter_module(path):
 # --- the checks catch what they are meant to catch ----------------------------------------------
 
 @pytest.mark.parametrize("source, mod, expected", [
-    ("from lowrank.book import runner", "lowrank.rank", "imports lowrank.book.runner (layer 3)"),
-    ("import importlib\nimportlib.import_module('lowrank.book.cli')", "lowrank.rank", "(layer 3)"),
-    ("import importlib\nimportlib.import_module('lowrank.book')", "lowrank.rank", "imports lowrank.book (layer 3)"),
-    ("from importlib import import_module as load\nload('lowrank.book.cli')", "lowrank.rank", "(layer 3)"),
-    ("__import__('lowrank.book.cli')", "lowrank.rank", "(layer 3)"),
+    ("from lowrank.book import runner", "lowrank.measure.rank", "imports lowrank.book.runner (book)"),
+    ("import importlib\nimportlib.import_module('lowrank.book.cli')", "lowrank.measure.rank", "(book)"),
+    ("import importlib\nimportlib.import_module('lowrank.book')", "lowrank.measure.rank", "imports lowrank.book (book)"),
+    ("from importlib import import_module as load\nload('lowrank.book.cli')", "lowrank.measure.rank", "(book)"),
+    ("__import__('lowrank.book.cli')", "lowrank.measure.rank", "(book)"),
     ("import importlib\nimportlib.import_module('..book.cli', __package__)", "lowrank.theory.barrier",
-     "imports lowrank.book.cli (layer 3)"),
-    ("import lowrank.book.runner", "lowrank.experiments.rank_barrier", "(layer 3)"),
-    ("from importlib import import_module\nimport_module(f'lowrank.{x}')", "lowrank.rank", "computed name"),
-    ("from lowrank.stats import _t_quantile", "lowrank.fit", "imports private"),
-    ("from lowrank import stats as st\nst._t_quantile(3)", "lowrank.fit", "private name lowrank.stats._t_quantile"),
-    ("import lowrank.stats\nlowrank.stats._t_quantile(3)", "lowrank.fit", "private name lowrank.stats._t_quantile"),
-    ("from . import stats\nstats._t_quantile(3)", "lowrank.fit", "private name lowrank.stats._t_quantile"),
-    ("import importlib\nst = importlib.import_module('lowrank.stats')\nst._t_quantile(3)", "lowrank.fit",
-     "private name lowrank.stats._t_quantile"),
+     "imports lowrank.book.cli (book)"),
+    ("import lowrank.book.runner", "lowrank.experiments.rank_barrier", "(book)"),
+    ("from importlib import import_module\nimport_module(f'lowrank.{x}')", "lowrank.measure.rank", "computed name"),
+    ("from lowrank.measure.stats import _t_quantile", "lowrank.tasks.fit", "imports private"),
+    ("from lowrank.measure import stats as st\nst._t_quantile(3)", "lowrank.tasks.fit",
+     "private name lowrank.measure.stats._t_quantile"),
+    ("import lowrank.measure.stats\nlowrank.measure.stats._t_quantile(3)", "lowrank.tasks.fit",
+     "private name lowrank.measure.stats._t_quantile"),
+    ("from ..measure import stats\nstats._t_quantile(3)", "lowrank.tasks.fit", "private name lowrank.measure.stats._t_quantile"),
+    ("import importlib\nst = importlib.import_module('lowrank.measure.stats')\nst._t_quantile(3)", "lowrank.tasks.fit",
+     "private name lowrank.measure.stats._t_quantile"),
+    # the library's folders among themselves
+    ("from ..layers.models import Block", "lowrank.core.files", "imports lowrank.layers.models (layers), a later layer"),
+    ("from ..tasks.plateau import PlateauConfig", "lowrank.probes.probe", "imports lowrank.tasks.plateau (tasks)"),
+    ("from ..stores.sweep import sweep", "lowrank.train.loop", "imports lowrank.stores.sweep (stores)"),
+    ("from lowrank.probes import probe", "lowrank.data.corpora", "imports lowrank.probes.probe (probes)"),
+    ("from ..theory.barrier import expected_distinct_columns", "lowrank.tasks.retrieval", "(theory)"),
+    ("x = 1", "lowrank.helpers", "lowrank.helpers sits outside the layer folders"),
     ("from lowrank.experiments import head_size_training", "lowrank.book.runner", "imports the chapter module"),
     ("from lowrank.experiments.head_size_training import headline", "lowrank.book.runner", "imports the chapter module"),
     ("from ..experiments import rank_barrier", "lowrank.book.cells", "imports the chapter module"),
@@ -368,11 +393,14 @@ def test_each_injected_violation_is_caught(source, mod, expected):
 
 
 def test_allowed_imports_are_not_flagged():
-    assert not violations("from lowrank.experiments import synthesis\nfrom lowrank import rank",
+    assert not violations("from lowrank.experiments import synthesis\nfrom lowrank.measure import rank",
                           "lowrank.book.synthesis_figures")
     assert not violations("from lowrank.experiments import registry\nregistry.module('05')", "lowrank.book.params")
     assert not violations("from . import verdicts as _v\n_v.need({}, 'x')\n_v.__doc__", "lowrank.experiments.rank_barrier")
-    assert not violations("from . import stats\nstats._t_quantile(3)", "lowrank.stats")  # its own private names
+    assert not violations("from . import stats\nstats._t_quantile(3)", "lowrank.measure.stats")  # its own private names
+    assert not violations("from .attention import causal_mask\nfrom ..measure.rank import hardmax_rank\n"
+                          "from ..core.files import atomic_write", "lowrank.layers.mla")  # its own folder, earlier ones
+    assert not violations("from .. import __version__\nfrom ..train import TrainConfig", "lowrank.probes.run")
     assert not violations("import importlib\nimportlib.import_module(f'{__package__}.{n}')",
                           "lowrank.experiments.claims")
 

@@ -4,7 +4,7 @@ import multiprocessing as mp
 import pandas as pd
 import pytest
 
-from lowrank.sweep import ResultStore, parse_shard, run_key, shard_of, store_path, sweep
+from lowrank.stores.sweep import ResultStore, parse_shard, run_key, shard_of, store_path, sweep
 
 
 def test_run_key_is_order_free_and_seed_sensitive():

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from lowrank.sweep import DEVICES_ENV, WORKER_DEVICE_ENV, ResultStore, parse_devices, sweep
+from lowrank.stores.sweep import DEVICES_ENV, WORKER_DEVICE_ENV, ResultStore, parse_devices, sweep
 
 
 def _where_am_i(config, *, run_dir):
@@ -68,7 +68,7 @@ def tiny_config(tiny_corpus) -> dict:
 
 @pytest.mark.parametrize("keep", [None, "1"])
 def test_finished_runs_checkpoints_are_pruned_unless_asked_to_keep(tmp_path, monkeypatch, tiny_config, keep):
-    from lowrank.sweep import KEEP_CHECKPOINTS_ENV
+    from lowrank.stores.sweep import KEEP_CHECKPOINTS_ENV
     from lowrank.train import run_key
 
     cfg = tiny_config

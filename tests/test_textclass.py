@@ -3,11 +3,11 @@ a tiny run that learns, and the real BBC News corpus."""
 import pytest
 import torch
 
-from lowrank import data
-from lowrank.params import ParameterError
-from lowrank.plateau import first_block_ranks
-from lowrank.rank import hardmax_rank, numerical_rank
-from lowrank.textclass import TextConfig, build_model, load_text_splits, train_text
+from lowrank.data import corpora as data
+from lowrank.core.params import ParameterError
+from lowrank.tasks.plateau import first_block_ranks
+from lowrank.measure.rank import hardmax_rank, numerical_rank
+from lowrank.tasks.textclass import TextConfig, build_model, load_text_splits, train_text
 
 WORDS = {"sport": "goal match team score league player coach season win cup",
          "money": "bank market share price profit trade rate loan fund stock"}

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lowrank.attention import hardmax
+from lowrank.layers.attention import hardmax
 from lowrank.experiments import rank_barrier as E
 from lowrank.experiments import rank_saturation as S
 from lowrank.theory import barrier as B

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from lowrank.mla import MultiHeadLatentAttention
-from lowrank.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, hardmax_rank
+from lowrank.layers.mla import MultiHeadLatentAttention
+from lowrank.measure.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, hardmax_rank
 from lowrank.theory import barrier as B
 from lowrank.theory.mla import (MLA_MATRICES, mla_head_logits, mla_rank_table, sample_mla_logits,
                                 sample_mla_weights)

@@ -6,7 +6,7 @@ import torch
 from lowrank import MultiHeadAttention
 from lowrank.theory import (cost_table, embed_standard_in_fixed, head_weights, layer_cost,
                             separating_input, theorem2_layer)
-from lowrank.attention import HeadWeights, set_head_weights
+from lowrank.layers.attention import HeadWeights, set_head_weights
 from lowrank.theory.multihead import _forward
 
 

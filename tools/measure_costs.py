@@ -76,7 +76,7 @@ def fit_iter() -> tuple[float, float]:
 def _fits(fn) -> tuple[float, list[int]]:
     """Seconds of fn and the iterations of each batched L-BFGS fit it ran (a batch runs until its
     slowest problem stops)."""
-    import lowrank.fit as fit
+    import lowrank.tasks.fit as fit
     inner, counted = fit.lbfgs, []
 
     def counting(*args, **kwargs):
@@ -113,7 +113,7 @@ def heads_fit() -> tuple[float, float]:
     """Head fits, net of the loop's own cost, per head x restart x iteration run x n (n + d) d_h;
     also prints the iterations the batched head fits of chapter 03's default grid ran per token."""
     from lowrank.experiments.multihead_bottleneck import run_head_count
-    from lowrank.fit import fit_heads
+    from lowrank.tasks.fit import fit_heads
     from lowrank.theory.sampling import sample_inputs
     from lowrank.theory.targets import dirichlet_targets
     for n, d, heads in ((6, 60, [1, 2, 4, 6, 10, 12, 15, 20, 30]), (12, 120, [1, 10, 40])):
@@ -130,7 +130,7 @@ def layer_fit() -> tuple[float, float]:
     """Whole-layer fits, net of the loop's own cost, per restart x iteration run x samples x n d (d + n):
     the standard layer fitted to Theorem 2's g_V, which runs to its cap."""
     import torch as _torch
-    from lowrank.fit import fit_layer
+    from lowrank.tasks.fit import fit_layer
     from lowrank.theory.multihead import theorem2_layer
     from lowrank.theory.sampling import sample_inputs
     d, h, hd, n, S, restarts = 6, 3, 3, 4, 64, 8
@@ -189,7 +189,7 @@ def train_run() -> tuple[float, float]:
 
 
 def retrieval() -> tuple[float, float]:
-    from lowrank.retrieval import train_retrieval
+    from lowrank.tasks.retrieval import train_retrieval
     # min_steps = max_steps and no cool-down: exactly 240 steps
     cfg = dict(n=32, head_dim=4, seed=0, max_steps=240, min_steps=240, check_every=80, cooldown=0.0, d_model=64,
                n_values=16, lr=0.003, tokens_per_step=2048, test_sequences=100, rank_sequences=4, rank_rtol=1e-3)
@@ -199,7 +199,7 @@ def retrieval() -> tuple[float, float]:
 
 def retrieval_run() -> tuple[float, float]:
     """Testing on fresh sequences: per 160,000 test queries (10,000 sequences at n = 16)."""
-    from lowrank.retrieval import train_retrieval
+    from lowrank.tasks.retrieval import train_retrieval
     cfg = dict(n=32, head_dim=4, seed=0, max_steps=60, min_steps=60, check_every=20, cooldown=0.0, d_model=64,
                n_values=16, lr=0.003, tokens_per_step=2048, test_sequences=5000, rank_sequences=64, rank_rtol=1e-3)
     s = _timed(lambda: train_retrieval(cfg))
@@ -236,7 +236,7 @@ def minilm() -> tuple[float, float]:
 def worker_start() -> tuple[float, float]:
     """A sweep worker: a fresh Python process importing what a training run needs."""
     import subprocess
-    s = _timed(lambda: subprocess.run([sys.executable, "-c", "import lowrank.sweep, lowrank.train, "
+    s = _timed(lambda: subprocess.run([sys.executable, "-c", "import lowrank.stores.sweep, lowrank.train, "
                                        "lowrank.experiments.head_size_training"], check=True))
     return s, 1.0
 

@@ -38,7 +38,7 @@ from lowrank.book import theory_figures, theory_tables
 from lowrank.book.params import validate
 from lowrank.book.plotting import use_style
 from lowrank.experiments import attention_and_rank as ch
-from lowrank.rank import rank_label
+from lowrank.measure.rank import rank_label
 
 use_style()
 
@@ -88,7 +88,7 @@ theory_tables.parameter_cost(tables["cost"])
 #
 # ## Five ways to count rank
 #
-# A numerical rank needs a tolerance, and attention matrices have long tails of small singular values, so the book always says which measure and which tolerance it reports. All measures come from the singular values $\sigma_1 \ge \dots \ge \sigma_{\min(m, n)} \ge 0$ of one SVD (`lowrank.rank`).
+# A numerical rank needs a tolerance, and attention matrices have long tails of small singular values, so the book always says which measure and which tolerance it reports. All measures come from the singular values $\sigma_1 \ge \dots \ge \sigma_{\min(m, n)} \ge 0$ of one SVD (`lowrank.measure.rank`).
 #
 # ```{prf:definition} Numerical rank
 # :label: def-numerical-rank

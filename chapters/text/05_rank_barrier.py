@@ -60,7 +60,7 @@ from lowrank.book.plotting import use_style
 from lowrank.book.verdict_view import rows_from_claims, verdict_cards
 from lowrank.experiments import rank_barrier as ch
 from lowrank.experiments.evidence import write_evidence
-from lowrank.rank import rank_label
+from lowrank.measure.rank import rank_label
 
 use_style()
 
@@ -287,7 +287,7 @@ ch.near_table(tables).style.hide(axis="index")
 # (sec-ch05-mla)=
 # ### Multi-head latent attention
 #
-# The 2026 abstract says the results "are verified in multi-head latent attention (MLA) as used in DeepSeek-V3" without saying what was measured. In MLA (`lowrank.mla.MultiHeadLatentAttention`), every head's keys and values come from one shared latent $c_{KV} = X W_{DKV}$ of size kv_latent, $k_C = c_{KV} W_{UK}$, and a decoupled rotary part of size rope_dim adds $q_R k_R^\top$ with a rotation per position. One head's logits therefore have rank at most $\min(d_h, \text{kv\_latent}) + \text{rope\_dim}$ (capped at $n$): the latent bounds the content part, the rotary part adds its own dimensions. For one DeepSeek-V3 head ({glue:text}`ch05_mla_v3_sizes`) the bound is {glue:text}`ch05_mla_v3_bound` at $n$ = {glue:text}`ch05_mla_v3_n:,`: its head size and rotary part bind, not its latent. We check the bound, and measure the barrier and the saturation in the latent size, on random heads of head size {glue:text}`ch05_mla_head_dim` (rotary part {glue:text}`ch05_mla_rope_dims`, kv_latent {glue:text}`ch05_mla_latents`, $n$ = {glue:text}`ch05_mla_ns`, {glue:text}`ch05_mla_trials` draws per cell, orthonormal tokens, Gaussian weights scaled so that every query and key entry has variance 1).
+# The 2026 abstract says the results "are verified in multi-head latent attention (MLA) as used in DeepSeek-V3" without saying what was measured. In MLA (`lowrank.layers.mla.MultiHeadLatentAttention`), every head's keys and values come from one shared latent $c_{KV} = X W_{DKV}$ of size kv_latent, $k_C = c_{KV} W_{UK}$, and a decoupled rotary part of size rope_dim adds $q_R k_R^\top$ with a rotation per position. One head's logits therefore have rank at most $\min(d_h, \text{kv\_latent}) + \text{rope\_dim}$ (capped at $n$): the latent bounds the content part, the rotary part adds its own dimensions. For one DeepSeek-V3 head ({glue:text}`ch05_mla_v3_sizes`) the bound is {glue:text}`ch05_mla_v3_bound` at $n$ = {glue:text}`ch05_mla_v3_n:,`: its head size and rotary part bind, not its latent. We check the bound, and measure the barrier and the saturation in the latent size, on random heads of head size {glue:text}`ch05_mla_head_dim` (rotary part {glue:text}`ch05_mla_rope_dims`, kv_latent {glue:text}`ch05_mla_latents`, $n$ = {glue:text}`ch05_mla_ns`, {glue:text}`ch05_mla_trials` draws per cell, orthonormal tokens, Gaussian weights scaled so that every query and key entry has variance 1).
 
 # %% tags=["hide-input"]
 fig = figs.mla(tables)

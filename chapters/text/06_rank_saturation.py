@@ -53,7 +53,7 @@ from lowrank.book.plotting import use_style
 from lowrank.book.verdict_view import rows_from_claims, verdict_cards
 from lowrank.experiments import rank_saturation as ch
 from lowrank.experiments.evidence import write_evidence
-from lowrank.rank import rank_label
+from lowrank.measure.rank import rank_label
 
 use_style()
 

@@ -8,7 +8,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..rank import rank_label
+from ..measure.rank import rank_label
 from ..theory.barrier import expected_distinct_columns, expected_distinct_columns_causal
 from .bands import band_lines, bound_line, log2_x
 from .plotting import grey_safe_lines, subplots

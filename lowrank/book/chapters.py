@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..files import BOOK_ROOT
+from ..core.files import BOOK_ROOT
 from .errors import UsageError
 from .params import short_repr
 

@@ -17,8 +17,8 @@ import sys
 import threading
 from pathlib import Path
 
-from ..commands import OneLineParser
-from ..params import SCALES
+from ..core.commands import OneLineParser
+from ..core.params import SCALES
 
 # The default first, as the help shows it; ``lowrank book`` has no long sets to render.
 RUN_SCALES = ("default", *(s for s in SCALES if s != "default"))
@@ -123,7 +123,7 @@ def _add_probe(sub) -> None:
 
 
 def _probe_list() -> int:
-    from ..pretrained_models import MODELS, model_dir
+    from ..data.pretrained_models import MODELS, model_dir
 
     for name, m in MODELS.items():
         try:
@@ -139,7 +139,7 @@ def _probe_list() -> int:
 def _probe(args) -> int:
     import time
 
-    from ..probe_run import ProbeInputError, ProbeSpec, run_probe
+    from ..probes.run import ProbeInputError, ProbeSpec, run_probe
 
     if args.list:
         return _probe_list()
@@ -172,8 +172,8 @@ def _raise_terminated(signum, frame):
 
 
 def _probe_main(args) -> int:
-    from ..probe import ProbeMismatchError
-    from ..probe_run import ProbeInputError
+    from ..probes.probe import ProbeMismatchError
+    from ..probes.run import ProbeInputError
 
     # transformers' load report and warnings only with --debug: a refused load is reported in one line.
     quiet = not args.debug

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ..experiments.evidence import EVIDENCE_DIR_ENV, FOLDER as EVIDENCE_FOLDER, SCALE_ENV
-from ..files import atomic_write_json
+from ..core.files import atomic_write_json
 from .chapters import quiet_papermill
 from .errors import ExecutionFailed, UsageError
 from .outputs import kernel_env, write_outputs

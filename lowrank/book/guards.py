@@ -5,7 +5,7 @@
 - a results store (a ``store`` parameter, and the manifest ``<stem>.params.json`` and run folders
   ``<stem>-runs/`` a sweep keeps beside it) must not be a file git tracks, nor lie in the book's
   ``data/results/`` unless git ignores it there (a hard link or symlink to a committed file is that
-  file: :mod:`lowrank.committed` compares device and inode) (``data/results/mine/``): that folder holds the
+  file: :mod:`lowrank.stores.committed` compares device and inode) (``data/results/mine/``): that folder holds the
   committed long-scale stores the chapters read, and a run appending to one would change the
   book's verdicts with runs of another scale;
 - the store must be new, empty or already a store of ours (its records carry their run key,
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..committed import RESULTS, committed_store, ignored, sidecars, tracked, unwritable
+from ..stores.committed import RESULTS, committed_store, ignored, sidecars, tracked, unwritable
 from .chapters import Chapter
 from .errors import UsageError
 from .params import CORPUS_NAMES, MANIFESTS, PATHS, short_repr
@@ -54,7 +54,7 @@ def check_path(name: str, value: str, kind: str, base: Path, source: str, root: 
     path = (base / Path(value).expanduser()).resolve()
     bad = None
     if kind in ("store", "read_store"):
-        from ..sweep import store_problem  # sweep imports torch: `lowrank list` and `--help` must not
+        from ..stores.sweep import store_problem  # sweep imports torch: `lowrank list` and `--help` must not
 
         bad = store_problem(path, experiments, root, written=kind == "store")
     elif kind == "folder":
@@ -80,7 +80,7 @@ def check_manifests(chapter: Chapter, merged: dict, injected: dict, sources: dic
     for name, kind in PATHS.get(chapter.name, {}).items():
         if kind != "store" or injected.get(name) is None or name not in MANIFESTS.get(chapter.name, ()):
             continue
-        from ..sweep import manifest_conflict
+        from ..stores.sweep import manifest_conflict
 
         store = Path(injected[name])
         why = manifest_conflict(sidecars(store)[0], merged)

@@ -57,7 +57,7 @@ def _first_sentence(text: str) -> str:
 def description(chapter: Chapter) -> str:
     """The chapter's opening sentence: the first paragraph after its title, up to its first full
     stop, with glued values as the committed notebook holds them."""
-    from ..glued import read_glue
+    from ..core.glued import read_glue
 
     for cell in read_cells(chapter.path):
         if cell["cell_type"] != "markdown":

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..glued import RECORD_PREFIX, read_glue
+from ..core.glued import RECORD_PREFIX, read_glue
 
 __all__ = ["FORMATS_ENV", "kernel_env", "write_outputs", "html_tables", "html_value"]
 

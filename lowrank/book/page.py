@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from ..glued import literal_value
+from ..core.glued import literal_value
 from .errors import RunError
 
 __all__ = ["PAGE", "ASSETS", "changed_parameters", "run_note", "render_page"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from ..files import InputFileError, read_regular
+from ..core.files import InputFileError, read_regular
 from .costs import METADATA_KEY
 from .errors import UsageError
 from .params import short_repr

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any, Callable
 
 from ..experiments import registry
-from ..params import ParameterError, check_constraints as _check, short_repr, validate as _validate
+from ..core.params import ParameterError, check_constraints as _check, short_repr, validate as _validate
 
 __all__ = ["ParameterError", "short_repr", "SCHEMAS", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "CORPUS_NAMES",
            "chapter_name", "schema", "validate", "check_constraints"]

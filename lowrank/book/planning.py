@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..provenance import physical_memory
+from ..core.provenance import physical_memory
 from .chapters import Chapter, notebook_parameters
 from .costs import estimate
 from .errors import UsageError

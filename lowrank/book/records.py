@@ -2,7 +2,7 @@
 
 The record is written when the run starts (status ``running``) and rewritten when it ends
 (``ok`` or ``failed``, with the message); the revision and code hash come from
-:mod:`lowrank.provenance`, as on every stored result. A folder is recognised as a failed run of
+:mod:`lowrank.core.provenance`, as on every stored result. A folder is recognised as a failed run of
 ours only by this record, so :func:`is_failed_run_record` is the one reading of it.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..files import atomic_write_json
-from ..provenance import code_hash, git_revision
+from ..core.files import atomic_write_json
+from ..core.provenance import code_hash, git_revision
 from .planning import RunPlan
 
 __all__ = ["RECORD", "now", "run_record", "write_record", "mark_failed", "is_failed_run_record"]

@@ -14,8 +14,8 @@ from typing import Any
 
 from .costs import DEFAULT_HARDWARE, METADATA_KEY, SetInfo, estimate, measured_time, read_metadata
 from ..experiments.costs import run_keys
-from ..files import atomic_write_text
-from ..params import SCALES
+from ..core.files import atomic_write_text
+from ..core.params import SCALES
 from .params import SCHEMAS, ParameterError, validate
 from .runner import Chapter, find_root, load_yaml, notebook_parameters
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from ..provenance import code_hash
+from ..core.provenance import code_hash
 from .chapters import list_chapters, notebook_parameters
 from .errors import ExecutionFailed, UsageError
 from .params import short_repr

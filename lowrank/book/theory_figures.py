@@ -11,7 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..attention import standard_head_dim
+from ..layers.attention import standard_head_dim
 from .plotting import grey_safe_lines, legend_below, subplots
 
 __all__ = ["rank_vs_head_size", "temperature", "construction_example", "threshold", "sparse_vs_dense", "causal",

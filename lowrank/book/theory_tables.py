@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 from pandas.io.formats.style import Styler
 
-from ..attention import standard_head_dim
-from ..rank import rank_label
+from ..layers.attention import standard_head_dim
+from ..measure.rank import rank_label
 
 __all__ = ["parameter_cost", "construction", "vanishing", "bottleneck", "causal_threshold", "d_below_n",
            "many_inputs", "head_count", "theorem2", "separation_by_case", "cost_ratios", "paper_settings"]

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..attention import MultiHeadAttention, attention_parameter_count, row_softmax
-from ..progress import progress
-from ..rank import default_rtol, effective_rank_of_singular_values, numerical_rank_of_singular_values
+from ..layers.attention import MultiHeadAttention, attention_parameter_count, row_softmax
+from ..core.progress import progress
+from ..measure.rank import default_rtol, effective_rank_of_singular_values, numerical_rank_of_singular_values
 from ..theory.sampling import sample_qk
-from ..params import Int, IntList, FloatList, Constraint, contains
+from ..core.params import Int, IntList, FloatList, Constraint, contains
 
 __all__ = ["estimate", "memory", "rank_vs_head_dim", "softmax_transpose_gap", "parameter_cost", "run",
            "headline", "HEADLINE_KEYS", "COST_HEADS"]
@@ -27,7 +27,7 @@ COST_HEADS = (1, 2, 4, 8, 16, 32)  # head counts of the parameter-cost table
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
-# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+# lowrank.core.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
     seed=Int(0, doc="random seed"),
     n=Int(4, 4096, doc="sequence length"),

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..files import atomic_write_text, sha256_file
+from ..core.files import atomic_write_text, sha256_file
 from .verdicts import NOT_JUDGED, MissingEvidence
 
 __all__ = ["EVIDENCE_DIR_ENV", "SCALE_ENV", "FOLDER", "FORMAT", "StoreStamp", "ChapterEvidence",

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..commands import (OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt)
-from ..files import BOOK_ROOT, InputFileError, appending, read_regular
+from ..core.commands import (OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt)
+from ..core.files import BOOK_ROOT, InputFileError, appending, read_regular
 from .rule_source import walk
 
 __all__ = ["LEDGER_PATH", "Event", "LedgerError", "fingerprint", "claim_fingerprint", "thresholds", "read_ledger", "scan_ledger",

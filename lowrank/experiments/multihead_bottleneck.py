@@ -7,10 +7,10 @@ from typing import Any, Mapping
 import pandas as pd
 import torch
 
-from ..attention import standard_head_dim
-from ..fit import fit_heads
-from ..params import Int, Float, IntList, Constraint, divides
-from ..progress import tqdm
+from ..layers.attention import standard_head_dim
+from ..tasks.fit import fit_heads
+from ..core.params import Int, Float, IntList, Constraint, divides
+from ..core.progress import tqdm
 from . import verdicts as _v
 
 __all__ = ["estimate", "run", "head_count_sweep", "run_head_count", "run_embedding", "run_theorem2", "run_costs",
@@ -18,7 +18,7 @@ __all__ = ["estimate", "run", "head_count_sweep", "run_head_count", "run_embeddi
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
-# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+# lowrank.core.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
     seed=Int(0, doc="random seed"),
     d_model=Int(2, 8192, doc="model width d for the head-count sweep"),
@@ -114,7 +114,7 @@ def run_embedding(d_model: int, n_heads: int, head_dim: int, *, n: int = 7, batc
     """F in G: a standard layer with N(0, 1) weights and biases against its embedding at head size
     head_dim, with and without the query rescale, max |f(X) - g(X)| over `batch` Gaussian inputs
     (table "embedding", one row)."""
-    from ..attention import MultiHeadAttention
+    from ..layers.attention import MultiHeadAttention
     from ..theory.multihead import embed_standard_in_fixed
     from ..theory.sampling import sample_inputs
 
@@ -141,7 +141,7 @@ def run_theorem2(d: int, n_heads: int, head_dim: int, *, n: int = 4, samples: in
     tokens (rows on the unit sphere) by a standard layer and a fixed-head-size one; errors on
     the fitting inputs and on as many fresh ones ("t2_restarts", "t2"); the separating input of
     the best standard fit ("separation", a Separation) and its gap in each case's form ("by_case")."""
-    from ..fit import fit_layer
+    from ..tasks.fit import fit_layer
     from ..theory.multihead import separating_input, theorem2_in_fewer_heads, theorem2_layer
     from ..theory.sampling import sample_inputs
 

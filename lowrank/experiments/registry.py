@@ -1,6 +1,6 @@
 """The one list of the book's chapters and the module that holds each.
 
-A chapter module exports ``SCHEMA`` and ``CONSTRAINTS`` (its parameters, :mod:`lowrank.params`),
+A chapter module exports ``SCHEMA`` and ``CONSTRAINTS`` (its parameters, :mod:`lowrank.core.params`),
 optionally ``PATHS`` and ``MANIFESTS`` (parameters naming files), its run functions, ``headline``
 (every number its notebook glues) and, when it judges the papers, ``CLAIMS``. The book layer,
 the synthesis chapter, ``lowrank list`` and the tests read the chapters from here.
@@ -11,7 +11,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any, Mapping
 
-from ..params import ParameterError, short_repr, validate as validate_values
+from ..core.params import ParameterError, short_repr, validate as validate_values
 
 __all__ = ["CHAPTERS", "SYNTHESIS", "claim_chapters", "MODULES", "chapter_name", "module", "schema", "constraints", "paths", "manifests", "store_experiments",
            "validate"]

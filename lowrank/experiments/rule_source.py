@@ -5,7 +5,7 @@ rule's printed sentence, with its constants filled in.
 The walk follows a name (``need``), an attribute of a module or a class (``latent.paired_saturation``,
 ``_v.Judgement``, ``fair.JUDGED_STEPS``) and a placeholder of a docstring (``{MARGIN}``), transitively,
 to every function and class defined in ``lowrank.experiments``. A function of another package
-(numpy, torch, ``lowrank.stats``) is not followed: the ledger fingerprints the book's own code. A
+(numpy, torch, ``lowrank.measure.stats``) is not followed: the ledger fingerprints the book's own code. A
 constant is a module-level or class-level value of plain data (numbers, texts, tuples and dicts of
 them); it is named as its reader sees it, qualified by its module (``verdicts.REPRODUCED``) unless
 it is read in the rule's own module.

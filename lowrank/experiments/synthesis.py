@@ -25,7 +25,7 @@ from typing import Any
 from .verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, KINDS, NEGLIGIBLE,
                        KIND_MEANING, NOT_JUDGED, NOT_TESTED, PROOF_CHECK, REPRODUCED, SCALES, VERDICT_MEANING, VERDICTS,
                        WEAKER, PAPERS, Claim, Effect, Judgement, MissingEvidence, Paper, one_line_reason)
-from ..params import IntList, Str
+from ..core.params import IntList, Str
 from . import abstract as _abstract, answers as _answers
 from .evidence import read_book_evidence
 from .claims import ChapterSource, claim_sources, Collection, collect_claims, load_module
@@ -39,7 +39,7 @@ __all__ = ["estimate", "ChapterSource", "claim_sources", "NOT_JUDGED", "Collecti
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
-# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+# lowrank.core.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
     chapters_dir=Str(doc="folder whose evidence/ holds the evidence files of the chapters that judge claims"),
     practitioner_ns=IntList(2, 2**20, doc="sequence lengths n at which the answer states the head size a head "

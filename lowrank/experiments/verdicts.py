@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..params import SCALES
+from ..core.params import SCALES
 from .rule_source import render
 
 __all__ = ["REPRODUCED", "CORRECTED", "WEAKER", "CONDITIONAL", "NEGLIGIBLE", "INCONCLUSIVE", "CONTRADICTED", "NOT_TESTED",

@@ -1,6 +1,6 @@
 """Random multi-head latent attention heads: the rank of their logits and attention matrices.
 
-One head of :class:`lowrank.mla.MultiHeadLatentAttention` under Min & Li's sampling setting:
+One head of :class:`lowrank.layers.mla.MultiHeadLatentAttention` under Min & Li's sampling setting:
 token vectors X from :func:`lowrank.theory.sampling.sample_inputs` (orthonormal rows by
 default) and i.i.d. Gaussian weights, a fresh draw of every weight per trial. Projections read
 from x have N(0, 1) entries, as ``sample_qk``'s W_q and W_k; projections read from a latent
@@ -30,11 +30,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..attention import causal_mask, row_softmax
-from ..mla import logit_rank_bound, rope
-from ..rank import (FLOAT32, default_rtol, hardmax_rank, numerical_rank, rank_label, rtol_or_default,
+from ..layers.attention import causal_mask, row_softmax
+from ..layers.mla import logit_rank_bound, rope
+from ..measure.rank import (FLOAT32, default_rtol, hardmax_rank, numerical_rank, rank_label, rtol_or_default,
                     tolerance_label)
-from ..stats import mean_se
+from ..measure.stats import mean_se
 from .barrier import expected_distinct_columns, expected_distinct_columns_causal
 from .sampling import sample_inputs
 
@@ -92,7 +92,7 @@ def mla_head_logits(X: torch.Tensor, w: LatentHeadWeights, *, rope_base: float =
     """Unmasked logits (batch, n, n) of the heads ``w`` on tokens X (batch or 1, n, d).
 
     S = (q_C k_C^T + q_R k_R^T) * scale, default scale 1 / sqrt(head_dim + rope_dim): the
-    computation of :class:`lowrank.mla.MultiHeadLatentAttention` for one head without biases.
+    computation of :class:`lowrank.layers.mla.MultiHeadLatentAttention` for one head without biases.
     """
     head_dim = w.W_uk.shape[-1]
     rope_dim = w.W_kr.shape[-1]
@@ -166,16 +166,16 @@ def mla_rank_table(ns: Sequence[int], kv_latents: Sequence[int], *, head_dims: S
     """Ranks of random MLA heads over a grid of n, kv_latent, head_dim and rope_dim (float64).
 
     Three matrices per draw: the unmasked logits S (numerical rank at each of ``rtols``: None or
-    0 is the default max(n, n) eps, :data:`lowrank.rank.FLOAT32` the same rule with float32's eps,
+    0 is the default max(n, n) eps, :data:`lowrank.measure.rank.FLOAT32` the same rule with float32's eps,
     a number a relative tolerance), the softmax attention at the standard scale 1 / sqrt(head_dim +
     rope_dim) with the causal mask if asked (numerical rank) and the hardmax attention (hardmax
     rank: distinct argmax columns). Every cell draws from its own seed, so a cell's numbers do not
     depend on the rest of the grid.
 
     ``summary=True``: one row per cell and measure with columns n, head_dim, rope_dim, kv_latent,
-    q_latent, inputs, causal, matrix, measure, tolerance, label (:func:`lowrank.rank.rank_label`),
+    q_latent, inputs, causal, matrix, measure, tolerance, label (:func:`lowrank.measure.rank.rank_label`),
     mean, se (NaN for one draw), draws, frac (mean / n), se_frac, logit_bound
-    (:func:`lowrank.mla.logit_rank_bound` at d_model = the inputs' width) and barrier (Min & Li's
+    (:func:`lowrank.layers.mla.logit_rank_bound` at d_model = the inputs' width) and barrier (Min & Li's
     n (1 - (1 - 1/n)^n), or (n + 1) / 2 with the causal mask; a bound on the hardmax rank's mean).
     ``summary=False``: one row per draw and measure, with ``trial`` and ``value`` instead of
     the mean, se, draws, frac and se_frac columns.

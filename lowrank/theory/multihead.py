@@ -18,7 +18,7 @@ from typing import NamedTuple
 import pandas as pd
 import torch
 
-from ..attention import HeadWeights, MultiHeadAttention, head_weights, set_head_weights, standard_head_dim
+from ..layers.attention import HeadWeights, MultiHeadAttention, head_weights, set_head_weights, standard_head_dim
 
 __all__ = ["HeadWeights", "head_weights", "embed_standard_in_fixed", "theorem2_layer",
            "Separation", "separating_input", "SEPARATION_REL_TOL", "theorem2_in_fewer_heads", "layer_cost",

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..rank import default_rtol
+from ..measure.rank import default_rtol
 
 __all__ = ["representation_weights", "head_logits", "min_logit_rank", "centred_log", "construction_check",
            "Counterexample", "theorem1_counterexample", "ROW_SUM_TOL", "logit_tail", "tv_from_logit_error",

@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from ..attention import causal_mask, hardmax, row_softmax
+from ..layers.attention import causal_mask, hardmax, row_softmax
 
 INPUTS = ("orthonormal", "gaussian", "sphere", "anisotropic")
 ANISOTROPY_NOISE = 0.25

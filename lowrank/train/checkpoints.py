@@ -1,6 +1,6 @@
 """A run folder on disk: the checkpoint, the metrics log and the finished result.
 
-The checkpoint is written whole or not at all (:func:`lowrank.files.atomic_write`) and read with
+The checkpoint is written whole or not at all (:func:`lowrank.core.files.atomic_write`) and read with
 ``weights_only=True``; a file that cannot be read is named in a :class:`CheckpointError` instead
 of being overwritten, so a user decides whether to delete it.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from ..files import atomic_write
+from ..core.files import atomic_write
 from .config import TrainConfig, clip
 
 __all__ = ["CheckpointError", "finished_result", "load_checkpoint", "save_checkpoint", "read_metrics",

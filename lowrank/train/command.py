@@ -12,10 +12,10 @@ from pathlib import Path
 
 import torch
 
-from ..commands import OneLineParser, interrupt_status, interrupt_words, signals_interrupt
-from ..data import DataUnavailableError
-from ..files import InputFileError, read_regular
-from ..provenance import physical_memory
+from ..core.commands import OneLineParser, interrupt_status, interrupt_words, signals_interrupt
+from ..data.corpora import DataUnavailableError
+from ..core.files import InputFileError, read_regular
+from ..core.provenance import physical_memory
 from .checkpoints import CheckpointError, last_step, not_resumable
 from .config import TrainConfig, clip, run_key, short
 from .loop import NonFiniteLossError, train

@@ -6,7 +6,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, fields
 
-from ..models import TransformerConfig
+from ..layers.models import TransformerConfig
 
 __all__ = ["TASKS", "SCHEDULES", "INT_CEILING", "RANGES", "TrainConfig", "lr_at", "run_key", "clip"]
 
@@ -28,7 +28,7 @@ RANGES = (
 class TrainConfig:
     """Everything that determines a run. ``batch_size`` is the global batch (all processes)."""
     task: str = "lm"                 # 'lm' (causal), 'mlm' (BERT masking) or 'classify'
-    corpus: str = "shakespeare"      # corpus name or local path (see lowrank.data)
+    corpus: str = "shakespeare"      # corpus name or local path (see lowrank.data.corpora)
     vocab_size: int = 1024           # BPE vocabulary size
     split_seed: int = 0              # seed of the document split
     seq_len: int = 64                # tokens per sequence n
@@ -41,7 +41,7 @@ class TrainConfig:
     norm: str = "post"
     tie_embeddings: bool = True
     init: str = "bert"               # 'bert' (trunc-normal 0.02) or 'scaled' (residual outputs by fan-in and depth)
-    attention: str = "standard"      # 'standard' or 'mla' (multi-head latent attention, lowrank.mla)
+    attention: str = "standard"      # 'standard' or 'mla' (multi-head latent attention, lowrank.layers.mla)
     kv_latent: int | None = None     # MLA: width of the shared key-value latent (required with 'mla')
     rope_dim: int = 0                # MLA: width of the decoupled rotary query and key (even)
     batch_size: int = 16

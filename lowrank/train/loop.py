@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ..files import atomic_write_json, atomic_write_text
-from ..models import count_parameters
-from ..progress import tqdm
+from ..core.files import atomic_write_json, atomic_write_text
+from ..layers.models import count_parameters
+from ..core.progress import tqdm
 from .checkpoints import finished_result, load_checkpoint, read_metrics, save_checkpoint
 from .config import TrainConfig, lr_at
 from .evaluate import all_sum, evaluate
@@ -70,7 +70,7 @@ def train(config: TrainConfig | dict, *, out_dir: str | os.PathLike, resume: boo
         stop_after: stop after this global step without saving, as a kill would; returns
             ``{"finished": False, "step": ...}``. For tests of ``resume``.
         callbacks: functions ``f(step, model)`` called after every optimiser update.
-        data_root: data folder for corpora and tokenizers (default: see lowrank.data).
+        data_root: data folder for corpora and tokenizers (default: see lowrank.data.corpora).
 
     Raises:
         NonFiniteLossError: the loss or gradient norm became non-finite; names the step

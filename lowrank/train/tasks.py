@@ -7,8 +7,8 @@ import functools
 import torch
 import torch.nn.functional as F
 
-from .. import data as _data
-from ..models import IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, mask_tokens
+from ..data import corpora as _data
+from ..layers.models import IGNORE_INDEX, CausalLM, MaskedLM, SequenceClassifier, mask_tokens
 from .config import TrainConfig
 
 __all__ = ["seed_of", "Task"]

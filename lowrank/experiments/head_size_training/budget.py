@@ -3,7 +3,7 @@ and the powered seeds, the doubled budget, Fig. 4 and Table 2(B) added to it.
 
 Grids of causal-LM runs on the recipe of the chapter's long-scale sweep (d = 64, n = 64,
 two pre-LN layers, BPE vocabulary 512, batch 32, cosine decay after 100 warm-up steps, scaled
-initialisation, one torch thread), written to one resumable store through :func:`lowrank.sweep.sweep`
+initialisation, one torch thread), written to one resumable store through :func:`lowrank.stores.sweep.sweep`
 and run in this order by :func:`run` (``python -m lowrank.experiments.head_size_training``):
 
 1. :func:`lr_check_grid`: standard and fixed head size at h = 32, every rate of
@@ -36,10 +36,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
-from ...data import SPECIAL_TOKENS
-from ...sweep import ResultStore, manifest_path, parse_shard, sweep
-from ...sweep import store_problem
+from ...core.commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
+from ...data.corpora import SPECIAL_TOKENS
+from ...stores.sweep import ResultStore, manifest_path, parse_shard, sweep
+from ...stores.sweep import store_problem
 from ...train import run_key
 from . import fair
 from .design import (ALL_MODELS, BASE, BUDGET_STEPS, EXPERIMENT, EXTENDED_MODELS, EXTENDED_STEPS, FIG4_MODELS,

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ...attention import standard_head_dim
-from ...stats import Estimate, t_interval
+from ...layers.attention import standard_head_dim
+from ...measure.stats import Estimate, t_interval
 from ...train import TrainConfig, run_key
 
 __all__ = ["EXPERIMENT", "BASE", "SEEDS", "BUDGET_STEPS", "MODELS", "EXTENDED_STEPS", "EXTENDED_MODELS",

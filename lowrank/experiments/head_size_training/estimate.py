@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...attention import standard_head_dim
+from ...layers.attention import standard_head_dim
 from ...train import run_key
 from .grids import lr_sweep_grid, training_grids
 

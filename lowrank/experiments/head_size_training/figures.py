@@ -12,7 +12,7 @@ import math
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from ...attention import standard_head_dim
+from ...layers.attention import standard_head_dim
 from . import budget
 from .rules import MARGIN
 from .summaries import curve_gap, mean_curves, summarise

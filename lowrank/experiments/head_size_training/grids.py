@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ...attention import standard_head_dim
+from ...layers.attention import standard_head_dim
 from ...train import TrainConfig
 
 __all__ = ["heads_at_fixed_width", "parameter_matched", "head_size_at_fixed_heads", "base_config", "recovery_grid",

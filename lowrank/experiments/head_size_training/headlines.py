@@ -7,8 +7,8 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ...models import bert_parameter_count
-from ...stats import Estimate
+from ...layers.models import bert_parameter_count
+from ...measure.stats import Estimate
 from . import budget, design, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key

@@ -1,11 +1,11 @@
 """The paper's parameter table: Tables 1, 2(A), 2(B) and 3 of Bhojanapalli et al. (2020), each
-reported parameter count beside :func:`lowrank.models.bert_parameter_count`."""
+reported parameter count beside :func:`lowrank.layers.models.bert_parameter_count`."""
 from __future__ import annotations
 
 import pandas as pd
 
-from ...attention import standard_head_dim
-from ...models import bert_parameter_count
+from ...layers.attention import standard_head_dim
+from ...layers.models import bert_parameter_count
 
 __all__ = ["PARAMETER_TOLERANCE_M", "PAPER_TABLES", "paper_parameter_table", "run_parameter_table"]
 

@@ -1,8 +1,8 @@
 """The chapter's parameters: what its notebook's parameters cell sets, checked before any run."""
 from __future__ import annotations
 
-from ...attention import standard_head_dim
-from ...params import Param, Int, Float, Bool, Str, Choice, IntList, FloatList, Constraint, short_repr, shard_problem
+from ...layers.attention import standard_head_dim
+from ...core.params import Param, Int, Float, Bool, Str, Choice, IntList, FloatList, Constraint, short_repr, shard_problem
 
 SCHEMA = dict(
     seed=Int(0, doc="first training seed; runs use seed, seed + 1, ..."),

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from ...stats import Estimate, paired_difference
+from ...measure.stats import Estimate, paired_difference
 
 __all__ = ["summarise", "curves", "mean_curves", "curve_gap", "configuration_table", "LEVEL", "paired", "diff_text",
            "half_width"]

@@ -1,4 +1,4 @@
-"""Running the chapter: the corpus, the training sweep through :func:`lowrank.sweep.sweep` (shared
+"""Running the chapter: the corpus, the training sweep through :func:`lowrank.stores.sweep.sweep` (shared
 configurations run once; a paper-scale grid can be interrupted, resumed and sharded), the
 learning-rate choice, and reading the committed stores (the long-scale sweep and the budget store)."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...attention import standard_head_dim
-from ...files import in_book
-from ...sweep import ResultStore, manifest_path, parse_shard, run_key, sweep, write_manifest
+from ...layers.attention import standard_head_dim
+from ...core.files import in_book
+from ...stores.sweep import ResultStore, manifest_path, parse_shard, run_key, sweep, write_manifest
 from . import budget
 from .grids import base_config, lr_sweep_grid, training_grids
 from .summaries import configuration_table
@@ -27,7 +27,7 @@ __all__ = ["run_corpus", "run_grids", "default_runs_dir", "choose_lr", "manifest
 def run_corpus(corpus: str, *, vocab_size: int) -> dict:
     """``{"corpus": {...}}``: documents, words, the validation and test plays, and the token
     count of each split under the chapter's BPE tokenizer."""
-    from ...data import load_corpus, prepare_lm, split_documents
+    from ...data.corpora import load_corpus, prepare_lm, split_documents
 
     docs = load_corpus(corpus)
     parts = split_documents(docs)
@@ -150,7 +150,7 @@ def run_training(P: Mapping, *, progress: bool = False, read_only: bool = False,
     reused, and the parameters are written beside it, :func:`manifest_path`), else to a fresh
     temporary store, so that the page is always recomputed. ``read_only=True`` trains nothing:
     every run must already be in ``store``. ``P["shard"]`` = ``"i/N"`` (optional) trains only
-    this machine's share (:func:`lowrank.sweep.shard_of`) into the named store; the chapter
+    this machine's share (:func:`lowrank.stores.sweep.shard_of`) into the named store; the chapter
     renders once every shard has finished, from a run with no shard and the same store.
     """
     t0 = time.perf_counter()

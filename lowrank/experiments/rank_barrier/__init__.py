@@ -11,7 +11,7 @@ the sampled rank tables shared with chapter 06 in ``lowrank.experiments.shared.m
 """
 from __future__ import annotations
 
-from ...params import Choice, ChoiceList, Constraint, Float, FloatList, Int, IntList, ascending, contains, short_repr
+from ...core.params import Choice, ChoiceList, Constraint, Float, FloatList, Int, IntList, ascending, contains, short_repr
 from ..shared.montecarlo import MAX_ELEMENTS, attention_rank_table, hardmax_rank_table, mean_band
 from .near import near_cells, near_orthonormal_table
 from .rules import (CLAIMS, FAMILY_LEVEL, GROUPS, HEADLINE_KEYS, MLA_INCREMENT, NEAR_MARGIN, Z95, headline,
@@ -26,7 +26,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "estimate", "memory", "MAX_ELEMENTS", "key_s
            "near_orthonormal_table", "near_cells", "near_table", "mla_table", "rule_mla", "rule_mla_bound", "MLA_INCREMENT"]
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
-# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+# lowrank.core.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
     seed=Int(0, doc="random seed"),
     device=Choice("cpu", "cuda", doc="where the Monte Carlo runs"),

@@ -1,4 +1,4 @@
-"""Chapter 05's multi-head latent attention (MLA) heads: random heads of lowrank.mla's layer on
+"""Chapter 05's multi-head latent attention (MLA) heads: random heads of lowrank.layers.mla's layer on
 orthonormal tokens (lowrank.theory.mla), their logit rank against the layer's bound, and their
 hardmax rank against Min & Li's barrier as the latent kv_latent grows."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...mla import logit_rank_bound
+from ...layers.mla import logit_rank_bound
 from ...theory.mla import mla_rank_table
 
 __all__ = ["mla_tables", "mla_cells", "relative_increment", "mla_headline", "DEEPSEEK_V3", "deepseek_bound"]

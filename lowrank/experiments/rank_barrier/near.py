@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...rank import hardmax_rank
+from ...measure.rank import hardmax_rank
 from ...theory.barrier import expected_distinct_columns
 from ...theory.perturbed import near_orthonormal_gram
 from ..shared.montecarlo import cell_seed

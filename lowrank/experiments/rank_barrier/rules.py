@@ -288,7 +288,7 @@ MLA_INCREMENT = 0.01
 
 
 def rule_mla(h: Mapping[str, Any]) -> Judgement:
-    """Random MLA heads (lowrank.mla: keys and values from a shared latent of size kv_latent, a decoupled rotary part) on orthonormal tokens: contradicted when some (n, rope_dim, kv_latent) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its Bonferroni {FAMILY_LEVEL:coverage} interval, or when at some (n, rope_dim) the rank at the largest kv_latent lies below that at the smallest beyond a 95 % interval; reproduced when, with the barrier respected, the rank rises with kv_latent beyond a 95 % interval at every (n, rope_dim) and its relative increment per doubling of kv_latent over the grid's last step is below {MLA_INCREMENT} there (the paper's saturation criterion); reproduced in a weaker form (the barrier holds, the rank does not saturate inside the grid) when the increment is {MLA_INCREMENT} or more somewhere; inconclusive with fewer than two draws or a rise inside its interval.
+    """Random MLA heads (lowrank.layers.mla: keys and values from a shared latent of size kv_latent, a decoupled rotary part) on orthonormal tokens: contradicted when some (n, rope_dim, kv_latent) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its Bonferroni {FAMILY_LEVEL:coverage} interval, or when at some (n, rope_dim) the rank at the largest kv_latent lies below that at the smallest beyond a 95 % interval; reproduced when, with the barrier respected, the rank rises with kv_latent beyond a 95 % interval at every (n, rope_dim) and its relative increment per doubling of kv_latent over the grid's last step is below {MLA_INCREMENT} there (the paper's saturation criterion); reproduced in a weaker form (the barrier holds, the rank does not saturate inside the grid) when the increment is {MLA_INCREMENT} or more somewhere; inconclusive with fewer than two draws or a rise inside its interval.
 
     The paper does not say what it verified in MLA; the row states what the book measured: the
     barrier and saturation in the latent size, on random heads, at the head size chapter 05 uses.
@@ -353,5 +353,5 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("mla-logit-bound", BOOK, "05", "sec-ch05-mla",
           "In MLA one head's logits have rank at most min(d_h, kv_latent) + rope_dim: the latent bounds the "
           "content part, the rotary part adds its own dimensions", rule_mla_bound, kind=PROOF_CHECK,
-          where="this book (lowrank.mla)", measure=mla_headline),
+          where="this book (lowrank.layers.mla)", measure=mla_headline),
 )

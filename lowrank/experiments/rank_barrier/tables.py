@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...rank import DEFAULT_TOL, hardmax_rank, numerical_rank
+from ...measure.rank import DEFAULT_TOL, hardmax_rank, numerical_rank
 from ...theory.barrier import counterexample_qk, expected_distinct_columns, expected_distinct_columns_given
 from ...theory.embeddings import minilm_word_embeddings
 from ...theory.sampling import sample_inputs, sample_qk

@@ -14,7 +14,7 @@ softmax rank tables in ``lowrank.experiments.shared.montecarlo``.
 """
 from __future__ import annotations
 
-from ...params import Choice, Constraint, Float, FloatList, Int, IntList, Param, distinct_at_least
+from ...core.params import Choice, Constraint, Float, FloatList, Int, IntList, Param, distinct_at_least
 from ..shared.laws import LAWS, LOG, POLYLOG, POWER, fit_saturation, law_comparison, law_value
 from .criteria import criteria, curve_bootstrap, point_summary, saturation_bootstrap, saturation_points
 from .grids import head_dim_grid, main_criterion, nested_hardmax_table, trials_per_n
@@ -34,7 +34,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "estimate", "memory", "head_dim_grid", "satu
            "run_length", "decode_ranks", "increment_evidence", "increment_keys"]
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
-# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+# lowrank.core.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
     seed=Int(0, doc="random seed"),
     device=Choice("cpu", "cuda", doc="where the Monte Carlo runs"),

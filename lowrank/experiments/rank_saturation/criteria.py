@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ...stats import MIN_BOOTSTRAP
+from ...measure.stats import MIN_BOOTSTRAP
 from ...theory.barrier import expected_distinct_columns
 
 __all__ = ["criteria", "saturation_points", "saturation_bootstrap", "curve_bootstrap", "point_summary", "interval_text"]

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...progress import tqdm
+from ...core.progress import tqdm
 from ...theory.barrier import expected_distinct_columns
 from ..shared.montecarlo import cell_seed
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...files import BOOK_ROOT
+from ...core.files import BOOK_ROOT
 from ..shared.laws import law_comparison
 from .criteria import criteria, curve_bootstrap, interval_text, point_summary, saturation_points
 from .grids import head_dim_grid, trials_per_n

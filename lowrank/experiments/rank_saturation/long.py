@@ -14,9 +14,9 @@ from typing import Any
 
 import yaml
 
-from ...commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
-from ...sweep import store_problem
-from ...files import BOOK_ROOT
+from ...core.commands import OneLineParser, interrupt_status, interrupt_words, one_line, signals_interrupt
+from ...stores.sweep import store_problem
+from ...core.files import BOOK_ROOT
 from .store import EXPERIMENT, GRID_PARAMETERS, fill_store, read_store
 
 __all__ = ["LONG_SET", "long_parameters", "main"]
@@ -27,7 +27,7 @@ LONG_SET = Path("chapters") / "params" / "long" / "06_rank_saturation.yaml"
 def long_parameters(book: str | Path = BOOK_ROOT) -> dict[str, Any]:
     """The long grid's parameters (:data:`GRID_PARAMETERS`) as the chapter's long set states them,
     checked by the chapter's schema; ValueError naming the file when one is missing or out of range."""
-    from ...params import ParameterError, validate
+    from ...core.params import ParameterError, validate
     from . import SCHEMA
 
     path = Path(book) / LONG_SET

@@ -6,8 +6,8 @@ below 0.01 inside the grid at only a few lengths, because its point grows with n
 keeps the chapter's head sizes round(2^(k / points_per_octave)) but runs them up to
 max(increment_top_min, increment_top_factor x n) at each n, with max(min_trials,
 increment_rows_per_cell // n) draws. Each length is one record of a results store (keyed by the hash
-of its config, appended atomically through :func:`lowrank.sweep.sweep`, carrying its wall time and
-:func:`lowrank.provenance.provenance`), so an interrupted run resumes at the first missing length.
+of its config, appended atomically through :func:`lowrank.stores.sweep.sweep`, carrying its wall time and
+:func:`lowrank.core.provenance.provenance`), so an interrupted run resumes at the first missing length.
 :func:`fill_store` writes it (``python -m lowrank.experiments.rank_saturation.long`` is the command),
 :func:`read_store` gives back the per-draw table of the lengths a store holds, in the form of
 :func:`nested_hardmax_table`.
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...files import in_book
-from ...sweep import ResultStore, foreign_store, sweep
+from ...core.files import in_book
+from ...stores.sweep import ResultStore, foreign_store, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
 from ..shared.montecarlo import seeded
@@ -105,7 +105,7 @@ def decode_ranks(metrics: Mapping[str, Any]) -> np.ndarray:
 
 
 def run_length(config: Mapping[str, Any], *, run_dir: Path | None = None) -> dict:
-    """One length of the long grid (a :func:`lowrank.sweep.sweep` run; nothing is written to run_dir):
+    """One length of the long grid (a :func:`lowrank.stores.sweep.sweep` run; nothing is written to run_dir):
     the hardmax rank of A (exact) at every head size of every draw."""
     dims, t = [int(d) for d in config["head_dims"]], int(config["trials"])
     with seeded(int(config["seed"]), int(config["threads"])):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...params import Int, Float, IntList, FloatList, ChoiceList, Constraint, short_repr
+from ...core.params import Int, Float, IntList, FloatList, ChoiceList, Constraint, short_repr
 from .claims import (CLAIMS, COUNTEREXAMPLE_TV, EXACT_TOL, MIN_LENGTHS, rule_causal_threshold,
                      rule_head_size_threshold, rule_theorem1, rule_theorem1_counterexample)
 from .headlines import HEADLINE_KEYS, SPARSE_KINDS, headline, summary
@@ -24,7 +24,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "run", "estimate", "headline", "summary", "H
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
-# lowrank.params.validate checks them (and CONSTRAINTS) before anything runs.
+# lowrank.core.params.validate checks them (and CONSTRAINTS) before anything runs.
 SCHEMA = dict(
     seed=Int(0, doc="random seed"),
     construction_ns=IntList(2, 4096, doc="sequence lengths n for the exact construction"),

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 
-from ...rank import rank_label
+from ...measure.rank import rank_label
 
 __all__ = ["SPARSE_KINDS", "HEADLINE_KEYS", "headline", "summary"]
 

@@ -80,7 +80,7 @@ def run_bottleneck(n: int, ranks, *, concentration: float = 1.0, n_targets: int 
     """The error well below the threshold (r << n): best fitted max-row TV at each rank of `ranks`
     for n_targets Dirichlet(concentration) targets at n, with the certified bound and the
     truncated-SVD upper bound ("bottleneck", one row per (target, rank))."""
-    from ...fit import logit_rank_sweep
+    from ...tasks.fit import logit_rank_sweep
     from ...theory.representation import logit_tail, truncation_tv, tv_lower_bound
     from ...theory.targets import dirichlet_targets
 
@@ -125,7 +125,7 @@ def run_d_below_n(d: int, ns, *, concentration: float = 1.0, n_targets: int = 2,
     fitted (fit_heads: best max-row TV), the exact smallest centred-logit error of any head on X
     relative to ||L0||_F (input_limited_logit_error) against the law sqrt(1 - d^2 / (n (n - 1)))
     for n > d, and the certified TV bound. Table "d_below_n", one row per (n, target)."""
-    from ...fit import fit_heads
+    from ...tasks.fit import fit_heads
     from ...theory.representation import centred_log, input_limited_logit_error, input_limited_tv_bound
     from ...theory.sampling import sample_inputs
     from ...theory.targets import dirichlet_targets

@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import torch
 
-from ...fit import logit_rank_sweep
-from ...progress import tqdm
+from ...tasks.fit import logit_rank_sweep
+from ...core.progress import tqdm
 
 __all__ = ["rank_grid", "threshold_sweep", "vanishing_rank", "sparse_sweep", "bound_table", "threshold_targets",
            "fit_causal", "fit_many_inputs"]
@@ -144,7 +144,7 @@ def fit_causal(P, ranks, *, restarts: int = 2, max_iter: int = 1000, seed: int =
     """Best causal head of every size: fit masked softmax_row(A B^T) (keys j <= i) to every
     lower-triangular positive P[t] (batch, n, n) at every rank, by L-BFGS on the mean row KL, all
     in one batch. One row per (target, rank, restart): target, n, rank, restart, tv_max, kl."""
-    from ...fit import lbfgs
+    from ...tasks.fit import lbfgs
 
     P = torch.as_tensor(P, dtype=torch.float64)
     P = P[None] if P.dim() == 2 else P
@@ -180,7 +180,7 @@ def fit_many_inputs(X, P, head_dim: int, *, restarts: int = 4, max_iter: int = 2
     """One head (W_q, W_k of size (d, head_dim)) fitted to m inputs at once: X (m, n, d), P (m, n, n)
     positive row-stochastic; minimises the mean over inputs of the mean row KL. One row per
     restart: restart, tv_max (largest max-row TV over the m inputs), kl."""
-    from ...fit import lbfgs
+    from ...tasks.fit import lbfgs
 
     X = torch.as_tensor(X, dtype=torch.float64)
     P = torch.as_tensor(P, dtype=torch.float64)

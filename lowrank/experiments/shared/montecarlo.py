@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...attention import causal_mask, hardmax, row_softmax
-from ...progress import tqdm
-from ...rank import hardmax_rank, rank_report, rtol_or_default
+from ...layers.attention import causal_mask, hardmax, row_softmax
+from ...core.progress import tqdm
+from ...measure.rank import hardmax_rank, rank_report, rtol_or_default
 from ...theory.barrier import expected_distinct_columns
 from ...theory.sampling import sample_qk, temperature_scale
 

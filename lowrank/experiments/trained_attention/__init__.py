@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...rank import DEFAULT_TOL, FLOAT32_TOL
+from ...measure.rank import DEFAULT_TOL, FLOAT32_TOL
 from ..verdicts import claim_of
 from .minilm import (argmax_patterns, as_rtols, barrier_fraction, coarse_tolerance, per_head_fractions,
                      pretrained_headline, pretrained_ranks, run_pretrained, tolerance_names, with_float32)

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...files import in_book
-from ...stats import MIN_BOOTSTRAP
-from ...sweep import ResultStore, sweep
-from ...textclass import TextConfig, text_run
+from ...core.files import in_book
+from ...measure.stats import MIN_BOOTSTRAP
+from ...stores.sweep import ResultStore, sweep
+from ...tasks.textclass import TextConfig, text_run
 from ...train import run_key
-from ...vision import ViTConfig, vit_run
+from ...tasks.vision import ViTConfig, vit_run
 from ..shared.intervals import t_quantile
 from .classifier_rules import PLATEAU_MARGIN, layers_record, saturation_record
 from .reduction import LONG_STORE, equivalent_from
@@ -33,7 +33,7 @@ CLASSIFIER_EXPERIMENT = "ch07_classifiers"
 # The classifiers share the retrieval study's committed store (experiment ch07_classifiers).
 LONG_CLASSIFIER_STORE = LONG_STORE
 # Everything of a run's config but its data set, head size, seed and depth: the recipes the pilots
-# settled on (lowrank.vision and lowrank.textclass document each field).
+# settled on (lowrank.tasks.vision and lowrank.tasks.textclass document each field).
 # Patches of 4 x 4 pixels on 28 x 28 digits give 49 patches and a class token, n = 50, near the 65
 # tokens of a CIFAR ViT with 4 x 4 patches; 8 x 8 digits take 2 x 2 patches (n = 17).
 PATCH = {"mnist5k": 4, "digits": 2}
@@ -43,7 +43,7 @@ def classifier_configs(*, image_set: str, head_dims: Sequence[int], seeds: int, 
                        seed: int = 0) -> list[dict]:
     """One config per (kind, d_h, seed): {"kind": "vit" | "text", **the model's config}, seed-major so
     that a partial store holds complete grids of its first seeds. Everything else is the recipe of
-    lowrank.vision and lowrank.textclass, which their pilots settled on."""
+    lowrank.tasks.vision and lowrank.tasks.textclass, which their pilots settled on."""
     out = []
     for s in range(seed, seed + seeds):
         for d in head_dims:
@@ -55,7 +55,7 @@ def classifier_configs(*, image_set: str, head_dims: Sequence[int], seeds: int, 
 
 
 def classifier_run(config: dict, *, run_dir: Path | None = None) -> dict:
-    """One run for :func:`lowrank.sweep.sweep`, dispatched on its kind."""
+    """One run for :func:`lowrank.stores.sweep.sweep`, dispatched on its kind."""
     body = {k: v for k, v in config.items() if k != "kind"}
     return (vit_run if config["kind"] == "vit" else text_run)(body, run_dir=run_dir)
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import NullLocator
 
-from ...rank import DEFAULT_TOL, FLOAT32_TOL, rank_label
+from ...measure.rank import DEFAULT_TOL, FLOAT32_TOL, rank_label
 from .minilm import barrier_fraction, coarse_tolerance, per_head_fractions, tolerance_names
 from .reduction import TASK_NAMES, grid_intervals, law_bands, plateau_table
 from .latent import latent_summary

@@ -1,5 +1,5 @@
 """Chapter 07's trained multi-head latent attention (MLA): small causal language models whose
-blocks attend through lowrank.mla's layer (``TransformerConfig(attention="mla")``), trained by
+blocks attend through lowrank.layers.mla's layer (``TransformerConfig(attention="mla")``), trained by
 the training engine (lowrank.train) at several latent sizes kv_latent, several seeds each; then,
 on held-out windows, every head's logit rank against the layer's bound and its attention's
 hardmax rank, which the rules of :mod:`.latent_rules` judge."""
@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...probe import for_each_layer
-from ...rank import DEFAULT_TOL, hardmax_rank, numerical_rank
+from ...data import corpora as _data
+from ...probes.probe import for_each_layer
+from ...measure.rank import DEFAULT_TOL, hardmax_rank, numerical_rank
 from ...train import TrainConfig, train
 from ..shared.intervals import t_quantile
 from .latent_rules import bound_record, saturation_record
@@ -46,7 +46,7 @@ def latent_configs(*, kv_latents: Sequence[int], seeds: int, seed: int = 0, head
 def head_ranks(model: torch.nn.Module, ids: torch.Tensor) -> pd.DataFrame:
     """Per (layer, head, window): the numerical rank of the logits S (before the causal mask,
     float64, default tolerance), the layer's bound on it, and the hardmax rank of A (distinct
-    argmax columns of the causal softmax), read by lowrank.probe from a float64 copy."""
+    argmax columns of the causal softmax), read by lowrank.probes.probe from a float64 copy."""
     import copy
 
     model64 = copy.deepcopy(model).double()

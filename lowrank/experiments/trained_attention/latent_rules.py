@@ -1,6 +1,6 @@
 """Chapter 07's trained multi-head latent attention: the rules of its two claims.
 
-Small causal language models on lowrank.mla's layer are trained at several latent sizes
+Small causal language models on lowrank.layers.mla's layer are trained at several latent sizes
 kv_latent, several seeds each (:mod:`.latent`). One rule checks the layer's logit-rank bound on
 every trained head (a theorem: one head above it contradicts it); the other asks whether the
 attention's hardmax rank rises with kv_latent and saturates by Min & Li's increment criterion,
@@ -61,7 +61,7 @@ def _numbers(record: Mapping[str, Any] | None) -> dict[str, float] | None:
 def rule_mla_trained_bound(h: Mapping[str, Any]) -> Judgement:
     """Every head of the language models trained with multi-head latent attention, on held-out windows: contradicted when any head's logit matrix S (before the causal mask, recomputed in float64) has numerical rank at the float64 default tolerance above its layer's bound min(d_h, kv_latent, d, n) + min(rope_dim, n), capped at n; reproduced when none does; inconclusive when no head was measured.
 
-    A theorem of lowrank.mla checked on trained weights: one head above the bound contradicts it.
+    A theorem of lowrank.layers.mla checked on trained weights: one head above the bound contradicts it.
     """
     p = _numbers(need(h, "ch07_mla_bound"))
     data = need(h, "ch07_mla_data")
@@ -118,7 +118,7 @@ LATENT_CLAIMS: tuple[Claim, ...] = (
     Claim("mla-logit-bound-trained", BOOK, "07", "sec-ch07-mla",
           "In trained MLA models (at CPU scale, on Shakespeare) every head's logits have rank at most "
           "min(d_h, kv_latent) + rope_dim", rule_mla_trained_bound, kind=PROOF_CHECK,
-          where="this book (lowrank.mla)"),
+          where="this book (lowrank.layers.mla)"),
     Claim("minli-mla-trained", MIN_LI, "07", "sec-ch07-mla",
           "The results are verified in multi-head latent attention (MLA) as used in DeepSeek-V3: in a trained "
           "model (at CPU scale, on Shakespeare) attention rank rises with the latent size and saturates",

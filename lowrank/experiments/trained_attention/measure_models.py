@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import yaml
 
-    from ...files import BOOK_ROOT
+    from ...core.files import BOOK_ROOT
 
     ap = argparse.ArgumentParser(prog="python -m lowrank.experiments.trained_attention.measure_models")
     ap.add_argument("--store", required=True, help="your store (the committed one is read, never written)")

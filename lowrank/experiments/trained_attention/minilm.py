@@ -1,12 +1,12 @@
 """Chapter 07, part one: the heads of a pretrained encoder (all-MiniLM-L6-v2) ranked on real text.
 
 - :func:`pretrained_ranks`: every head of a Hugging Face encoder on unpadded windows of real text at
-  several sequence lengths, through :func:`lowrank.probe.rank_table`.
+  several sequence lengths, through :func:`lowrank.probes.probe.rank_table`.
 - :func:`argmax_patterns`: where each head's queries put their largest weight.
 - :func:`pretrained_headline`: the numbers the chapter glues about them.
 
 Tolerances follow chapter 01: an ``rtols`` entry of 0 (or None) means the matrix_rank default
-max(m, n) eps of float64; the chapter's runs add :data:`lowrank.rank.FLOAT32`, the same rule with
+max(m, n) eps of float64; the chapter's runs add :data:`lowrank.measure.rank.FLOAT32`, the same rule with
 float32's eps, the rounding level of the float32 arithmetic that produced the attention.
 """
 from __future__ import annotations
@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...pretrained import encode_windows, load_minilm
-from ...probe import MEASURES, LayerAttention, for_each_layer, text_ranks, valid_blocks
-from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, rtol_or_default, tolerance_label
-from ...stats import t_interval
+from ...data import corpora as _data
+from ...data.pretrained import encode_windows, load_minilm
+from ...probes.probe import MEASURES, LayerAttention, for_each_layer, text_ranks, valid_blocks
+from ...measure.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL, rtol_or_default, tolerance_label
+from ...measure.stats import t_interval
 from ...theory.barrier import expected_distinct_columns
 from ..shared.intervals import wilson_interval
 from .rules import LEVEL
@@ -45,9 +45,9 @@ def pretrained_ranks(model, tokenizer, corpora: Mapping[str, Sequence[str]], *, 
                      energies: Sequence[float] = (0.99,)) -> pd.DataFrame:
     """Rank of every head of ``model`` on ``counts[i]`` windows of ``seq_lens[i]`` tokens per corpus.
 
-    Windows come from :func:`lowrank.pretrained.encode_windows` ([CLS] ... [SEP], unpadded); a
+    Windows come from :func:`lowrank.data.pretrained.encode_windows` ([CLS] ... [SEP], unpadded); a
     length's windows run through the model ``batch_size`` at a time, so memory holds one layer of
-    one batch. Returns the columns of :func:`lowrank.probe.rank_table` plus ``corpus``; ``seq``
+    one batch. Returns the columns of :func:`lowrank.probes.probe.rank_table` plus ``corpus``; ``seq``
     numbers the windows of one (corpus, n).
     """
     if len(seq_lens) != len(counts):

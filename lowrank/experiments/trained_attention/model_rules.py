@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...rank import DEFAULT_TOL
+from ...measure.rank import DEFAULT_TOL
 from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRAINED, PROOF_CHECK, REPRODUCED,
                         WEAKER, Claim, Judgement, is_missing, need)
 from .rules import BARRIER_MARGIN, CEILING_SHARE, LOG_FACTOR, NEIGHBOUR_MARGIN, SIMILARITY_LEVEL, barrier_class

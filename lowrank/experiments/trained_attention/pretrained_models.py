@@ -10,14 +10,14 @@ them again.
 Per model, two parts (one store record each, per length for the cut):
 
 - ``ranks``: every head's logits S and probabilities A on unpadded windows of real text
-  (:func:`lowrank.probe.text_ranks`, the code path of ``lowrank probe`` and of MiniLM's section),
+  (:func:`lowrank.probes.probe.text_ranks`, the code path of ``lowrank probe`` and of MiniLM's section),
   condensed per (n, layer, head): the largest and smallest numerical rank of S at float64's
   default tolerance, the mean hardmax rank / n and the mean numerical rank of A / n at float32's.
 - ``cut``: every head cut to logit rank r. The encoder's bilinear forms are cut in the weights
-  (:func:`lowrank.pretrained.truncate_logit_rank`) and judged, as MiniLM's, by the top-10
+  (:func:`lowrank.data.pretrained.truncate_logit_rank`) and judged, as MiniLM's, by the top-10
   neighbour overlap and the pairwise-similarity correlation of mean-pooled embeddings of BBC News
   articles against the full model's. The decoder's logits are cut while it runs (rotary
-  positions leave no single form to cut; :func:`lowrank.logit_cut.logit_rank_cut`) and judged by
+  positions leave no single form to cut; :func:`lowrank.probes.logit_cut.logit_rank_cut`) and judged by
   its next-token loss on windows of BBC News, paired by window with the full model's.
 """
 from __future__ import annotations
@@ -33,11 +33,11 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...files import in_book
-from ...rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL
-from ...stats import t_interval
-from ...sweep import ResultStore, sweep
+from ...data import corpora as _data
+from ...core.files import in_book
+from ...measure.rank import DEFAULT_TOL, FLOAT32, FLOAT32_TOL
+from ...measure.stats import t_interval
+from ...stores.sweep import ResultStore, sweep
 from ...train import run_key
 from ..shared.intervals import t_lower_bound, wilson_interval
 from .model_rules import LOSS_MARGIN, MODEL_TITLES, cut_records
@@ -70,14 +70,14 @@ def models_configs(*, models: Sequence[str], lengths: Sequence[int], windows: in
 
 @functools.lru_cache(maxsize=1)
 def _model(name: str):
-    from ...pretrained_models import load_packaged
+    from ...data.pretrained_models import load_packaged
 
     return load_packaged(name)
 
 
 def _ranks(config: Mapping[str, Any]) -> dict:
-    from ...probe import text_ranks
-    from ...probe_run import is_causal
+    from ...probes.probe import text_ranks
+    from ...probes.run import is_causal
 
     model, tok, load_s = _model(config["model"])
     cfg = model.config
@@ -103,9 +103,9 @@ def _ranks(config: Mapping[str, Any]) -> dict:
 
 
 def _cut(config: Mapping[str, Any]) -> dict:
-    from ...logit_cut import logit_rank_cut, next_token_loss
-    from ...pretrained import document_windows, sentence_embeddings, truncate_logit_rank
-    from ...probe_hf import text_windows
+    from ...probes.logit_cut import logit_rank_cut, next_token_loss
+    from ...data.pretrained import document_windows, sentence_embeddings, truncate_logit_rank
+    from ...probes.hf import text_windows
 
     model, tok, _ = _model(config["model"])
     n = int(config["n"])

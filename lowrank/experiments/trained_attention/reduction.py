@@ -1,9 +1,9 @@
 """Chapter 07, part two: Min & Li's model reduction on retrieval heads trained to their plateau.
 
-Two tasks of :mod:`lowrank.retrieval`: "single" (one key per token: a correct answer makes the
+Two tasks of :mod:`lowrank.tasks.retrieval`: "single" (one key per token: a correct answer makes the
 attention a permutation, so accuracy and hardmax rank / n nearly coincide) and "pair" (a key is a
 pair (a, b), partial matches score, so the two can come apart). Every (task, n, d_h, seed) is one
-run of :func:`lowrank.retrieval.train_retrieval` through :func:`lowrank.sweep.sweep`, trained until
+run of :func:`lowrank.tasks.retrieval.train_retrieval` through :func:`lowrank.stores.sweep.sweep`, trained until
 its loss plateaus or its step cap; the chapter reads the committed long-scale store.
 
 :func:`grid_intervals` turns plateau runs into grid intervals of the saturation points d*_acc and
@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ...files import in_book
-from ...retrieval import WARMUP_STEPS, RetrievalConfig, train_retrieval
-from ...stats import MIN_BOOTSTRAP, t_interval
-from ...sweep import ResultStore, sweep
+from ...core.files import in_book
+from ...tasks.retrieval import WARMUP_STEPS, RetrievalConfig, train_retrieval
+from ...measure.stats import MIN_BOOTSTRAP, t_interval
+from ...stores.sweep import ResultStore, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
 from ..shared.intervals import t_quantile, wilson_interval
@@ -44,7 +44,7 @@ TASK_NAMES = {"single": "one-key", "pair": "two-key"}
 def retrieval_configs(*, task: str, ns: Sequence[int], head_dims: Sequence[int], seeds: Sequence[int],
                       max_steps: int, min_steps: int, d_model: int, n_values: int, lr: float, tokens_per_step: int,
                       test_sequences: int, rank_sequences: int, rank_rtol: float) -> list[dict]:
-    """One :class:`lowrank.retrieval.RetrievalConfig` dict per (n, seed, d_h), n-major: a sweep
+    """One :class:`lowrank.tasks.retrieval.RetrievalConfig` dict per (n, seed, d_h), n-major: a sweep
     stopped early holds complete grids of its smallest lengths. The plateau tolerance is the rule's;
     the plateau is checked every 250 steps (every min_steps / 4 when that is fewer, in short runs)."""
     if not ns or not head_dims or not seeds:
@@ -68,7 +68,7 @@ def grid_configs(*, ns: Sequence[int], pair_ns: Sequence[int], head_dims: Sequen
 
 
 def retrieval_run(config: dict, *, run_dir: Path | None = None) -> dict:
-    """One retrieval run for :func:`lowrank.sweep.sweep` (nothing is written to ``run_dir``)."""
+    """One retrieval run for :func:`lowrank.stores.sweep.sweep` (nothing is written to ``run_dir``)."""
     return train_retrieval(config)
 
 

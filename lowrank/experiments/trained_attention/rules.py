@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ...rank import DEFAULT_TOL
+from ...measure.rank import DEFAULT_TOL
 from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRAINED, PROOF_CHECK, REPRODUCED,
                         TRAINING, WEAKER, Claim, Judgement, is_missing, need, plain_number, upper_end)
 
@@ -31,7 +31,7 @@ CEILING_SHARE = 0.05
 # rank / n, so both saturation points use one criterion on one [0, 1] scale.
 REDUCTION_MARGIN = 0.01
 # Plateau of a retrieval run: the training loss fell by less than 0.01 nats over the last quarter of
-# its steps (lowrank.retrieval.plateau_change); a run that does not get there by its cap is not used.
+# its steps (lowrank.tasks.retrieval.plateau_change); a run that does not get there by its cap is not used.
 PLATEAU_TOL = 0.01
 # The step cap of the second training of a run that reached the 8,000-step cap without its plateau
 # (41 of 481 runs, all at small head sizes near d*): four times the first cap, the same seed.

@@ -1,7 +1,7 @@
 """The chapter's parameters: what its notebook's parameters cell sets, checked before any run."""
 from __future__ import annotations
 
-from ...params import (Param, Int, Float, Bool, Str, Choice, IntList, FloatList, ChoiceList, Constraint, ascending,
+from ...core.params import (Param, Int, Float, Bool, Str, Choice, IntList, FloatList, ChoiceList, Constraint, ascending,
                        same_length)
 
 SCHEMA = dict(

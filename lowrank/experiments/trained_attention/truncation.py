@@ -1,6 +1,6 @@
 """Chapter 07, part three: every head of all-MiniLM-L6-v2 cut to logit rank r, judged by measures that can fail.
 
-Per sequence length n and rank r (:func:`lowrank.pretrained.truncate_logit_rank`), against the
+Per sequence length n and rank r (:func:`lowrank.data.pretrained.truncate_logit_rank`), against the
 full model on the same held-out BBC News articles:
 (a) top-10 neighbour overlap: each article's 10 nearest articles (cosine of mean-pooled
 embeddings) under the cut model and under the full one, the share they have in common;
@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ... import data as _data
-from ...files import in_book
-from ...pretrained import document_windows, load_minilm, sentence_embeddings, truncate_logit_rank
-from ...sweep import ResultStore, sweep
+from ...data import corpora as _data
+from ...core.files import in_book
+from ...data.pretrained import document_windows, load_minilm, sentence_embeddings, truncate_logit_rank
+from ...stores.sweep import ResultStore, sweep
 from ...train import run_key
 from ..shared.intervals import t_lower_bound
 from ..shared.probe import probe_accuracy

@@ -1,23 +1,23 @@
 """Topic classification of BBC News articles: the book's analogue of Min & Li's IMDB experiment.
 
-The model is the package's :class:`lowrank.models.SequenceClassifier` (token and learned
-position embeddings, ``n_layers`` encoder blocks on :class:`lowrank.attention.MultiHeadAttention`
+The model is the package's :class:`lowrank.layers.models.SequenceClassifier` (token and learned
+position embeddings, ``n_layers`` encoder blocks on :class:`lowrank.layers.attention.MultiHeadAttention`
 with an independent head size d_h, a tanh pooler on the first token, a linear classifier), at a
 fixed width ``d_model`` with ``head_dim`` as the knob.
 
-Data: a labelled corpus of :mod:`lowrank.data` (default ``bbcnews``: 2,225 articles, 5 topics),
-split by document with a seeded permutation (:func:`lowrank.data.split_documents`; train,
+Data: a labelled corpus of :mod:`lowrank.data.corpora` (default ``bbcnews``: 2,225 articles, 5 topics),
+split by document with a seeded permutation (:func:`lowrank.data.corpora.split_documents`; train,
 validation and test fractions from the config), a byte-level BPE trained on the training split,
 each document encoded as ``<cls>`` followed by its first ``seq_len`` tokens and padded with
 ``<pad>`` to ``seq_len + 1``. Padding keys are masked in every layer.
 
-:func:`train_text` trains one :class:`TextConfig` with the schedule of :mod:`lowrank.plateau`
+:func:`train_text` trains one :class:`TextConfig` with the schedule of :mod:`lowrank.tasks.plateau`
 (warm-up, constant rate until the validation loss stalls, decay; not the training engine
 :func:`lowrank.train.train`, whose cosine schedule runs a fixed number of steps and cannot stop at a
 plateau) and reports test accuracy with its standard error over documents and the first block's
 attention ranks on held-out documents. Ranks are taken among real tokens only: for a document
 with L real tokens (``<cls>`` included) the probe keeps the L x L block of rows and columns at
-real tokens (:func:`lowrank.probe.valid_blocks`); the masked softmax gives padding keys zero
+real tokens (:func:`lowrank.probes.probe.valid_blocks`); the masked softmax gives padding keys zero
 weight, so that block is itself row-stochastic.
 """
 from __future__ import annotations
@@ -31,11 +31,11 @@ from typing import ClassVar
 import torch
 import torch.nn.functional as F
 
-from . import data as _data
-from .models import SequenceClassifier, TransformerConfig
-from .params import Choice, Float, Int, Param, ParameterError, Str
+from ..data import corpora as _data
+from ..layers.models import SequenceClassifier, TransformerConfig
+from ..core.params import Choice, Float, Int, Param, ParameterError, Str
 from .plateau import PlateauConfig, accuracy_record, block_hardmax_ranks, first_block_ranks, train_to_plateau
-from .train.tasks import seed_of
+from ..train.tasks import seed_of
 
 __all__ = ["TextConfig", "TextSplits", "load_text_splits", "build_model", "train_text", "text_run"]
 
@@ -44,7 +44,7 @@ __all__ = ["TextConfig", "TextSplits", "load_text_splits", "build_model", "train
 class TextConfig(PlateauConfig):
     """One text-classification run. ``to_dict()`` is the content of its run key."""
     head_dim: int                  # d_h: query/key/value size of every head
-    corpus: str = "bbcnews"        # a labelled corpus name of lowrank.data, or a local folder
+    corpus: str = "bbcnews"        # a labelled corpus name of lowrank.data.corpora, or a local folder
     vocab_size: int = 2048         # BPE vocabulary
     seq_len: int = 128             # tokens kept per document (after <cls>)
     d_model: int = 64
@@ -142,7 +142,7 @@ def train_text(config: dict | TextConfig, *, threads: int | None = None, data: T
                root=None) -> dict:
     """Train one run to its validation plateau; return its record, test accuracy and ranks.
 
-    The record has the fields of :func:`lowrank.vision.train_vit` (plateau, ``test_acc``,
+    The record has the fields of :func:`lowrank.tasks.vision.train_vit` (plateau, ``test_acc``,
     ``test_acc_se`` over documents, ``test_loss``, first-block ranks averaged over heads and the
     first ``rank_documents`` test documents, real tokens only) and ``rank_mean_tokens``, the
     mean number L of real tokens of the ranked documents. Seeds as in ``train_vit``: the batch of
@@ -182,6 +182,6 @@ def train_text(config: dict | TextConfig, *, threads: int | None = None, data: T
 
 
 def text_run(config: dict, *, run_dir: Path | None = None) -> dict:
-    """:func:`train_text` as a :func:`lowrank.sweep.sweep` run function (no checkpoint: a run takes
+    """:func:`train_text` as a :func:`lowrank.stores.sweep.sweep` run function (no checkpoint: a run takes
     minutes, and an interrupted sweep re-trains it to the same result)."""
     return train_text(config)

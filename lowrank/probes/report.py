@@ -1,6 +1,6 @@
 """The outputs of ``lowrank probe``: tidy table, per-head summary, figures, a one-page report, provenance.
 
-:func:`head_summary` condenses the tidy rank table (:func:`lowrank.probe.rank_table` columns) to
+:func:`head_summary` condenses the tidy rank table (:func:`lowrank.probes.probe.rank_table` columns) to
 one row per (layer, head, n): the logit rank against d_h, rank(A) / n at the float64 and float32
 tolerances, the hardmax rank / n against the expected fraction n (1 - (1 - 1/n)^n) / n of Min &
 Li's barrier, and the effective rank of A. :func:`write_outputs` writes everything into a folder.
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .rank import DEFAULT_TOL, FLOAT32_TOL
+from ..measure.rank import DEFAULT_TOL, FLOAT32_TOL
 
 __all__ = ["FILES", "barrier_fraction", "causal_fraction", "tidy", "head_summary", "summarise", "write_outputs"]
 

@@ -4,17 +4,17 @@ The model (:class:`VisionTransformer`, after Dosovitskiy et al. 2021). An image 
 cut into non-overlapping p x p patches; a linear map of each flattened patch (a stride-p
 convolution) gives P = (H / p)(W / p) tokens of width d. A learned class token is put first and
 learned position embeddings are added: n = P + 1 tokens. Then ``n_layers`` pre-LN encoder blocks
-(:class:`lowrank.models.Block`: LayerNorm, :class:`lowrank.attention.MultiHeadAttention` without
+(:class:`lowrank.layers.models.Block`: LayerNorm, :class:`lowrank.layers.attention.MultiHeadAttention` without
 a mask, residual; LayerNorm, GELU MLP, residual), a final LayerNorm and a linear classifier on the
 class token. ``head_dim`` (d_h) is independent of the width: at d = 64 it can range from 1 to 64
 and beyond, and the first block's logits S = Q K^T have rank at most d_h.
 
-Readable by :mod:`lowrank.probe` as every lowrank model is: its attention modules are
+Readable by :mod:`lowrank.probes.probe` as every lowrank model is: its attention modules are
 ``MultiHeadAttention`` and ``model(images)`` runs it, so ``probe.rank_table(model, images)``
 gives per-layer, per-head logits and probabilities (B, h, n, n).
 
 :func:`train_vit` trains one :class:`ViTConfig` to a plateau of its validation loss
-(:mod:`lowrank.plateau` says why not a fixed epoch count) and reports test accuracy with its
+(:mod:`lowrank.tasks.plateau` says why not a fixed epoch count) and reports test accuracy with its
 standard error and the first block's attention ranks on held-out images. Training batches draw
 with replacement from the training split, from a generator seeded by (seed, step); a random
 translation by up to ``shift`` pixels (blank pixels shifted in) is the only augmentation.
@@ -34,11 +34,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .images import IMAGE_SETS, SHAPES, ImageSplits, load_images
-from .models import Block, TransformerConfig
-from .params import Choice, Float, Int, Param, ParameterError
+from ..data.images import IMAGE_SETS, SHAPES, ImageSplits, load_images
+from ..layers.models import Block, TransformerConfig
+from ..core.params import Choice, Float, Int, Param, ParameterError
 from .plateau import PlateauConfig, accuracy_record, block_hardmax_ranks, first_block_ranks, train_to_plateau
-from .train.tasks import seed_of
+from ..train.tasks import seed_of
 
 __all__ = ["ViTConfig", "VisionTransformer", "shift_images", "parameter_count", "train_vit", "vit_run"]
 
@@ -47,7 +47,7 @@ __all__ = ["ViTConfig", "VisionTransformer", "shift_images", "parameter_count", 
 class ViTConfig(PlateauConfig):
     """One vision-transformer run. ``to_dict()`` is the content of its run key."""
     head_dim: int                  # d_h: query/key/value size of every head
-    dataset: str = "digits"        # an image set of lowrank.images
+    dataset: str = "digits"        # an image set of lowrank.data.images
     patch: int = 2                 # p: patches p x p; must divide the image side
     d_model: int = 64
     n_layers: int = 2
@@ -165,9 +165,9 @@ def _logits(model: nn.Module, x: torch.Tensor, chunk: int = 512) -> torch.Tensor
 def train_vit(config: dict | ViTConfig, *, threads: int | None = None, data: ImageSplits | None = None) -> dict:
     """Train one run to its validation plateau; return its record, test accuracy and ranks.
 
-    Record: the plateau fields of :func:`lowrank.plateau.train_to_plateau`; ``test_acc``,
+    Record: the plateau fields of :func:`lowrank.tasks.plateau.train_to_plateau`; ``test_acc``,
     ``test_acc_se`` (over images), ``test_loss``, ``test_n``; ``val_acc`` at the end; the ranks of
-    :func:`lowrank.plateau.first_block_ranks` on the first ``rank_images`` test images (hardmax
+    :func:`lowrank.tasks.plateau.first_block_ranks` on the first ``rank_images`` test images (hardmax
     rank of A, numerical rank of A at ``rank_rtol`` and at the float64 default max(n, n) eps,
     numerical rank of the logits at the float64 default, each a mean over heads and images; A and
     S recomputed in float64 from the trained weights); ``n_tokens``, ``n_params``, ``rank_s``.
@@ -209,7 +209,7 @@ def train_vit(config: dict | ViTConfig, *, threads: int | None = None, data: Ima
 
 
 def vit_run(config: dict, *, run_dir: Path | None = None) -> dict:
-    """:func:`train_vit` as a :func:`lowrank.sweep.sweep` run function. A run takes minutes, so it
+    """:func:`train_vit` as a :func:`lowrank.stores.sweep.sweep` run function. A run takes minutes, so it
     keeps no checkpoint: an interrupted sweep re-trains the unfinished run (same result, same seed)."""
     return train_vit(config)
 

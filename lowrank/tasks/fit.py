@@ -27,7 +27,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", TqdmWarning)
     from tqdm.auto import tqdm
 
-from .attention import HeadWeights, MultiHeadAttention, set_head_weights
+from ..layers.attention import HeadWeights, MultiHeadAttention, set_head_weights
 
 __all__ = ["lbfgs", "LogitFit", "fit_logit_rank", "logit_rank_sweep", "fit_heads", "LayerFit",
            "fit_layer", "row_kl", "row_tv"]

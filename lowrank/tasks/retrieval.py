@@ -13,7 +13,7 @@ E_val[v_j], query token y_i = E_key[q_i] + e_query. One attention head with quer
 queries x context), output A (x W_v) W_o + y, then a linear read-out to ``n_values`` classes.
 The value path has the full width (W_v: d_model -> d_model), so d_h bounds only the rank of
 the logits, rank(S) <= d_h, the quantity of both papers' rank arguments; the value channel is
-never the bottleneck. The head is the library's :class:`lowrank.attention.MultiHeadAttention`
+never the bottleneck. The head is the library's :class:`lowrank.layers.attention.MultiHeadAttention`
 only in spirit: queries and keys here come from different tokens (cross-attention from the
 queries to the context), which that class does not take.
 
@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .rank import batched_svdvals, hardmax_rank, numerical_rank, numerical_rank_of_singular_values
+from ..measure.rank import batched_svdvals, hardmax_rank, numerical_rank, numerical_rank_of_singular_values
 
 __all__ = ["RetrievalConfig", "sample_batch", "RetrievalModel", "solving_model", "accuracy",
            "attention_ranks", "train_retrieval", "plateau_change", "TASKS", "WARMUP_STEPS"]

@@ -1,6 +1,6 @@
 """Where a stored result came from: git revision, a hash of the code, date, machine, CPU.
 
-Every record that :func:`lowrank.sweep.sweep` appends to a results store carries
+Every record that :func:`lowrank.stores.sweep.sweep` appends to a results store carries
 ``provenance()`` (DESIGN.md section 3), so a committed store says which code produced it, when and
 on what; with the record's own ``wall_s`` that is enough to judge whether it still applies.
 :func:`code_hash` is the sha256 of the package's source files (paths and bytes, in sorted order):

@@ -5,7 +5,7 @@ when a command appends to it. A path check alone misses the same file reached an
 hard link in another folder, or a symlink, is the committed file under a new name. So a file is
 committed when git tracks its path, or when it is the same file (device and inode) as a file git
 tracks in the book. Every command that writes a store asks here, through
-:func:`lowrank.sweep.store_problem`, before it writes anything.
+:func:`lowrank.stores.sweep.store_problem`, before it writes anything.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from .files import BOOK_ROOT
+from ..core.files import BOOK_ROOT
 
 __all__ = ["RESULTS", "tracked", "ignored", "tracked_files", "committed", "sidecars", "committed_store", "unwritable"]
 

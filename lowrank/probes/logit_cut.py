@@ -1,6 +1,6 @@
 """Every head's logits cut to rank r while the model runs, for models with rotary positions; next-token loss.
 
-A weight-level cut (:func:`lowrank.pretrained.truncate_logit_rank`) needs one bilinear form per
+A weight-level cut (:func:`lowrank.data.pretrained.truncate_logit_rank`) needs one bilinear form per
 head. Rotary position embeddings rotate queries and keys by their positions, so a Llama head's
 logits ``s_ij = (R_i W_q x_i) . (R_j W_k x_j)`` have no single form to cut. :func:`logit_rank_cut`
 cuts the logit matrix itself: inside a ``with`` block, every attention call of a model built on

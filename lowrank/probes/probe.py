@@ -1,10 +1,10 @@
 """Read attention out of a model: pre-softmax logits and probabilities per layer and head.
 
-Works on ``lowrank`` models (any module tree holding :class:`lowrank.attention.MultiHeadAttention`
-or :class:`lowrank.mla.MultiHeadLatentAttention`)
+Works on ``lowrank`` models (any module tree holding :class:`lowrank.layers.attention.MultiHeadAttention`
+or :class:`lowrank.layers.mla.MultiHeadLatentAttention`)
 and on Hugging Face ``transformers`` models whose attention goes through the attention-function
 registry (BERT, RoBERTa, DistilBERT, GPT-2, Llama/Mistral/Qwen with rotary embeddings and
-grouped-query attention, ViT, ...; :mod:`lowrank.probe_hf`).
+grouped-query attention, ViT, ...; :mod:`lowrank.probes.hf`).
 
 How: for a lowrank model, a forward hook on every attention module sees the hidden states
 entering it and its mask, and recomputes queries and keys with the module's own projections; for
@@ -41,10 +41,10 @@ import pandas as pd
 import torch
 from torch import nn
 
-from . import probe_hf
-from .attention import MultiHeadAttention, hardmax, row_softmax
-from .mla import MultiHeadLatentAttention
-from .rank import rank_report
+from . import hf
+from ..layers.attention import MultiHeadAttention, hardmax, row_softmax
+from ..layers.mla import MultiHeadLatentAttention
+from ..measure.rank import rank_report
 
 __all__ = ["MEASURES", "ProbeMismatchError", "AttentionSite", "LayerAttention", "attention_sites",
            "layer_count", "for_each_layer", "capture", "layer_ranks", "rank_table", "text_ranks", "valid_blocks"]
@@ -77,17 +77,17 @@ class LayerAttention:
 
 def attention_sites(model: nn.Module) -> list[AttentionSite]:
     """Every attention module of ``model`` that the probe reads, in forward order (layer 0 first):
-    the book's :class:`~lowrank.attention.MultiHeadAttention` and :class:`~lowrank.mla.MultiHeadLatentAttention`.
+    the book's :class:`~lowrank.layers.attention.MultiHeadAttention` and :class:`~lowrank.layers.mla.MultiHeadLatentAttention`.
 
     Hugging Face models have no sites: their attention is read through the attention-function
-    registry (:mod:`lowrank.probe_hf`), call by call.
+    registry (:mod:`lowrank.probes.hf`), call by call.
     """
     sites = [AttentionSite(i, name, "lowrank", m) for i, (name, m) in
              enumerate((name, m) for name, m in model.named_modules() if isinstance(m, _SITE_TYPES))]
     if not sites:
         raise ValueError(
             f"no self-attention module found in {type(model).__name__}: the probe reads "
-            "lowrank.attention.MultiHeadAttention, lowrank.mla.MultiHeadLatentAttention and Hugging Face transformers models whose attention "
+            "lowrank.layers.attention.MultiHeadAttention, lowrank.layers.mla.MultiHeadLatentAttention and Hugging Face transformers models whose attention "
             "goes through their AttentionInterface")
     return sites
 
@@ -144,8 +144,8 @@ def _max_positions(model: nn.Module) -> int | None:
     """How many positions the model embeds (Hugging Face ``max_position_embeddings`` or a lowrank
     model's ``cfg.max_len``), or None when it does not say."""
     config = getattr(model, "config", None)
-    if probe_hf.is_hf_model(model):
-        return probe_hf.max_tokens(config)
+    if hf.is_hf_model(model):
+        return hf.max_tokens(config)
     for module in model.modules():
         cfg = getattr(module, "cfg", None)
         if isinstance(getattr(cfg, "max_len", None), int):
@@ -174,7 +174,7 @@ class _Done(Exception):
 
 def layer_count(model: nn.Module) -> int:
     """How many attention layers the probe reads in ``model`` (Hugging Face: the config's layer count)."""
-    if probe_hf.is_hf_model(model):
+    if hf.is_hf_model(model):
         n = getattr(model.config.get_text_config(), "num_hidden_layers", None)
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"{type(model).__name__}: its config states no num_hidden_layers")
@@ -200,7 +200,7 @@ def for_each_layer(model: nn.Module, batch, fn: Callable[[LayerAttention], None]
     models). The model runs in eval mode under no_grad (its mode is restored); the matrices live
     only during ``fn``. ``atol`` bounds the max abs difference between the recomputed and the
     model's own probabilities (default: 1e-5 for lowrank models; for Hugging Face models the
-    rounding of the dtype they run in, :func:`lowrank.probe_hf.cross_check_atol`).
+    rounding of the dtype they run in, :func:`lowrank.probes.hf.cross_check_atol`).
     """
     wanted = _wanted(model, layers)
     if atol is not None and not atol >= 0:
@@ -217,7 +217,7 @@ def for_each_layer(model: nn.Module, batch, fn: Callable[[LayerAttention], None]
     model.eval()
     try:
         with torch.no_grad():
-            if probe_hf.is_hf_model(model):
+            if hf.is_hf_model(model):
                 _run_hf(model, batch, wanted, atol, deliver)
             else:
                 _run_lowrank(model, batch, wanted, 1e-5 if atol is None else atol, deliver)
@@ -228,13 +228,13 @@ def for_each_layer(model: nn.Module, batch, fn: Callable[[LayerAttention], None]
 
 
 def _run_hf(model, batch, wanted, atol, deliver) -> None:
-    def on_call(call: probe_hf.HFCall) -> None:
-        tol = probe_hf.cross_check_atol(next(model.parameters()).dtype) if atol is None else atol
+    def on_call(call: hf.HFCall) -> None:
+        tol = hf.cross_check_atol(next(model.parameters()).dtype) if atol is None else atol
         if not call.max_diff <= tol:
             raise _mismatch(call.index, type(call.module).__name__, call.max_diff, tol)
         deliver(call.index, call.logits, call.probs, call.max_diff)
 
-    with probe_hf.reading(model, on_call, want=set(wanted).__contains__):
+    with hf.reading(model, on_call, want=set(wanted).__contains__):
         _forward(model, batch)
 
 
@@ -317,7 +317,7 @@ def rank_table(model: nn.Module, batch, *, measures: Sequence[str] = MEASURES,
 
     Columns: layer, head, seq (index in the batch), n (valid length), matrix ("logits" or
     "probs"), measure, tolerance, value. Measures and tolerances are those of
-    :func:`lowrank.rank.rank_report` (numerical rank at each ``rtols`` entry, None meaning
+    :func:`lowrank.measure.rank.rank_report` (numerical rank at each ``rtols`` entry, None meaning
     max(m, n) eps; energy rank at each of ``energies``). One batched float64 SVD per layer,
     matrix and valid length, on the model's device.
     """
@@ -336,14 +336,14 @@ def text_ranks(model: nn.Module, tokenizer, texts: Sequence[str], *, lengths: Se
     """Rank of every head of a Hugging Face text model on unpadded windows of ``texts``.
 
     For each length n in ``lengths``, ``windows`` windows (one count, or one per length) of
-    exactly n tokens (:func:`lowrank.probe_hf.text_windows`, seeded with ``seed + n``) run through
+    exactly n tokens (:func:`lowrank.probes.hf.text_windows`, seeded with ``seed + n``) run through
     the model ``batch_size`` at a time, so memory holds one layer of one batch. Returns the
     columns of :func:`rank_table`; ``seq`` numbers the windows of one n. When ``cross_checks`` is
     a list, one ``(n, layer, max_diff)`` per layer and batch is appended to it: the largest
     difference between the recomputed probabilities and the model's own. This is the code path of
     chapter 07 and of ``lowrank probe``.
     """
-    from .progress import progress
+    from ..core.progress import progress
 
     counts = [windows] * len(lengths) if isinstance(windows, int) else list(windows)
     if len(counts) != len(lengths):
@@ -354,7 +354,7 @@ def text_ranks(model: nn.Module, tokenizer, texts: Sequence[str], *, lengths: Se
     device = next(model.parameters()).device
     frames: list[pd.DataFrame] = []
     for n, count in progress(list(zip(lengths, counts)), desc="probe lengths"):
-        ids = probe_hf.text_windows(tokenizer, texts, n=n, count=count, seed=seed + n)
+        ids = hf.text_windows(tokenizer, texts, n=n, count=count, seed=seed + n)
         for start in range(0, count, batch_size):
             def rank_layer(la: LayerAttention, start=start) -> None:
                 t = layer_ranks(la, measures=measures, rtols=rtols, energies=energies)

@@ -1,10 +1,10 @@
 """Train a classifier until its validation loss stops falling, then report accuracy and attention ranks.
 
-Shared by the vision transformer (:mod:`lowrank.vision`) and the text classifier
-(:mod:`lowrank.textclass`), the book's small-scale analogues of Min & Li's ViT and IMDB
+Shared by the vision transformer (:mod:`lowrank.tasks.vision`) and the text classifier
+(:mod:`lowrank.tasks.textclass`), the book's small-scale analogues of Min & Li's ViT and IMDB
 experiments. Both configs derive from :class:`PlateauConfig`, whose fields are the schedule.
 
-Schedule (warm-up, stable, decay, as :func:`lowrank.retrieval.train_retrieval`): AdamW, the
+Schedule (warm-up, stable, decay, as :func:`lowrank.tasks.retrieval.train_retrieval`): AdamW, the
 learning rate rising linearly over ``warmup_steps``, then constant. Every ``eval_every`` steps
 the validation loss is measured; from ``min_steps`` on, the constant phase stops when the mean of
 the last ``patience`` evaluations is not below the mean of the ``patience`` before them by more
@@ -17,7 +17,7 @@ sized for one would under- or over-train the other; the stop is judged on held-o
 model that starts to overfit stops too.
 
 Ranks (:func:`first_block_ranks`): the first block's attention on held-out inputs, read with
-:mod:`lowrank.probe` from a float64 copy of the trained model (so float32 round-off does not
+:mod:`lowrank.probes.probe` from a float64 copy of the trained model (so float32 round-off does not
 count as rank), per head, over real tokens only (rows and columns at padding are dropped).
 """
 from __future__ import annotations
@@ -33,9 +33,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .params import Float, Int, Param, ParameterError
-from .probe import LayerAttention, for_each_layer, valid_blocks
-from .rank import batched_svdvals, hardmax_rank, numerical_rank, numerical_rank_of_singular_values
+from ..core.params import Float, Int, Param, ParameterError
+from ..probes.probe import LayerAttention, for_each_layer, valid_blocks
+from ..measure.rank import batched_svdvals, hardmax_rank, numerical_rank, numerical_rank_of_singular_values
 
 __all__ = ["PlateauConfig", "plateaued", "train_to_plateau", "first_block_ranks", "block_hardmax_ranks",
            "accuracy_record"]
@@ -45,7 +45,7 @@ __all__ = ["PlateauConfig", "plateaued", "train_to_plateau", "first_block_ranks"
 class PlateauConfig:
     """The schedule fields a plateau-trained classifier shares; subclasses add the model and data.
 
-    A bad value raises :class:`lowrank.params.ParameterError` naming the field, the value and
+    A bad value raises :class:`lowrank.core.params.ParameterError` naming the field, the value and
     what is allowed. ``to_dict()`` is the content of the run key.
     """
     seed: int = 0
@@ -180,7 +180,7 @@ def accuracy_record(logits: torch.Tensor, labels: torch.Tensor, prefix: str = "t
 def first_block_ranks(model: nn.Module, batches: Iterable, *, rtol: float, layer: int = 0) -> dict:
     """Ranks of one block's attention (default the first), per head, over held-out inputs.
 
-    ``batches`` are what :func:`lowrank.probe.for_each_layer` takes (an image tensor, or
+    ``batches`` are what :func:`lowrank.probes.probe.for_each_layer` takes (an image tensor, or
     ``{"ids": ..., "pad_mask": ...}``); floating tensors are cast to float64 with the model.
     For each input and head, on the block of real tokens (L x L, padding rows and columns
     dropped): the hardmax rank of A (distinct argmax columns), the numerical rank of A at

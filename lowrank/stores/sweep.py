@@ -1,7 +1,7 @@
 """Sweeps: lists of run configs, keyed by a hash of the full config, with an append-only store.
 
 Each finished run appends one JSON line ``{"key", "experiment", "config", "metrics", "wall_s",
-"provenance", ...}`` (:func:`lowrank.provenance.provenance`: git revision, code hash, date,
+"provenance", ...}`` (:func:`lowrank.core.provenance.provenance`: git revision, code hash, date,
 machine, CPU) to
 ``<data root>/results/<experiment>.jsonl`` (or any ``store`` path) in a single ``write`` on a
 file opened with ``O_APPEND``, under an exclusive ``flock``, followed by ``fsync``; so shards
@@ -43,13 +43,13 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pandas as pd
-from .progress import tqdm
+from ..core.progress import tqdm
 
 from .committed import committed, committed_store, sidecars, unwritable
-from .data import data_root
-from .files import append_whole
-from .provenance import provenance
-from .train import run_key
+from ..data.corpora import data_root
+from ..core.files import append_whole
+from ..core.provenance import provenance
+from ..train import run_key
 
 __all__ = ["run_key", "store_path", "ResultStore", "sweep", "train_run", "shard_of", "parse_shard",
            "record_problem", "foreign_store", "store_problem", "manifest_conflict", "manifest_path", "write_manifest", "OPERATIONAL",
@@ -348,7 +348,7 @@ class ResultStore:
         return {r["key"] for r in self.records()}
 
     def append(self, record: dict) -> None:
-        """Append one record as one line, whole or not at all (:func:`lowrank.files.append_whole`:
+        """Append one record as one line, whole or not at all (:func:`lowrank.core.files.append_whole`:
         O_APPEND, exclusive lock, fsync, a failed write cut back)."""
         if "key" not in record:
             raise ValueError("a result record needs a 'key'")
@@ -370,7 +370,7 @@ def train_run(config: dict, *, run_dir: Path, progress: bool = False) -> dict:
     """Default runner: :func:`lowrank.train.train` in ``run_dir`` with resume; metrics without
     the config echo. The finished run's ``checkpoint.pt`` is deleted unless the environment sets
     ``LOWRANK_KEEP_CHECKPOINTS=1``."""
-    from .train import train
+    from ..train import train
 
     res = train(config, out_dir=run_dir, resume=True, progress=progress)
     if res.get("finished", True) and os.environ.get(KEEP_CHECKPOINTS_ENV, "") not in ("1", "true", "yes"):

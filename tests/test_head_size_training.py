@@ -452,7 +452,7 @@ def test_the_gap_reading_follows_the_intervals(long_side, budget_sides, reading)
 
 def _fair_row(row, seeds, val, test, *, stored=None, lr_stored=18, params=(169728.0, 401792.0)):
     p = f"ch04_rule_budget_{row}_"
-    H = {p + "what": row, p + "steps": 8000, p + "tokens": 16384000.0, p + "planned": 4 * seeds,
+    H = {p + "arm_a": row, p + "arm_b": "b", p + "steps": 8000, p + "tokens": 16384000.0, p + "planned": 4 * seeds,
          p + "stored": 4 * seeds if stored is None else stored, p + "prev_steps": 4000.0, p + "param_gap": 0.05,
          p + "plan_sd": 0.02, p + "params_a": params[0], p + "params_b": params[1], p + "lr_a": 0.01,
          p + "lr_b": 0.005, p + "lr_edge": "", p + "lr_stored": lr_stored, p + "lr_planned": 18}

@@ -29,7 +29,7 @@ def _row(src, row, val, test=None, *, steps=(4000, 8000), change=(0.0, -0.01, 0.
     planned = 2 * SEEDS * len(steps) if planned is None else planned
     stored = planned if stored is None else stored
     p = f"ch04_rule_{src}_{row}_"
-    out = {p + "what": f"{row} (a minus b)", p + "steps": steps[-1], p + "tokens": steps[-1] * 2048.0,
+    out = {p + "arm_a": f"{row} a", p + "arm_b": "b", p + "steps": steps[-1], p + "tokens": steps[-1] * 2048.0,
            p + "planned": planned, p + "stored": stored, p + "prev_steps": float(steps[-2]) if len(steps) > 1 else NAN,
            p + "param_gap": param_gap, p + "plan_sd": plan_sd, p + "params_a": params[0], p + "params_b": params[1],
            p + "lr_a": lr[0], p + "lr_b": lr[1], p + "lr_edge": lr_edge, p + "lr_stored": lr_stored,

@@ -24,7 +24,7 @@ def evidence(src="budget", row="gap", val=(0.05, 0.01, 0.09), test=None, *, n=SE
     ``change_n`` / ``test_change_n`` seeds (default ``n``); ``fields`` set or (None) drop other keys."""
     p = f"ch04_rule_{src}_{row}_"
     steps = 8000 if budgets == 2 else 4000
-    out = {"what": "a minus b", "steps": steps, "tokens": steps * 2048.0, "planned": 4 * n, "stored": 4 * n,
+    out = {"arm_a": "a", "arm_b": "b", "steps": steps, "tokens": steps * 2048.0, "planned": 4 * n, "stored": 4 * n,
            "prev_steps": 4000.0 if budgets == 2 else NAN, "plan_sd": 0.02}
     test = val if test is None else test
     test_change = change if test_change is None else test_change
@@ -83,12 +83,12 @@ def test_either_missing_bound_is_no_interval(val):
 
 def test_the_evidence_sentence_joins_its_parts():
     j = judge(evidence(tokens=1_050_000.0))
-    assert j.evidence.startswith("a minus b at 8,000 steps (1.1 M training tokens a run): validation +0.050 nats "
+    assert j.evidence.startswith("a minus b loss at 8,000 steps (1.1 M training tokens a run): validation +0.050 nats "
                                  "(95% interval +0.010 to +0.090, 9 seeds); test +0.050 nats")
     assert "; change over the last doubling from 4,000 steps, validation: " in j.evidence
     assert "()" not in j.evidence and "end of its grid" not in j.evidence
     j = judge(evidence(lr_edge="the standard model"))
-    assert j.evidence.startswith("a minus b at 8,000 steps") and j.evidence.count("a minus b") == 1
+    assert j.evidence.startswith("a minus b loss at 8,000 steps") and j.evidence.count("a minus b") == 1
     assert "; the best rate of the standard model is the end of its grid" in j.evidence
     j = judge(evidence(budgets=1))
     assert j.evidence.endswith("; measured at this one budget, so whether the gap still moves was not measured; "
@@ -201,7 +201,7 @@ def test_a_halving_hurts_only_with_both_intervals_above_zero():
 
 def test_evidence_keys_name_every_field_of_every_row():
     keys = R.evidence_keys("budget", ["gap", "match"])
-    assert len(keys) == 2 * len(R.EVIDENCE_FIELDS) and keys[0] == "ch04_rule_budget_gap_what"
+    assert len(keys) == 2 * len(R.EVIDENCE_FIELDS) and keys[0] == "ch04_rule_budget_gap_arm_a"
     assert set(evidence()) <= set(keys)
 
 
@@ -225,7 +225,7 @@ def test_row_evidence_reads_the_largest_budget_and_its_change():
     p = "ch04_rule_budget_gap_"
     assert set(H) == set(R.evidence_keys("budget", ["gap"]))
     assert {k[len(p):]: v for k, v in H.items()} == {
-        "what": "a minus b loss", "arm_a": "a", "arm_b": "b", "arm_shared": "", "steps": 8000, "tokens": 8000 * 2048.0, "planned": 40, "stored": 37,
+        "arm_a": "a", "arm_b": "b", "arm_shared": "", "steps": 8000, "tokens": 8000 * 2048.0, "planned": 40, "stored": 37,
         "prev_steps": 4000.0, "param_gap": 0.1, "plan_sd": 0.04, "params_a": 1000.0, "params_b": 1100.0,
         "lr_a": 0.01, "lr_b": 0.02, "lr_edge": "b", "lr_stored": 17, "lr_planned": 18,
         "val_diff": 1.05, "val_lo": 0.01, "val_hi": 0.09, "val_n": 9,

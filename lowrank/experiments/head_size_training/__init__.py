@@ -12,7 +12,8 @@ package's modules, one job each:
   the committed stores (the long-scale sweep, the budget store) read back;
 - :mod:`.summaries`: seed means, curves and paired differences with their intervals;
 - :mod:`.headlines`: the glued numbers; :mod:`.leads`: the chapter's answer in words;
-  :mod:`.rules`: the claims and their rules;
+  :mod:`.row_record`: what one training row measured, as a typed record; :mod:`.rules`: the
+  claims and their rules;
 - :mod:`.design` and :mod:`.budget`: the budget store's models and rows, and its first design
   (learning-rate check, budget extension, factorial);
 - :mod:`.fair` and :mod:`.fair_figures`: the budget store's fair design (each model at its own

@@ -13,7 +13,8 @@ from . import budget, design, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key
 from .leads import REPORTED_SPLIT, answer, answer_more, budget_verdicts, gap_reading, interval_side
-from .rules import HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, Arms, evidence_keys, row_evidence
+from .row_record import Arms
+from .rules import HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
 from .summaries import curve_gap, diff_text, half_width, paired, summarise
 
 __all__ = ["HEADLINE_KEYS", "LONG_COMMAND", "headline"]

@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pandas as pd
 
 from ..shared.power import seeds_for_margin
 from .paper import paper_parameter_table
+from .row_record import FIELDS, SPLITS, Arms, RowEvidence
 from ..verdicts import (AWAITS_RATES, AWAITS_RUNS, BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, PROOF_CHECK,
                         REPRODUCED, TRAINING, Claim, Effect, Judgement, is_missing, need)
 
 __all__ = ["HORIZON_DOUBLINGS", "MATCH_TOLERANCE", "RULE_LEVEL", "MARGIN", "POWER_SEEDS", "MAX_SEEDS",
-           "EVIDENCE_FIELDS", "Arms", "required_seeds", "row_evidence", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
+           "EVIDENCE_FIELDS", "Arms", "RowEvidence", "required_seeds", "row_evidence", "judge", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
            "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_more_heads_standard",
            "rule_more_heads_fixed", "rule_head_size", "rule_head_size_past_n", "rule_too_few_heads"]
 
@@ -50,25 +51,8 @@ POWER_SEEDS = 9
 # than planned (a re-estimate from the spread alone, never from the mean): a limit on CPU time.
 MAX_SEEDS = 16
 
-_SPLITS = (("val", "validation"), ("test", "test"))
-EVIDENCE_FIELDS = ("what", "arm_a", "arm_b", "arm_shared", "steps", "tokens", "planned", "stored", "prev_steps", "param_gap", "plan_sd",
-                   "params_a", "params_b", "lr_a", "lr_b", "lr_edge", "lr_stored", "lr_planned",
-                   *(f"{s}_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")),
-                   *(f"{s}_change_{x}" for s, _ in _SPLITS for x in ("diff", "lo", "hi", "n")))
-
-
-@dataclass(frozen=True)
-class Arms:
-    """The two models a row compares, its loss being ``a``'s minus ``b``'s, and what they share
-    ("h = 32"; "" when the names say it all)."""
-    a: str
-    b: str
-    shared: str = ""
-
-    @property
-    def what(self) -> str:
-        """'at h = 32, standard (d_h = 2) minus fixed (d_p = 16) loss'."""
-        return (f"at {self.shared}, " if self.shared else "") + f"{self.a} minus {self.b} loss"
+_SPLITS = SPLITS
+EVIDENCE_FIELDS = FIELDS
 
 
 def required_seeds(sd: float) -> int:
@@ -98,27 +82,23 @@ def row_evidence(src: str, row: str, arms: Arms, comps: pd.DataFrame, *, planned
     ``comps``: ``lr_a`` / ``lr_b`` (each model's rate) and ``params_a`` / ``params_b`` (parameter
     counts); ``lr_stored`` of ``lr_planned`` runs of the two models' rate grid are stored, and
     ``lr_edge`` names a model whose best rate is still the end of its grid ("" when none)."""
-    p = f"ch04_rule_{src}_{row}_"
     nan = float("nan")
     steps = sorted(int(s) for s in comps["steps"].unique())
     last = comps[comps.steps == steps[-1]]
-    stored = sum(int(comps[comps.steps == st]["runs"].iloc[0]) for st in steps)
     col = lambda c: float(last[c].iloc[0]) if c in last else nan  # noqa: E731
-    out = {p + "what": arms.what, p + "arm_a": arms.a, p + "arm_b": arms.b, p + "arm_shared": arms.shared,
-           p + "steps": steps[-1], p + "tokens": float(last["tokens"].iloc[0]),
-           p + "planned": int(planned), p + "stored": stored,
-           p + "prev_steps": float(steps[-2]) if len(steps) > 1 else nan, p + "param_gap": float(param_gap),
-           p + "plan_sd": float(plan_sd), p + "params_a": col("params_a"), p + "params_b": col("params_b"),
-           p + "lr_a": col("lr_a"), p + "lr_b": col("lr_b"), p + "lr_edge": str(lr_edge),
-           p + "lr_stored": int(lr_stored), p + "lr_planned": int(lr_planned)}
-    for s, split in _SPLITS:
+    effects, changes = [], []
+    for _, split in _SPLITS:
         r = last[last.split == split].iloc[0]
-        for x in ("diff", "lo", "hi"):
-            out[f"{p}{s}_{x}"] = float(r[x])
-            out[f"{p}{s}_change_{x}"] = float(r[f"change_{x}"]) if len(steps) > 1 else nan
-        out[f"{p}{s}_n"] = int(r["n"])
-        out[f"{p}{s}_change_n"] = int(r["change_n"]) if len(steps) > 1 else 0
-    return out
+        effects.append(Effect(split, float(r["diff"]), float(r["lo"]), float(r["hi"]), int(r["n"])))
+        changes.append(Effect(split, float(r["change_diff"]), float(r["change_lo"]), float(r["change_hi"]),
+                              int(r["change_n"])) if len(steps) > 1 else Effect(split, nan, nan, nan, 0))
+    record = RowEvidence(
+        arms=arms, steps=steps[-1], tokens=float(last["tokens"].iloc[0]), planned=int(planned),
+        stored=sum(int(comps[comps.steps == st]["runs"].iloc[0]) for st in steps),
+        prev_steps=float(steps[-2]) if len(steps) > 1 else nan, param_gap=float(param_gap), plan_sd=float(plan_sd),
+        params=(col("params_a"), col("params_b")), rates=(col("lr_a"), col("lr_b")), lr_edge=str(lr_edge),
+        lr_stored=int(lr_stored), lr_planned=int(lr_planned), effects=tuple(effects), changes=tuple(changes))
+    return record.values(f"ch04_rule_{src}_{row}_")
 
 
 def _interval(diff: float, lo: float, hi: float, n: int) -> str:
@@ -129,38 +109,43 @@ def _interval(diff: float, lo: float, hi: float, n: int) -> str:
     return f"{diff:+.3f} nats ({RULE_LEVEL:.0%} interval {lo:+.3f} to {hi:+.3f}, {n} seeds)"
 
 
-def _arms_text(H: Mapping, p: str) -> str:
+def _arms_text(ev: RowEvidence) -> str:
     """Each model's rate and parameter count, as the evidence names them ("" when not measured)."""
     parts = []
-    lr_a, lr_b = H.get(p + "lr_a", float("nan")), H.get(p + "lr_b", float("nan"))
+    (lr_a, lr_b), (pa, pb) = ev.rates, ev.params
     if not (is_missing(lr_a) or is_missing(lr_b)):
         parts.append(f"learning rates {lr_a:g} and {lr_b:g}, each model's best in its grid")
-    pa, pb = H.get(p + "params_a", float("nan")), H.get(p + "params_b", float("nan"))
     if not (is_missing(pa) or is_missing(pb)):
         parts.append(f"{int(pa):,} and {int(pb):,} parameters")
     return "; ".join(parts)
 
 
-def _unequal(H: Mapping, p: str) -> str:
+def _unequal(ev: RowEvidence) -> str:
     """The phrase a verdict carries when its two models' parameter counts differ by more than
     MATCH_TOLERANCE ("" when they do not, or are not known)."""
-    pa, pb = H.get(p + "params_a", float("nan")), H.get(p + "params_b", float("nan"))
+    pa, pb = ev.params
     if is_missing(pa) or is_missing(pb) or abs(pa - pb) <= MATCH_TOLERANCE * min(pa, pb):
         return ""
     return (f"the two models differ in parameters ({int(pa):,} against {int(pb):,}, {max(pa, pb) / min(pa, pb):.2f} "
             f"times), so the difference is not the head layout's alone")
 
 
-def _with_unequal(j: Judgement, H: Mapping, p: str, effects: tuple[Effect, ...] = ()) -> Judgement:
-    more = _unequal(H, p)
+def _with_unequal(j: Judgement, ev: RowEvidence) -> Judgement:
+    more = _unequal(ev)
     if not more:
-        return replace(j, effects=effects)
+        return replace(j, effects=ev.effects)
     if not j.qualifier:
-        return replace(j, qualifier=more, effects=effects)
-    return replace(j, detail=f"{j.detail}; {more}" if j.detail else more, effects=effects)
+        return replace(j, qualifier=more, effects=ev.effects)
+    return replace(j, detail=f"{j.detail}; {more}" if j.detail else more, effects=ev.effects)
 
 
 def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judgement:
+    """:func:`judge` on the row ``row`` of source ``src`` as the chapter carries it
+    (:meth:`RowEvidence.read` of the keys ``ch04_rule_<src>_<row>_*``)."""
+    return judge(RowEvidence.read(H, f"ch04_rule_{src}_{row}_"), powered=powered)
+
+
+def judge(ev: RowEvidence, *, powered: bool = False) -> Judgement:
     """The rule every training row of chapter 04 shares: the claim's worse model minus its better
     one, paired by seed, at the largest budget; both splits must agree. Where the row's models have
     a learning-rate grid, each is compared at its own best rate, and nothing is judged before every
@@ -170,27 +155,24 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
     its sign, nor is one inside the margin moving fast enough to leave it, when that change rests on
     at least as many seeds as the gap. ``powered``: the row needs the seeds :func:`required_seeds` asks.
     A verdict on two models whose parameter counts differ by more than MATCH_TOLERANCE says so."""
-    p = f"ch04_rule_{src}_{row}_"
-    what, steps, tokens = need(H, p + "what"), need(H, p + "steps"), need(H, p + "tokens")
-    planned, stored, prev = need(H, p + "planned"), need(H, p + "stored"), need(H, p + "prev_steps")
-    lr_stored, lr_planned = H.get(p + "lr_stored", 0), H.get(p + "lr_planned", 0)
+    what, steps, tokens, prev = ev.arms.what, ev.steps, ev.tokens, ev.prev_steps
     budget = f"{int(steps):,} steps ({tokens / 1e6:.1f} M training tokens a run)"
     budgets = budget if is_missing(prev) else f"{int(prev):,} and {budget}"
-    if lr_stored < lr_planned:
+    if ev.lr_stored < ev.lr_planned:
         return Judgement(INCONCLUSIVE, f"{what}: each model is compared at its own best learning rate, and "
-                                       f"{int(lr_stored)} of the {int(lr_planned)} runs of the two models' rate "
+                                       f"{int(ev.lr_stored)} of the {int(ev.lr_planned)} runs of the two models' rate "
                                        f"grid are stored",
                          "not judged yet: the rates are chosen first", "the runs resume by run key",
                          awaits=AWAITS_RATES)
-    if stored < planned:
-        return Judgement(INCONCLUSIVE, f"{what}: {int(stored)} of the {int(planned)} runs at {budgets} are stored",
+    if ev.stored < ev.planned:
+        return Judgement(INCONCLUSIVE, f"{what}: {int(ev.stored)} of the {int(ev.planned)} runs at {budgets} are "
+                                       f"stored",
                          "the rule needs every seed of both models at every budget it compares",
                          "the runs resume by run key", awaits=AWAITS_RUNS)
-    sides, parts, half, inside, effects = {}, [], 0.0, True, []
-    for s, split in _SPLITS:
-        d, lo, hi, n = (need(H, f"{p}{s}_{x}") for x in ("diff", "lo", "hi", "n"))
+    sides, parts, half, inside = {}, [], 0.0, True
+    for (s, split), e in zip(_SPLITS, ev.effects):
+        d, lo, hi, n = e.estimate, e.lo, e.hi, e.seeds
         parts.append(f"{split} {_interval(d, lo, hi, n)}")
-        effects.append(Effect(split, float(d), float(lo), float(hi), int(n)))
         if n < 2 or is_missing(lo) or is_missing(hi):
             sides[s] = None
             continue
@@ -199,58 +181,57 @@ def judge_row(H: Mapping, src: str, row: str, *, powered: bool = False) -> Judge
         inside = inside and -MARGIN < lo and hi < MARGIN
     one_budget = is_missing(prev)
     if not one_budget:
-        for s, split in _SPLITS:
-            c = [need(H, f"{p}{s}_change_{x}") for x in ("diff", "lo", "hi", "n")]
-            parts.append(f"change over the last doubling from {int(prev):,} steps, {split}: {_interval(*c)}")
-    arms = _arms_text(H, p)
-    edge = H.get(p + "lr_edge", "")
-    ev = f"{what} at {budget}" + (f" ({arms})" if arms else "") + ": " + "; ".join(parts)
-    if edge:
-        ev += f"; the best rate of {edge} is the end of its grid, so a rate beyond it might do better"
+        for (s, split), c in zip(_SPLITS, ev.changes):
+            parts.append(f"change over the last doubling from {int(prev):,} steps, {split}: "
+                         f"{_interval(c.estimate, c.lo, c.hi, c.seeds)}")
+    arms = _arms_text(ev)
+    ev_text = f"{what} at {budget}" + (f" ({arms})" if arms else "") + ": " + "; ".join(parts)
+    if ev.lr_edge:
+        ev_text += f"; the best rate of {ev.lr_edge} is the end of its grid, so a rate beyond it might do better"
     if one_budget:
-        ev += "; measured at this one budget, so whether the gap still moves was not measured"
+        ev_text += "; measured at this one budget, so whether the gap still moves was not measured"
     if None in sides.values():
-        return _with_unequal(Judgement(INCONCLUSIVE, ev, "one seed: no interval, so no effect of any size can be "
-                                                         "detected"), H, p, tuple(effects))
-    seeds = min(int(need(H, f"{p}{s}_n")) for s, _ in _SPLITS)
+        return _with_unequal(Judgement(INCONCLUSIVE, ev_text, "one seed: no interval, so no effect of any size can "
+                                                              "be detected"), ev)
+    seeds = min(e.seeds for e in ev.effects)
     if powered:
-        needed = required_seeds(need(H, p + "plan_sd"))
-        ev += f"; {seeds} seeds, the power rule asks for {needed} (margin {MARGIN} nats)"
+        needed = required_seeds(ev.plan_sd)
+        ev_text += f"; {seeds} seeds, the power rule asks for {needed} (margin {MARGIN} nats)"
         if seeds < needed:
-            return _with_unequal(Judgement(INCONCLUSIVE, ev, f"judged on {seeds} seeds where the power rule asks "
-                                                             f"for {needed}: the smallest effect this run could "
-                                                             f"detect is {half:.3f} nats"), H, p, tuple(effects))
+            return _with_unequal(Judgement(INCONCLUSIVE, ev_text, f"judged on {seeds} seeds where the power rule "
+                                                                  f"asks for {needed}: the smallest effect this run "
+                                                                  f"could detect is {half:.3f} nats"), ev)
     side = sides["val"] if sides["val"] == sides["test"] else None
     if side is None and not inside:
-        return _with_unequal(Judgement(INCONCLUSIVE, ev, "the validation and test splits do not agree, and the "
-                                                         "rule needs both"), H, p, tuple(effects))
+        return _with_unequal(Judgement(INCONCLUSIVE, ev_text, "the validation and test splits do not agree, and the "
+                                                              "rule needs both"), ev)
     if side == 0 and not inside:
-        return _with_unequal(Judgement(INCONCLUSIVE, ev, f"both intervals contain 0 and reach beyond the margin of "
-                                                         f"{MARGIN} nats", f"the smallest effect this run could "
-                                                         f"detect is {half:.3f} nats (the larger half-width)"), H, p, tuple(effects))
+        return _with_unequal(Judgement(INCONCLUSIVE, ev_text, f"both intervals contain 0 and reach beyond the margin "
+                                                              f"of {MARGIN} nats", f"the smallest effect this run "
+                                                              f"could detect is {half:.3f} nats (the larger "
+                                                              f"half-width)"), ev)
     if not one_budget:
-        for s, split in _SPLITS:
-            d = need(H, f"{p}{s}_diff")
-            cd, clo, chi, cn = (need(H, f"{p}{s}_change_{x}") for x in ("diff", "lo", "hi", "n"))
+        for (s, split), e, c in zip(_SPLITS, ev.effects, ev.changes):
+            d, cd, clo, chi, cn = e.estimate, c.estimate, c.lo, c.hi, c.seeds
             # A change measured on fewer seeds than the gap cannot overrule it.
             if cn < max(seeds, 2) or is_missing(clo) or is_missing(chi):
                 continue
             if side:
                 toward = chi < 0 if side > 0 else clo > 0
                 if toward and side * (d + HORIZON_DOUBLINGS * cd) <= 0:
-                    return _with_unequal(Judgement(INCONCLUSIVE, ev, (
+                    return _with_unequal(Judgement(INCONCLUSIVE, ev_text, (
                         f"on the {split} split the gap is still moving toward 0 ({cd:+.3f} nats per doubling, "
                         f"interval excludes 0) and would reach it within {HORIZON_DOUBLINGS} more doublings of the "
-                        f"budget")), H, p, tuple(effects))
+                        f"budget")), ev)
             elif (clo > 0 or chi < 0) and abs(d + HORIZON_DOUBLINGS * cd) >= MARGIN:
-                return _with_unequal(Judgement(INCONCLUSIVE, ev, (
+                return _with_unequal(Judgement(INCONCLUSIVE, ev_text, (
                     f"on the {split} split the gap lies inside the margin but is still moving ({cd:+.3f} nats per "
                     f"doubling, interval excludes 0) and would leave the margin of {MARGIN} nats within "
-                    f"{HORIZON_DOUBLINGS} more doublings of the budget")), H, p, tuple(effects))
+                    f"{HORIZON_DOUBLINGS} more doublings of the budget")), ev)
     if side:
-        return _with_unequal(Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev), H, p, tuple(effects))
-    return _with_unequal(Judgement(NEGLIGIBLE, ev, f"both 95 % intervals lie inside +-{MARGIN} nats, at {budget}"),
-                         H, p, tuple(effects))
+        return _with_unequal(Judgement(REPRODUCED if side > 0 else CONTRADICTED, ev_text), ev)
+    return _with_unequal(Judgement(NEGLIGIBLE, ev_text, f"both 95 % intervals lie inside +-{MARGIN} nats, at {budget}"),
+                         ev)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,7 +264,8 @@ def _matched(H: Mapping, src: str, *, powered: bool = False) -> Judgement:
         return judge_row(H, src, "match", powered=powered)
     gap = need(H, p + "param_gap")
     if is_missing(gap) or gap > MATCH_TOLERANCE:
-        return Judgement(INCONCLUSIVE, f"{need(H, f'ch04_rule_{src}_match_what')}; parameter counts differ by {gap:.0%}",
+        what = RowEvidence.read(H, p).arms.what
+        return Judgement(INCONCLUSIVE, f"{what}; parameter counts differ by {gap:.0%}",
                          f"not parameter-matched: the baseline is not within {MATCH_TOLERANCE:.0%} of the fixed-head "
                          f"model's parameters, so no effect can be attributed to the head size")
     return judge_row(H, src, "match", powered=powered)

@@ -412,7 +412,7 @@ print(f"cells with mean above the bound by > 1.96 se: {H['ch05_cells_above']} of
 print(f"causal {lab} / n at n={H['ch05_nmax']}: {H['ch05_causal_frac_nmax']:.2f} (law (n+1)/(2n) = {H['ch05_causal_law_nmax']:.2f})")
 print(f"{rank_label('numerical rank', 'default rtol', 'P')} / n, standard softmax, n={H['ch05_n_setting']}, d_h={max(P['setting_head_dims'])}: {H['ch05_tol_default']:.2f}")
 print(f"settings respecting the bound: {H['ch05_settings_hold']} of {H['ch05_settings_total']}")
-print(f"verdicts: {H['ch05_verdict_barrier'].split(':')[0]}; {H['ch05_verdict_rises'].split(':')[0]}")
+print(f"verdicts: {H['ch05_verdict_barrier_word']}; {H['ch05_verdict_rises_word']}")
 
 
 # %% [markdown]

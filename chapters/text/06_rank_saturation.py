@@ -18,7 +18,7 @@
 #
 # Min & Li claim that the rank of attention saturates at a head size $d_h = \Omega(\log n)$; we measure where, for $n$ over two decades.
 #
-# From $n$ = {glue:text}`ch06_nmin` to {glue:text}`ch06_nmax`, the head size at which the hardmax rank reaches {glue:text}`ch06_main_criterion` (the reference criterion) grows {glue:text}`ch06_main_ratio:.1f`-fold while $\ln n$ grows {glue:text}`ch06_ln_ratio:.1f`-fold; of three laws for its growth, $a + b \ln n$, $c\,n^\alpha$ and $c\,(\ln n)^\beta$, the data prefer {glue:text}`ch06_best_law`, and the registered rule judges the claim of growth like $\log n$ **{glue:text}`ch06_verdict`** ({ref}`sec-ch06-verdict`). Each saturation point comes with bootstrap uncertainty.
+# From $n$ = {glue:text}`ch06_nmin` to {glue:text}`ch06_nmax`, the head size at which the hardmax rank reaches {glue:text}`ch06_main_criterion` (the reference criterion) grows {glue:text}`ch06_main_ratio:.1f`-fold while $\ln n$ grows {glue:text}`ch06_ln_ratio:.1f`-fold; of three laws for its growth, $a + b \ln n$, $c\,n^\alpha$ and $c\,(\ln n)^\beta$, the data prefer {glue:text}`ch06_best_law`, and the registered rule judges the claim of growth like $\log n$ **{glue:text}`ch06_verdict_word`** ({ref}`sec-ch06-verdict`). Each saturation point comes with bootstrap uncertainty.
 # Then we redo the measurement at the standard softmax temperature with a numerical rank, to show how much the answer depends on the setting.
 
 # %% tags=["parameters", "hide-input"]
@@ -195,7 +195,7 @@ lab = rank_label("hardmax rank", matrix="A (exact)")
 print(f"{lab}: {H['ch06_main_criterion']} saturation d_h at n = {H['ch06_nmax']}: {H['ch06_pred_obs']:.0f}")
 print(f"best law by BIC: {H['ch06_best_law']}; beta = {H['ch06_beta_main']:.1f}")
 print(f"a + b ln n out-of-range z > 2: {H['ch06_pred_log_z'] > 2}")
-print(f"verdict: {H['ch06_verdict'].split(':')[0]}")
+print(f"verdict: {H['ch06_verdict_word']}")
 
 # %% [markdown]
 # ## What to take away

@@ -50,7 +50,7 @@ HEADLINE_KEYS = (
     "ch05_mla_cells", "ch05_mla_max_z", "ch05_mla_worst", "ch05_mla_max_increment", "ch05_mla_flat_where",
     "ch05_mla_min_rise_z", "ch05_mla_min_rise", "ch05_mla_top_frac", "ch05_mla_logit_excess", "ch05_mla_logit_at",
     "ch05_mla_v3_bound", "ch05_mla_v3_sizes", "ch05_mla_v3_n", "ch05_mla_criterion", "ch05_verdict_mla", "ch05_verdict_mla_evidence",
-    "ch05_verdict_mla_bound", "ch05_verdict_mla_bound_evidence",
+    "ch05_verdict_mla_bound", "ch05_verdict_mla_bound_evidence", *(f"ch05_verdict_{k}_word" for k in VERDICT_CLAIMS),
 )
 _INPUTS = ("orthonormal", "gaussian", "sphere", "anisotropic", "minilm")
 
@@ -148,6 +148,7 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     for key, claim_key in VERDICT_CLAIMS.items():
         j = claim_of(CLAIMS, claim_key).judge(H)
         H[f"ch05_verdict_{key}"], H[f"ch05_verdict_{key}_evidence"] = j.label, j.evidence
+        H[f"ch05_verdict_{key}_word"] = j.verdict
     return H
 
 

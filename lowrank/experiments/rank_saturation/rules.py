@@ -32,7 +32,7 @@ HEADLINE_KEYS = (
     "ch06_b_main", "ch06_b_main_lo", "ch06_b_main_hi", "ch06_alpha_main", "ch06_alpha_main_lo",
     "ch06_alpha_main_hi", "ch06_beta_main", "ch06_beta_main_lo", "ch06_beta_main_hi",
     "ch06_best_by_criterion", "ch06_betas", "ch06_local_slopes", "ch06_slope_first", "ch06_slope_last",
-    "ch06_main_ratio", "ch06_ln_ratio", "ch06_ln2_ratio", "ch06_verdict", "ch06_verdict_evidence",
+    "ch06_main_ratio", "ch06_ln_ratio", "ch06_ln2_ratio", "ch06_verdict", "ch06_verdict_word", "ch06_verdict_evidence",
     "ch06_soft_nmin", "ch06_soft_nmax", "ch06_soft_trials", "ch06_soft_grid_text", "ch06_main_soft",
     "ch06_soft0_tol", "ch06_soft0_plateau", "ch06_soft0_points", "ch06_soft1_tol", "ch06_soft1_plateau",
     "ch06_soft1_points",
@@ -142,7 +142,7 @@ def headline(t: Mapping[str, Any]) -> dict[str, Any]:
     H.update(_criterion_keys("ch06_inc_", increment_criterion(P), {increment_criterion(P): ev["laws"]}, ev["points"]))
     H.update(increment_keys(P, ev))
     j = claim_of(CLAIMS, "saturation").judge(H)
-    H["ch06_verdict"], H["ch06_verdict_evidence"] = j.label, j.evidence
+    H["ch06_verdict"], H["ch06_verdict_word"], H["ch06_verdict_evidence"] = j.label, j.verdict, j.evidence
     # softmax part
     sp, soft_ns = t["soft_points"], [int(n) for n in P["softmax_ns"]]
     H["ch06_soft_nmin"], H["ch06_soft_nmax"] = min(soft_ns), max(soft_ns)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from lowrank.book import cli, costs as book_costs, runner, sets
+from lowrank.book.costs import duration
 from lowrank.book.params import ParameterError
 from lowrank.experiments import costs, head_size_training, registry
 
@@ -173,6 +174,23 @@ def test_the_readme_table_is_the_one_the_metadata_gives():
     assert sets.markdown_table(ROOT) in readme, (
         "README's cost table differs from the sets' metadata and measured times (a chapter was re-executed?): "
         "run .venv/bin/python -m lowrank.book.sets --readme")
+
+
+def test_the_readme_time_of_make_book_is_the_chapters_last_executions():
+    readme = (ROOT / "README.md").read_text(encoding="utf8")
+    row = sets.book_row(ROOT)
+    assert row in readme, "README's make book row is stale: run .venv/bin/python -m lowrank.book.sets --readme"
+    seconds = [s.measured.seconds for s in sets.book_sets(ROOT, ("default",))]
+    assert None not in seconds and f"the {len(seconds)} chapters took {duration(sum(seconds))} together" in row
+
+
+def test_the_make_book_row_is_rewritten_in_place(tmp_path):
+    (tmp_path / "chapters").symlink_to(ROOT / "chapters")
+    (tmp_path / "README.md").write_text("# x\n\n| `make book` | about 11 minutes |\n| `make test` | 30 |\n\n"
+                                        "| chapter | scale | hardware | estimate | measured |\n|---|\n\n")
+    assert sets.main([str(tmp_path), "--readme"]) == 0
+    text = (tmp_path / "README.md").read_text()
+    assert sets.book_row(tmp_path) + "\n| `make test` | 30 |" in text and "about 11 minutes" not in text
 
 
 def test_the_readme_table_is_rewritten_in_place(tmp_path):

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .costs import DEFAULT_HARDWARE, METADATA_KEY, SetInfo, estimate, measured_time, read_metadata
+from .costs import DEFAULT_HARDWARE, METADATA_KEY, SetInfo, duration, estimate, measured_time, read_metadata
 from ..experiments.costs import run_keys
 from ..core.files import atomic_write_text
 from ..core.params import SCALES
@@ -81,6 +81,23 @@ def markdown_table(root: Path, scales=SHOWN_SCALES) -> str:
     return "\n".join(rows) + "\n"
 
 
+BOOK_ROW = "| `make book` |"
+
+
+def book_row(root: Path) -> str:
+    """The README's row for ``make book``, from the chapters' last default executions (their
+    execution records): how long they took together, the quickest and the slowest."""
+    timed = [(s.chapter[:2], s.measured.seconds) for s in book_sets(root, ("default",))
+             if s.measured.seconds is not None]
+    if not timed:
+        return f"{BOOK_ROW} every chapter, then the render; under a minute when nothing changed |"
+    total = sum(t for _, t in timed)
+    (fast, t_fast), (slow, t_slow) = min(timed, key=lambda x: x[1]), max(timed, key=lambda x: x[1])
+    return (f"{BOOK_ROW} the {len(timed)} chapters took {duration(total)} together at their last execution "
+            f"(from {duration(t_fast)} for chapter {fast} to {duration(t_slow)} for chapter {slow}), then "
+            f"the render adds a few minutes; under a minute when nothing changed |")
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m lowrank.book.sets [ROOT] [--readme]``: print the table of every set's costs
     (Markdown), or with ``--readme`` replace the table in ROOT/README.md with it."""
@@ -104,7 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     end = text.find("\n\n", start)
     end = len(text) if end < 0 else end + 1
-    atomic_write_text(path, text[:start] + table + text[end:])
+    text = text[:start] + table + text[end:]
+    row = text.find(BOOK_ROW)
+    if row >= 0:
+        stop = text.find("\n", row)
+        text = text[:row] + book_row(root) + text[stop if stop >= 0 else len(text):]
+    atomic_write_text(path, text)
     print(f"lowrank.book.sets: table in {path} updated")
     return 0
 

@@ -38,3 +38,20 @@ def test_bounds_that_cannot_hold_are_refused(kwargs):
 def test_a_margin_must_be_positive():
     with pytest.raises(ValueError, match="margin"):
         seeds_for_margin(0.03, 0.0)
+
+
+def test_by_default_between_2_and_16_seeds():
+    assert seeds_for_margin(float("nan"), 0.03) == 2
+    assert seeds_for_margin(1e-6, 0.03) == 2
+    assert seeds_for_margin(10.0, 0.03) == 16
+
+
+def test_equal_bounds_fix_the_count():
+    assert seeds_for_margin(10.0, 0.03, least=9, most=9) == 9
+    assert seeds_for_margin(1e-6, 0.03, least=9, most=9) == 9
+
+
+def test_chapter_04_asks_its_first_seeds_when_the_spread_is_missing():
+    from lowrank.experiments.head_size_training.rules import POWER_SEEDS, required_seeds
+
+    assert required_seeds(None) == required_seeds(float("nan")) == POWER_SEEDS

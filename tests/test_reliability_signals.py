@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 COMMAND = textwrap.dedent("""
     import sys
-    from lowrank import params
+    from lowrank.core import params
     from lowrank.book import cli
     from lowrank.book.params import SCHEMAS
 

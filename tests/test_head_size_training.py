@@ -284,6 +284,47 @@ def test_long_comparisons_curve_gap_and_lr_display():
     assert hs.lr_display(None).iloc[0, 0] == "none at this scale"
 
 
+# The book function drawing each figure of the page, and how many axes it draws on.
+FIGURES = {"curves": ("plot_learning_curves", 2), "heads": ("plot_heads", 1), "matched": ("plot_matched", 1),
+           "sizes": ("plot_sizes", 1), "paired": ("plot_comparisons", 1), "long_curves": ("plot_learning_curves", 2),
+           "long_recovery": ("plot_recovery", 1), "long_paired": ("plot_comparisons", 1),
+           "lr_check": ("plot_lr_check", 1), "budget": ("plot_budget_gaps", 4), "one_budget": ("plot_one_budget", 1),
+           "lr_grid": ("plot_lr_grid", 2), "factorial": ("plot_factorial", 1)}
+
+
+def test_figure_data_gives_each_figure_of_the_page_what_its_book_function_draws():
+    import json
+    import re
+    from pathlib import Path
+
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    from lowrank.book import training_figures as TF
+
+    notebook = Path(__file__).resolve().parents[1] / "chapters" / "04_head_size_training.ipynb"
+    code = "".join("".join(c["source"]) for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code")
+    assert set(re.findall(r'glue\("ch04_fig_(\w+)"', code)) == set(FIGURES)
+    heads, matched, sizes = _grids()
+    curve = [[[10, v + 0.5], [20, v]] for v in heads.val_loss]
+    heads = heads.assign(train_curve=curve, val_curve=curve)
+    tables = _tables(heads, matched, sizes)
+    for recovery, longer in ((heads.iloc[:0], False), (heads, True)):
+        tables["long"] = dict(tables["long"], recovery=recovery,
+                              setup=dict(tables["long"]["setup"], recovery_steps=20 if longer else None))
+        H = hs.headline(tables)
+        F = hs.figure_data(tables, H)
+        assert set(F) == set(FIGURES) and (F["long_recovery"]["longer"] is not None) == longer
+        for key, (name, n_axes) in FIGURES.items():
+            fig, axes = plt.subplots(1, n_axes, squeeze=False)
+            extra = {"markersize": 4} if name == "plot_learning_curves" else {}
+            getattr(TF, name)(list(axes[0]) if n_axes > 1 else axes[0][0], **F[key], **extra)
+            plt.close(fig)
+    assert F["heads"]["summary"]["mean"].notna().all() and F["matched"]["baseline_heads"] == 8
+    assert set(hs.plots.ROW_TITLES) == {row for row, _, _ in B.ROWS}  # a title for every row, none for another
+
+
 def test_headline_budget_check_pairs_the_gap_and_its_change_by_seed():
     heads, matched, sizes = _grids()
     plain = hs.headline(_tables(heads, matched, sizes))

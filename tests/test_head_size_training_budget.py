@@ -111,7 +111,9 @@ def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from lowrank.experiments.head_size_training import figures as F
+    from lowrank.book import training_figures as TF
+    from lowrank.experiments.head_size_training import plots
+    from lowrank.experiments.head_size_training import tables as T
 
     empty = B.read(tmp_path / "none.jsonl")
     store = tmp_path / "budget.jsonl"
@@ -120,21 +122,22 @@ def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
     for got in (empty, full):
         comps, eff = B.comparisons(got["budget"]), B.factorial_effects(got["factorial"])
         fig, axes = plt.subplots(1, len(B.ROWS))
-        F.plot_budget_gaps(axes, comps)
-        fig2, (a, b) = plt.subplots(1, 2)
-        F.plot_lr_check(a, got["lr_check"], got["lr"])
-        F.plot_factorial(b, eff)
+        TF.plot_budget_gaps(axes, **plots.budget_gaps(comps))
+        fig2, (a, b, c) = plt.subplots(1, 3)
+        TF.plot_lr_check(a, **plots.lr_check(got["lr_check"], got["lr"]))
+        TF.plot_factorial(b, eff)
+        TF.plot_one_budget(c, **plots.one_budget(comps))
         plt.close("all")
-        t = F.budget_display(comps)
+        t = T.budget_display(comps)
         assert len(t) == sum(len(v) for v in B.ROW_STEPS.values())
         assert list(t["steps"][:4]) == ["1,000", "2,000", "4,000", "8,000"]
-        assert len(F.factorial_display(eff)) == 7
-    assert F.budget_display(B.comparisons(empty["budget"]))["validation (nats, 95 % interval)"].eq("not stored yet").all()
-    shown = F.budget_display(B.comparisons(full["budget"]))["runs stored"]
+        assert len(T.factorial_display(eff)) == 7
+    assert T.budget_display(B.comparisons(empty["budget"]))["validation (nats, 95 % interval)"].eq("not stored yet").all()
+    shown = T.budget_display(B.comparisons(full["budget"]))["runs stored"]
     assert shown.isin(["6 of 6", f"{2 * B.POWER_SEEDS} of {2 * B.POWER_SEEDS}"]).all()
-    lr = F.lr_check_display(full["lr_check"], full["lr_table"])
+    lr = T.lr_check_display(full["lr_check"], full["lr_table"])
     assert lr["chosen"].eq("yes").sum() == 2 and lr["regret (nats)"].min() == 0
-    assert F.lr_check_display(empty["lr_check"], None).shape == (1, 1)
+    assert T.lr_check_display(empty["lr_check"], None).shape == (1, 1)
 
 
 def test_power_seeds_follow_from_the_spread_the_committed_store_measured_first():
@@ -251,8 +254,10 @@ def test_the_fair_figure_and_tables_render_empty_partial_and_full_stores(tmp_pat
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
+    from lowrank.book import training_figures as TF
     from lowrank.experiments.head_size_training import fair as F
-    from lowrank.experiments.head_size_training import fair_figures as FF
+    from lowrank.experiments.head_size_training import plots
+    from lowrank.experiments.head_size_training import tables as T
 
     empty = B.read(tmp_path / "none.jsonl")["fair"]
     partial_store = tmp_path / "partial.jsonl"
@@ -266,16 +271,18 @@ def test_the_fair_figure_and_tables_render_empty_partial_and_full_stores(tmp_pat
     full = B.read(tmp_path / "full.jsonl")["fair"]
     for got in (empty, partial, full):
         fig, axes = plt.subplots(2, 1)
-        FF.plot_lr_grid(axes, got["lr_grid"], got["rates"])
+        TF.plot_lr_grid(axes, **plots.lr_grid(got["rates"]))
         plt.close(fig)
-        t = FF.lr_grid_display(got["rates"])
+        t = T.lr_grid_display(got["rates"])
         assert list(t.model) == list(F.LR_GRID_MODELS)
-        j = FF.judged_display(got["judged_comparisons"])
+        j = T.judged_display(got["judged_comparisons"])
         assert len(j) == 2 * len(B.ROWS)
-    assert FF.lr_grid_display(partial["rates"])["runs stored"].iloc[0] == "5 of 9"
-    assert FF.lr_grid_display(empty["rates"])["chosen rate"].eq("not yet").all()
-    t = FF.lr_grid_display(full["rates"]).set_index("model")
+    assert T.lr_grid_display(partial["rates"])["runs stored"].iloc[0] == "5 of 9"
+    assert T.lr_grid_display(empty["rates"])["chosen rate"].eq("not yet").all()
+    # the figure's two panels hold every model of the grid, once each
+    assert [m for _, models in plots.GRID_PANELS for m in models] == list(F.LR_GRID_MODELS)
+    t = T.lr_grid_display(full["rates"]).set_index("model")
     assert t.loc["fixed h = 32", "chosen rate"] == "0.02" and t.loc["fixed h = 32", "rate 0.04"] != "-"
-    j = FF.judged_display(full["judged_comparisons"])
+    j = T.judged_display(full["judged_comparisons"])
     assert j["rates"].str.contains("0.01 and 0.02").any() and j["runs stored"].eq(f"{2 * B.POWER_SEEDS} of {2 * B.POWER_SEEDS}").all()
-    assert FF.judged_display(empty["judged_comparisons"])["rates"].eq("not chosen yet").all()
+    assert T.judged_display(empty["judged_comparisons"])["rates"].eq("not chosen yet").all()

@@ -66,3 +66,17 @@ def test_theorem2(kw, verdict):
         assert "remark" in j.evidence and "fewer, larger heads" in j.evidence
     if kw == dict(ch03_t2_fewer_exact=1e-3):
         assert "remark" not in j.evidence
+
+
+def test_rules_read_typed_records():
+    assert {c.key: c.evidence for c in M.CLAIMS} == {"multihead-boundary": M.BoundaryEvidence,
+                                                      "f-in-g": M.FInGEvidence, "theorem2": M.Theorem2Evidence}
+    # the synthetic headline names every value the rules read, and nothing a rule reads is left out
+    assert {k for c in M.CLAIMS for k in c.evidence.keys().values()} == set(base())
+    for c in M.CLAIMS:
+        with pytest.raises(V.MissingEvidence):
+            c.judge({})
+    # phrases where the sweep found no fitting head count read as text, not as a number
+    j = judge("multihead-boundary", ch03_h_last_fit="none of the head counts tested", ch03_dh_last_fit="none",
+              ch03_boundary_offset=math.nan, ch03_both_sides="no")
+    assert j.verdict == V.INCONCLUSIVE and "fits up to h = none of the head counts tested" in j.evidence

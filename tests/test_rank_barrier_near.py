@@ -6,8 +6,14 @@ import pytest
 import torch
 
 from lowrank.experiments import rank_barrier as ch
-from lowrank.experiments.verdicts import CONDITIONAL, CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER
+from lowrank.experiments.verdicts import CONDITIONAL, CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER, claim_of
 from lowrank.theory import expected_distinct_columns, near_orthonormal_gram, near_orthonormal_qk
+
+
+# The rules judged as chapter 08 judges them: through the claim, which reads the typed record.
+_near_rule = claim_of(ch.CLAIMS, "minli-near-orthonormal").judge
+_mla_rule = claim_of(ch.CLAIMS, "minli-mla").judge
+_mla_bound = claim_of(ch.CLAIMS, "mla-logit-bound").judge
 
 
 @pytest.mark.parametrize("n,c", [(32, 0.1), (64, 10.0), (200, 3.0)])
@@ -58,7 +64,7 @@ def _near(**kw):
 
 
 def test_the_near_orthonormal_rule_reaches_every_verdict():
-    rule = ch.rule_near_orthonormal
+    rule = _near_rule
     z_crit = ch.rules._bonferroni_z(12)
     assert rule(_near()).verdict == REPRODUCED
     j = rule(_near(ch05_near_gap=ch.NEAR_MARGIN + 0.01))
@@ -88,7 +94,7 @@ def test_the_headline_reads_a_violation_as_the_rule_needs():
     P = {"near_ns": [32, 64], "near_cs": [1.0, 10.0], "near_head_dims": [8], "near_trials": 10}
     H = ch.rules._near_headline({"P": P, "near": pd.DataFrame(rows)})
     assert H["ch05_near_broken_cs"] == [10.0] and H["ch05_near_largest_ok_c"] == 1.0 and H["ch05_near_cells"] == 4
-    assert ch.rule_near_orthonormal(H).verdict == CONDITIONAL
+    assert _near_rule(H).verdict == CONDITIONAL
     assert math.isfinite(H["ch05_near_max_z"]) and H["ch05_near_worst"].endswith("c = 10, d_h = 8")
 
 
@@ -104,7 +110,7 @@ def _mla(**kw):
 def test_the_mla_rules_reach_every_verdict():
     from lowrank.experiments.verdicts import CONTRADICTED as C
 
-    rule, crit = ch.rule_mla, ch.rules._bonferroni_z(16)
+    rule, crit = _mla_rule, ch.rules._bonferroni_z(16)
     assert rule(_mla()).verdict == REPRODUCED
     j = rule(_mla(ch05_mla_max_increment=ch.MLA_INCREMENT))
     assert j.verdict == WEAKER and "no saturation inside the grid" in j.reason
@@ -112,8 +118,8 @@ def test_the_mla_rules_reach_every_verdict():
     assert rule(_mla(ch05_mla_min_rise_z=-2.0)).verdict == C
     assert rule(_mla(ch05_mla_min_rise_z=1.9)).verdict == INCONCLUSIVE
     assert rule(_mla(ch05_mla_trials=1)).verdict == INCONCLUSIVE
-    assert ch.rule_mla_bound(_mla()).verdict == REPRODUCED
-    j = ch.rule_mla_bound(_mla(ch05_mla_logit_excess=1))
+    assert _mla_bound(_mla()).verdict == REPRODUCED
+    j = _mla_bound(_mla(ch05_mla_logit_excess=1))
     assert j.verdict == C and "+1" in j.evidence and "192 at n = 4,096" in j.evidence
 
 

@@ -7,6 +7,11 @@ from lowrank.experiments import rank_saturation as ch
 from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, MissingEvidence, claim_of
 
 
+# The rules judged as chapter 08 judges them: through the claim, which reads the typed record.
+_sat = claim_of(ch.CLAIMS, "saturation").judge
+_inc_rule = claim_of(ch.CLAIMS, "saturation-increment").judge
+
+
 def _h(**kw):
     h = dict(ch06_main_criterion="75% of bound", ch06_n_estimable=8, ch06_n_total=8, ch06_nmin=32,
              ch06_nmax=4096, ch06_fit_nmax=256, ch06_pred_obs=40.0, ch06_pred_obs_se=1.0,
@@ -17,28 +22,28 @@ def _h(**kw):
 
 
 def test_saturation_every_verdict():
-    assert ch.rule_saturation(_h()).verdict == REPRODUCED
+    assert _sat(_h()).verdict == REPRODUCED
     # faster than log n contradicts "of order log n"; the untestable literal lower bound is named
-    assert ch.rule_saturation(_h(ch06_pred_log_z=ch.Z_PRED + 0.01)).verdict == CONTRADICTED
-    against = ch.rule_saturation(_h(ch06_pred_log_z=5.0))
+    assert _sat(_h(ch06_pred_log_z=ch.Z_PRED + 0.01)).verdict == CONTRADICTED
+    against = _sat(_h(ch06_pred_log_z=5.0))
     assert against.qualifier.startswith("the saturation point grows faster than a + b ln n predicts")
     assert "not testable at finite n" in against.detail
-    assert ch.rule_saturation(_h(ch06_pred_log_z=ch.Z_PRED - 0.01)).verdict == REPRODUCED
-    assert ch.rule_saturation(_h(ch06_pred_log_z=-ch.Z_PRED - 0.01)).verdict == CONTRADICTED
-    assert ch.rule_saturation(_h(ch06_pred_log_z=-ch.Z_PRED + 0.01)).verdict == REPRODUCED
-    assert ch.rule_saturation(_h(ch06_dbic_log=ch.BIC_STRONG + 0.1, ch06_best_law="c n^alpha")).verdict == INCONCLUSIVE
-    assert ch.rule_saturation(_h(ch06_dbic_log=ch.BIC_STRONG - 0.1)).verdict == REPRODUCED
+    assert _sat(_h(ch06_pred_log_z=ch.Z_PRED - 0.01)).verdict == REPRODUCED
+    assert _sat(_h(ch06_pred_log_z=-ch.Z_PRED - 0.01)).verdict == CONTRADICTED
+    assert _sat(_h(ch06_pred_log_z=-ch.Z_PRED + 0.01)).verdict == REPRODUCED
+    assert _sat(_h(ch06_dbic_log=ch.BIC_STRONG + 0.1, ch06_best_law="c n^alpha")).verdict == INCONCLUSIVE
+    assert _sat(_h(ch06_dbic_log=ch.BIC_STRONG - 0.1)).verdict == REPRODUCED
 
 
 def test_saturation_needs_range_and_points():
     # the old evidence: four n over a factor 8, however strong the power law looks, decides nothing
     old = _h(ch06_n_estimable=4, ch06_n_total=4, ch06_nmax=256, ch06_pred_log_z=6.0)
-    assert ch.rule_saturation(old).verdict == INCONCLUSIVE
-    assert ch.rule_saturation(_h(ch06_n_estimable=ch.MIN_NS - 1, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
-    assert ch.rule_saturation(_h(ch06_n_estimable=ch.MIN_NS, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
-    assert ch.rule_saturation(_h(ch06_nmax=32 * 99, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
-    assert ch.rule_saturation(_h(ch06_nmax=32 * 100, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
-    assert ch.rule_saturation(_h(ch06_pred_log_z=math.nan)).verdict == INCONCLUSIVE
+    assert _sat(old).verdict == INCONCLUSIVE
+    assert _sat(_h(ch06_n_estimable=ch.MIN_NS - 1, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
+    assert _sat(_h(ch06_n_estimable=ch.MIN_NS, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
+    assert _sat(_h(ch06_nmax=32 * 99, ch06_pred_log_z=6.0)).verdict == INCONCLUSIVE
+    assert _sat(_h(ch06_nmax=32 * 100, ch06_pred_log_z=6.0)).verdict == CONTRADICTED
+    assert _sat(_h(ch06_pred_log_z=math.nan)).verdict == INCONCLUSIVE
 
 
 def _inc(**kw):
@@ -51,16 +56,16 @@ def _inc(**kw):
 
 
 def test_increment_criterion_reaches_every_verdict():
-    assert ch.rule_saturation_increment(_inc()).verdict == REPRODUCED
-    assert ch.rule_saturation_increment(_inc(ch06_inc_pred_log_z=ch.Z_PRED + 0.01)).verdict == CONTRADICTED
-    assert ch.rule_saturation_increment(_inc(ch06_inc_pred_log_z=-ch.Z_PRED - 0.01)).verdict == CONTRADICTED
-    assert ch.rule_saturation_increment(_inc(ch06_inc_n_estimable=ch.MIN_NS - 1)).verdict == INCONCLUSIVE
-    assert ch.rule_saturation_increment(_inc(ch06_inc_dbic_log=ch.BIC_STRONG + 1)).verdict == INCONCLUSIVE
-    assert "increment < 0.01" in ch.rule_saturation_increment(_inc()).evidence
+    assert _inc_rule(_inc()).verdict == REPRODUCED
+    assert _inc_rule(_inc(ch06_inc_pred_log_z=ch.Z_PRED + 0.01)).verdict == CONTRADICTED
+    assert _inc_rule(_inc(ch06_inc_pred_log_z=-ch.Z_PRED - 0.01)).verdict == CONTRADICTED
+    assert _inc_rule(_inc(ch06_inc_n_estimable=ch.MIN_NS - 1)).verdict == INCONCLUSIVE
+    assert _inc_rule(_inc(ch06_inc_dbic_log=ch.BIC_STRONG + 1)).verdict == INCONCLUSIVE
+    assert "increment < 0.01" in _inc_rule(_inc()).evidence
     # the evidence names the long-scale store's draws, not those of the chapter's own grid
-    assert "at least 128 draws" in ch.rule_saturation_increment(_inc()).evidence
+    assert "at least 128 draws" in _inc_rule(_inc()).evidence
     with pytest.raises(MissingEvidence):
-        ch.rule_saturation_increment({k: v for k, v in _inc().items() if k != "ch06_inc_min_draws"})
+        _inc_rule({k: v for k, v in _inc().items() if k != "ch06_inc_min_draws"})
 
 
 def test_claim_is_well_formed():
@@ -68,4 +73,4 @@ def test_claim_is_well_formed():
     assert {k.key for k in ch.CLAIMS} == {"saturation", "saturation-increment"}
     assert c.key == "saturation" and c.chapter == "06" and c.rule_sentence.startswith("On the main")
     with pytest.raises(MissingEvidence):
-        ch.rule_saturation({})
+        _sat({})

@@ -132,7 +132,7 @@ def test_an_empty_store_judges_no_length_and_says_so(tmp_path):
     H = ch.headline(_tables(tmp_path, store))
     assert H["ch06_inc_n_estimable"] == 0 and H["ch06_inc_held"].startswith("none of the 3 lengths")
     assert H["ch06_inc_scale"] == "long" and H["ch06_inc_points"] == "none yet"
-    j = ch.rule_saturation_increment(H)
+    j = claim_of(ch.CLAIMS, "saturation-increment").judge(H)
     assert j.verdict == INCONCLUSIVE and f"at least {H['ch06_inc_min_draws']} draws" in j.evidence
 
 

@@ -2,7 +2,9 @@
 import json
 import re
 import warnings
+from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import ClassVar
 
 import matplotlib
 import pytest
@@ -12,6 +14,7 @@ matplotlib.use("Agg")
 from lowrank.book.synthesis_figures import plot_verdicts_by_paper, verdict_groups
 from lowrank.experiments import claims
 from lowrank.experiments import synthesis as S
+from lowrank.experiments.shared.record import Record
 from lowrank.experiments.verdicts import (BOOK, CONDITIONAL, CONTRADICTED, CORRECTED, INCONCLUSIVE, NOT_TESTED,
                                           PROOF_CHECK, REPRODUCED, SIMULATION, TRAINING, VERDICTS, WEAKER, Claim,
                                           Judgement, Paper, need)
@@ -390,16 +393,23 @@ def test_verdict_chart_phone_layout_gives_the_bars_the_width_and_legible_text():
     plt.close(fig)
 
 
+@dataclass(frozen=True)
+class _SmithEvidence(Record):
+    """What the third paper's rule reads: one measured z."""
+    PREFIX: ClassVar[str] = "ch09_"
+    z: float
+
+
 def test_a_third_paper_is_a_claims_module_and_a_chapter_with_no_edit_here():
     """A new paper arrives as a chapter module declaring PAPERS and CLAIMS: it is tabulated, counted,
     answered and given its own values, beside the book's real claims."""
-    def rule(h):
+    def rule(e: _SmithEvidence):
         """Reproduced when z is positive."""
-        return Judgement(REPRODUCED if need(h, "ch09_z") > 0 else CONTRADICTED, f"z = {need(h, 'ch09_z')}")
+        return Judgement(REPRODUCED if e.z > 0 else CONTRADICTED, f"z = {e.z}")
 
     smith = Paper("Smith et al. (2027)", "smith", "heads should be as large as the sequence")
     third = SimpleNamespace(PAPERS=(smith,), CLAIMS=(Claim("smith-big-heads", smith.name, "09", "sec-ch09", "big heads win",
-                                                           rule, kind=TRAINING),))
+                                                           rule, kind=TRAINING, evidence=_SmithEvidence),))
     sources = (*S.claim_sources(), S.ChapterSource("09", "09_third", "third"))
     load = lambda name: third if name == "third" else claims.load_module(name)  # noqa: E731
     tables = S.run_synthesis({"ch09_z": 2.0}, {"09": "default"}, sources=sources, load=load)

@@ -8,9 +8,14 @@ import pytest
 from lowrank.experiments import trained_attention as ch
 from lowrank.experiments.trained_attention import classifier_rules as R
 from lowrank.experiments.trained_attention.classifiers import layer_intervals, saturation
-from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER
+from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER, claim_of
 
 DIMS = (1, 2, 4, 8, 16, 32)
+
+# The rules judged as chapter 08 judges them: through the claim, which reads the typed record.
+_vit = claim_of(ch.CLAIMS, "minli-vit-plateau").judge
+_text = claim_of(ch.CLAIMS, "minli-imdb-plateau").judge
+_layers = claim_of(ch.CLAIMS, "minli-layers").judge
 
 
 def _runs(kind="vit", seeds=4, rank_star=8, acc_star=8, layers=2, layer_stars=None, capped=()):
@@ -56,8 +61,8 @@ def _h(key="vit", data="mnist5k", **p):
             f"ch07_cls_{key}_stored": "30 of the 30 runs"}
 
 
-@pytest.mark.parametrize("rule,key,data,together", [(R.rule_vit_plateau, "vit", "mnist5k", False),
-                                                    (R.rule_text_plateau, "text", "bbcnews", True)])
+@pytest.mark.parametrize("rule,key,data,together", [(_vit, "vit", "mnist5k", False),
+                                                    (_text, "text", "bbcnews", True)])
 def test_the_plateau_rules_reach_every_verdict(rule, key, data, together):
     assert rule(_h(key, data)).verdict == REPRODUCED
     assert rule(_h(key, data, gap=R.PLATEAU_MARGIN)).verdict == REPRODUCED   # at the margin: not beyond it
@@ -84,16 +89,16 @@ def test_the_layer_rule_reaches_every_verdict():
         return {"ch07_cls_layers": list(sets), "ch07_cls_layers_what": "blocks"}
     same = R.layers_record("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
     apart = R.layers_record("bbcnews", 5, [(1, 2), (4, 8)], acc_top=0.95)
-    assert R.rule_layers(h(same)).verdict == REPRODUCED
-    assert R.rule_layers(h(same, apart)).verdict == CONTRADICTED
+    assert _layers(h(same)).verdict == REPRODUCED
+    assert _layers(h(same, apart)).verdict == CONTRADICTED
     # half-open grid intervals that touch, (2, 4] and (4, 8], share no point
     touching = R.layers_record("mnist5k", 5, [(2, 4), (4, 8)], acc_top=0.97)
-    assert R.rule_layers(h(touching)).verdict == CONTRADICTED
-    assert R.rule_layers(h(R.layers_record("mnist5k", 5, [(2, 4), (3, 8)], acc_top=0.97))).verdict == REPRODUCED
-    j = R.rule_layers(h(R.layers_record("mnist5k", 5, [(2, 4), (2, math.inf)], acc_top=0.97)))
+    assert _layers(h(touching)).verdict == CONTRADICTED
+    assert _layers(h(R.layers_record("mnist5k", 5, [(2, 4), (3, 8)], acc_top=0.97))).verdict == REPRODUCED
+    j = _layers(h(R.layers_record("mnist5k", 5, [(2, 4), (2, math.inf)], acc_top=0.97)))
     assert j.verdict == INCONCLUSIVE and "does not saturate" in j.qualifier
-    assert R.rule_layers(h(R.layers_record("mnist5k", 2, [(2, 4), (2, 8)], acc_top=0.97))).verdict == INCONCLUSIVE
-    assert R.rule_layers(h()).verdict == INCONCLUSIVE
+    assert _layers(h(R.layers_record("mnist5k", 2, [(2, 4), (2, 8)], acc_top=0.97))).verdict == INCONCLUSIVE
+    assert _layers(h()).verdict == INCONCLUSIVE
 
 
 def test_layer_records_are_plain_data_and_the_evidence_shows_an_open_end():
@@ -106,7 +111,7 @@ def test_layer_records_are_plain_data_and_the_evidence_shows_an_open_end():
     sat = R.saturation_record({"seeds": 5, "acc_top": 0.97, "a_lo": 2, "a_hi": math.inf, "r_lo": 4, "r_hi": 8,
                                "gap": 0.0, "inc": math.nan, "inc_lo": 0.0, "inc_hi": 0.0})
     assert sat["a_hi"] is None and sat["inc"] is None and ast.literal_eval(repr(sat)) == sat
-    j = R.rule_vit_plateau({"ch07_cls_vit_data": "mnist5k", "ch07_cls_vit": sat, "ch07_cls_vit_stored": "30 runs"})
+    j = _vit({"ch07_cls_vit_data": "mnist5k", "ch07_cls_vit": sat, "ch07_cls_vit_stored": "30 runs"})
     assert "d*_acc above 2" in j.evidence
 
 
@@ -117,10 +122,10 @@ def test_the_layer_rule_reads_no_model_below_its_accuracy_floor():
     apart_low = R.layers_record("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor - 0.001)
     same = R.layers_record("mnist5k", 5, [(2, 4), (2, 8)], acc_top=0.97)
     # the disjoint blocks of an under-trained model do not decide; the model is named as left out
-    j = R.rule_layers(h(same, apart_low))
+    j = _layers(h(same, apart_low))
     assert j.verdict == REPRODUCED and "bbcnews (accuracy 0.899 below 0.90)" in j.evidence
-    assert R.rule_layers(h(same, R.layers_record("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor))).verdict == CONTRADICTED
-    j = R.rule_layers(h(apart_low))
+    assert _layers(h(same, R.layers_record("bbcnews", 5, [(1, 2), (4, 8)], acc_top=floor))).verdict == CONTRADICTED
+    j = _layers(h(apart_low))
     assert j.verdict == INCONCLUSIVE and "trained well enough" in j.qualifier
 
 

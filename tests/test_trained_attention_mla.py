@@ -8,9 +8,14 @@ import pytest
 
 from lowrank.experiments import trained_attention as ch
 from lowrank.experiments.trained_attention import latent_rules as R
-from lowrank.experiments.verdicts import BOOK, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, PROOF_CHECK, TRAINING, WEAKER
+from lowrank.experiments.verdicts import (BOOK, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, PROOF_CHECK, TRAINING,
+                                          WEAKER, claim_of)
 
 matplotlib.use("Agg")
+
+# The rules judged as chapter 08 judges them: through the claim, which reads the typed record.
+_bound_rule = claim_of(ch.CLAIMS, "mla-logit-bound-trained").judge
+_sat_rule = claim_of(ch.CLAIMS, "minli-mla-trained").judge
 
 
 def _heads(fracs, *, n=10, bound=6, logit=6, heads=2):
@@ -54,13 +59,13 @@ def _headline(fr, **kw):
 
 def test_bound_rule_reaches_every_verdict():
     fr = {2: [0.5, 0.5, 0.5], 4: [0.6, 0.6, 0.6]}
-    j = R.rule_mla_trained_bound(_headline(fr))
+    j = _bound_rule(_headline(fr))
     assert j.verdict == REPRODUCED and "+0" in j.evidence and "100% of the heads" in j.evidence
     assert "at CPU scale, on Shakespeare" in j.evidence
-    assert R.rule_mla_trained_bound(_headline(fr, logit=7)).verdict == CONTRADICTED
+    assert _bound_rule(_headline(fr, logit=7)).verdict == CONTRADICTED
     h = _headline(fr)
     h["ch07_mla_bound"] = None
-    assert R.rule_mla_trained_bound(h).verdict == INCONCLUSIVE
+    assert _bound_rule(h).verdict == INCONCLUSIVE
 
 
 def _sat(**kw):
@@ -68,7 +73,7 @@ def _sat(**kw):
                 increment=0.001, increment_lo=-0.004, increment_hi=0.006, loss=4.0, uniform=math.log(512))
     h = _headline({2: [0.5] * 3, 4: [0.5] * 3})
     h["ch07_mla_saturation"] = R.saturation_record({**base, **kw})
-    return R.rule_mla_trained_saturation(h)
+    return _sat_rule(h)
 
 
 def test_saturation_rule_reaches_every_verdict():
@@ -82,7 +87,7 @@ def test_saturation_rule_reaches_every_verdict():
     assert "not trained" in _sat(loss=5.8).qualifier
     # the headline's own evidence: flat ranks give a rise interval of zero width at 0, not detectable
     h = _headline({2: [0.5] * 3, 4: [0.5] * 3})
-    assert R.rule_mla_trained_saturation(h).verdict == INCONCLUSIVE
+    assert _sat_rule(h).verdict == INCONCLUSIVE
 
 
 def test_the_claims_are_registered_in_the_chapter():

@@ -5,12 +5,17 @@ import math
 import pytest
 
 from lowrank.experiments.trained_attention import model_rules as mr
-from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER
+from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, WEAKER, claim_of
 
 
 def _cuts(*points):
     """(n, prev, r) per n, as the records the headline carries."""
     return mr.cut_records([dict(zip(("n", "prev", "r"), q)) for q in points])
+
+
+def _judge(parent, model):
+    """The model's claim extending ``parent``, judged as chapter 08 judges it: through its typed record."""
+    return claim_of(mr.MODEL_CLAIMS, f"{parent}-{model}").judge
 
 
 def _h(model, **kw):
@@ -24,7 +29,7 @@ def _h(model, **kw):
 
 @pytest.mark.parametrize("model", ["mpnet", "smollm2"])
 def test_logit_bound_reaches_every_verdict(model):
-    rule = {"mpnet": mr.rule_logit_rank_mpnet, "smollm2": mr.rule_logit_rank_smollm2}[model]
+    rule = _judge("bhojanapalli-trained-logit-rank", model)
     assert rule(_h(model)).verdict == REPRODUCED
     assert rule(_h(model, logit_max=65)).verdict == CONTRADICTED
     assert rule(_h(model, logit_maps=0)).verdict == INCONCLUSIVE
@@ -32,7 +37,7 @@ def test_logit_bound_reaches_every_verdict(model):
 
 @pytest.mark.parametrize("model", ["mpnet", "smollm2"])
 def test_barrier_reaches_every_verdict(model):
-    rule = {"mpnet": mr.rule_barrier_mpnet, "smollm2": mr.rule_barrier_smollm2}[model]
+    rule = _judge("minli-trained-barrier", model)
     assert rule(_h(model)).verdict == REPRODUCED
     assert rule(_h(model, head_lo=0.2, head_hi=0.3)).verdict == WEAKER
     assert rule(_h(model, above_lo=0.2, above_hi=0.4)).verdict == CONTRADICTED
@@ -43,12 +48,23 @@ def test_barrier_reaches_every_verdict(model):
 
 @pytest.mark.parametrize("model", ["mpnet", "smollm2"])
 def test_truncation_reaches_every_verdict(model):
-    rule = {"mpnet": mr.rule_truncation_mpnet, "smollm2": mr.rule_truncation_smollm2}[model]
+    rule = _judge("minli-truncation", model)
     assert rule(_h(model)).verdict == REPRODUCED
     assert rule(_h(model, cut_points=_cuts((64, 16, 32), (128, 16, 32)))).verdict == WEAKER
     assert rule(_h(model, cut_points=_cuts((64, 16, 32), (128, 32, 64)))).verdict == CONTRADICTED
     assert rule(_h(model, cut_points=[])).verdict == INCONCLUSIVE
     assert 2 * math.log(64) < 16  # the weaker case above lies above 2 ln n
+
+
+def test_a_model_the_store_lacks_is_judged_inconclusive():
+    """Its values are NaN (its cut points ""): every record reads them and every rule says what is missing."""
+    import pandas as pd
+
+    from lowrank.experiments.trained_attention.pretrained_models import models_headline
+
+    empty = pd.DataFrame(columns=["model"])
+    h = models_headline({"models_ranks": empty, "models_cut": empty, "models_meta": empty})
+    assert all(c.judge(h).verdict == INCONCLUSIVE for c in mr.MODEL_CLAIMS)
 
 
 def test_every_model_claim_names_its_parent_and_glue_key():
@@ -180,18 +196,14 @@ def test_the_real_pretrained_rows_name_their_models():
 
 
 def test_every_key_a_model_rule_reads_is_a_headline_key():
-    import inspect
-    import re
-
     from lowrank.experiments import trained_attention as ch
 
     for c in mr.MODEL_CLAIMS:
         model = c.key.rsplit("-", 1)[1]
-        helper = {"logit": mr._logit_bound, "barrier": mr._barrier, "truncation": mr._cut}[mr.VERDICT_SHORT[c.model_of]]
-        keys = re.findall(r'need\(h, p \+ "(\w+)"\)|need\(h, p \+ \'(\w+)\'\)', inspect.getsource(helper))
+        keys = c.evidence.keys().values()
         assert keys
-        for k in {a or b for a, b in keys}:
-            assert f"ch07_pm_{model}_{k}" in ch.HEADLINE_KEYS, k
+        for k in keys:
+            assert k.startswith(f"ch07_pm_{model}_") and k in ch.HEADLINE_KEYS, k
 
 
 @pytest.mark.slow

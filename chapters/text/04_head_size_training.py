@@ -62,8 +62,9 @@ long_store = "data/results/04_head_size_training_long.jsonl"  # the committed lo
 from matplotlib import pyplot as plt
 from myst_nb import glue
 
+from lowrank.book import training_figures
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, subplots, use_style
+from lowrank.book.plotting import subplots, use_style
 from lowrank.experiments import head_size_training as hs
 from lowrank.experiments.evidence import write_evidence
 
@@ -73,6 +74,7 @@ use_style()
 P = validate("04_head_size_training", globals())
 tables = hs.run(P)
 H = hs.headline(tables)
+F = hs.figure_data(tables, H)
 for key, value in H.items():
     glue(key, value, display=False)
 write_evidence("04_head_size_training", H, P)
@@ -141,8 +143,7 @@ hs.parameter_display(tables["parameters"]).style.hide(axis="index").format(preci
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.2, height=3.2, sharey=True)
-hs.figures.plot_learning_curves(axes[0], tables["heads"], d=P["d_model"], head_dim=P["head_dim"],
-                                styles=grey_safe_lines, markersize=4)
+training_figures.plot_learning_curves(axes[0], **F["curves"], markersize=4)
 glue("ch04_fig_curves", fig, display=False)
 plt.close(fig)
 
@@ -157,7 +158,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=6.4, height=3.4)
-hs.figures.plot_heads(axes[0][0], tables["heads"], head_dim=P["head_dim"], styles=grey_safe_lines)
+training_figures.plot_heads(axes[0][0], **F["heads"])
 glue("ch04_fig_heads", fig, display=False)
 plt.close(fig)
 
@@ -179,8 +180,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=6.4, height=3.4)
-hs.figures.plot_matched(axes[0][0], tables["matched"], d=P["d_model"], head_dim=P["head_dim"],
-                        baseline_heads=P["baseline_heads"], styles=grey_safe_lines)
+training_figures.plot_matched(axes[0][0], **F["matched"])
 glue("ch04_fig_matched", fig, display=False)
 plt.close(fig)
 
@@ -200,7 +200,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=6.4, height=3.2)
-hs.figures.plot_sizes(axes[0][0], tables["sizes"], d=P["d_model"], n_heads=P["size_heads"], styles=grey_safe_lines)
+training_figures.plot_sizes(axes[0][0], **F["sizes"])
 glue("ch04_fig_sizes", fig, display=False)
 plt.close(fig)
 
@@ -219,7 +219,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=7.0, height=3.4)
-hs.figures.plot_comparisons(axes[0][0], hs.comparison_table(H))
+training_figures.plot_comparisons(axes[0][0], **F["paired"])
 glue("ch04_fig_paired", fig, display=False)
 plt.close(fig)
 hs.comparison_display(H).style.hide(axis="index")
@@ -267,8 +267,7 @@ hs.lr_display(tables["long"]["lr_table"]).style.hide(axis="index").format(precis
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.2, height=3.2, sharey=True)
-hs.figures.plot_learning_curves(axes[0], tables["long"]["heads"], d=H["ch04_long_d"], head_dim=H["ch04_long_dp"],
-                                styles=grey_safe_lines, markersize=3)
+training_figures.plot_learning_curves(axes[0], **F["long_curves"], markersize=3)
 glue("ch04_fig_long_curves", fig, display=False)
 plt.close(fig)
 
@@ -283,11 +282,8 @@ plt.close(fig)
 #
 
 # %% tags=["hide-input"]
-L = tables["long"]
 fig, axes = subplots(1, 1, width=6.4, height=4.2)
-hs.figures.plot_recovery(axes[0][0], L["heads"], L["recovery"], h_max=H["ch04_long_gap_h"],
-                         h_best=H["ch04_long_best_std_h"], recovery_steps=H["ch04_long_rec_steps"],
-                         styles=grey_safe_lines)
+training_figures.plot_recovery(axes[0][0], **F["long_recovery"])
 glue("ch04_fig_long_recovery", fig, display=False)
 plt.close(fig)
 
@@ -321,7 +317,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=7.0, height=3.4)
-hs.figures.plot_comparisons(axes[0][0], hs.comparison_table(H, "long_"))
+training_figures.plot_comparisons(axes[0][0], **F["long_paired"])
 glue("ch04_fig_long_paired", fig, display=False)
 plt.close(fig)
 hs.comparison_display(H, "long_").style.hide(axis="index")
@@ -368,10 +364,10 @@ hs.configuration_display(tables["long"]["configs"]).style.hide(axis="index").for
 # %% tags=["hide-input"]
 B = tables["budget"]
 fig, axes = subplots(1, 1, width=7.0, height=3.8)
-hs.figures.plot_lr_check(axes[0][0], B["lr_check"], B["lr"])
+training_figures.plot_lr_check(axes[0][0], **F["lr_check"])
 glue("ch04_fig_lr_check", fig, display=False)
 plt.close(fig)
-hs.figures.lr_check_display(B["lr_check"], B["lr_table"]).style.hide(axis="index").format(precision=3)
+hs.lr_check_display(B["lr_check"], B["lr_table"]).style.hide(axis="index").format(precision=3)
 
 # %% [markdown]
 # ```{table-caption}
@@ -390,13 +386,13 @@ hs.figures.lr_check_display(B["lr_check"], B["lr_table"]).style.hide(axis="index
 
 # %% tags=["hide-input"]
 fig, axes = subplots(2, 2, width=7.2, height=2.8, sharex=True)
-hs.figures.plot_budget_gaps([ax for row in axes for ax in row], B["comparisons"])
+training_figures.plot_budget_gaps([ax for row in axes for ax in row], **F["budget"])
 for row in axes:
     row[0].set_ylabel("loss of a $-$ b (nats)")
 fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
 glue("ch04_fig_budget", fig, display=False)
 plt.close(fig)
-hs.figures.budget_display(B["comparisons"]).style.hide(axis="index")
+hs.budget_display(B["comparisons"]).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}
@@ -415,8 +411,7 @@ hs.figures.budget_display(B["comparisons"]).style.hide(axis="index")
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=6.4, height=4.4)
-hs.figures.plot_one_budget(axes[0][0], B["comparisons"], ["capacity", "pastn", "fewheads1", "fewheads2", "fewheads4"],
-                           margin=H["ch04_budget_margin"])
+training_figures.plot_one_budget(axes[0][0], **F["one_budget"])
 fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize="small")
 glue("ch04_fig_one_budget", fig, display=False)
 plt.close(fig)
@@ -440,10 +435,10 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(2, 1, width=6.4, height=3.6)
-hs.fair_figures.plot_lr_grid([row[0] for row in axes], B["fair"]["lr_grid"], B["fair"]["rates"])
+training_figures.plot_lr_grid([row[0] for row in axes], **F["lr_grid"])
 glue("ch04_fig_lr_grid", fig, display=False)
 plt.close(fig)
-hs.fair_figures.lr_grid_display(B["fair"]["rates"]).style.hide(axis="index")
+hs.lr_grid_display(B["fair"]["rates"]).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}
@@ -461,7 +456,7 @@ hs.fair_figures.lr_grid_display(B["fair"]["rates"]).style.hide(axis="index")
 # {numref}`tab-ch04-judged` gives every row compared with each model at its own rate, at both budgets.
 
 # %% tags=["hide-input"]
-hs.fair_figures.judged_display(B["fair"]["judged_comparisons"]).style.hide(axis="index")
+hs.judged_display(B["fair"]["judged_comparisons"]).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}
@@ -472,11 +467,11 @@ hs.fair_figures.judged_display(B["fair"]["judged_comparisons"]).style.hide(axis=
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=6.8, height=4.6)
-hs.figures.plot_factorial(axes[0][0], B["effects"])
+training_figures.plot_factorial(axes[0][0], **F["factorial"])
 fig.legend(*axes[0][0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small")
 glue("ch04_fig_factorial", fig, display=False)
 plt.close(fig)
-hs.figures.factorial_display(B["effects"]).style.hide(axis="index")
+hs.factorial_display(B["effects"]).style.hide(axis="index")
 
 # %% [markdown]
 # ```{table-caption}

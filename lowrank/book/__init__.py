@@ -23,6 +23,7 @@ plain_maths      formulas written in plain text, typeset for MathJax
 verdict_view     the verdict table as a reader scans it
 text_sources     chapter notebooks as text (py:percent)
 theory_figures, theory_tables   the figures and tables of chapters 01 to 03
+training_figures the figures of chapter 04, drawn from its ``figure_data(tables, H)``
 bands            the band plot of sampled ranks that chapters 05 and 06 share
 barrier_figures, saturation_figures   the figures of chapters 05 and 06
 synthesis_figures   chapter 08's verdict chart

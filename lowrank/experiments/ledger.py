@@ -63,17 +63,18 @@ def thresholds(rule: Callable) -> dict[str, Any]:
     return walk(rule).constants
 
 
-def fingerprint(rule: Callable, measure: Callable | None = None) -> str:
-    """sha256 of the rule's decision code, its printed sentence and its thresholds, and of the
-    measure that computes the values the rule reads (:mod:`lowrank.experiments.rule_source`)."""
-    reached = walk(rule, measure)
+def fingerprint(rule: Callable, measure: Callable | None = None, evidence: type | None = None) -> str:
+    """sha256 of the rule's decision code, its printed sentence and its thresholds, of the
+    measure that computes the values the rule reads and of the record that types them
+    (:mod:`lowrank.experiments.rule_source`)."""
+    reached = walk(rule, measure, evidence)
     payload = json.dumps({"code": list(reached.code), "constants": reached.constants}, sort_keys=True, default=repr)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
 def claim_fingerprint(claim) -> str:
-    """The fingerprint of a claim's rule and measure."""
-    return fingerprint(claim.rule, claim.measure)
+    """The fingerprint of a claim's rule, measure and evidence record."""
+    return fingerprint(claim.rule, claim.measure, claim.evidence)
 
 
 @dataclass(frozen=True)

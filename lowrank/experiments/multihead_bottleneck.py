@@ -2,7 +2,8 @@
 Theorem 2. Tidy tables, one row per fit."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
 
 import pandas as pd
 import torch
@@ -12,9 +13,11 @@ from ..tasks.fit import fit_heads
 from ..core.params import Int, Float, IntList, Constraint, divides
 from ..core.progress import tqdm
 from . import verdicts as _v
+from .shared.record import Record
 
 __all__ = ["estimate", "run", "head_count_sweep", "run_head_count", "run_embedding", "run_theorem2", "run_costs",
-           "run_paper_settings", "headline", "summary", "HEADLINE_KEYS", "CLAIMS"]
+           "run_paper_settings", "headline", "summary", "HEADLINE_KEYS", "CLAIMS", "BoundaryEvidence",
+           "FInGEvidence", "Theorem2Evidence"]
 
 
 # The chapter's parameters: the notebook's parameters cell sets these names, and
@@ -365,18 +368,58 @@ FIT_GAP = 100.0
 PAPER_D, PAPER_N = 1024, 128
 
 
-def rule_multihead_boundary(h):
+@dataclass(frozen=True)
+class BoundaryEvidence(Record):
+    """The head-count sweep: where the standard layer stops fitting, as numbers and as the phrases
+    headline writes (a head count, or "none of the head counts tested")."""
+    PREFIX: ClassVar[str] = "ch03_"
+    boundary_offset: float
+    both_sides: str
+    fixed_worst: float
+    hc_d: int
+    hc_n: int
+    hc_heads: str
+    h_last_fit: str
+    dh_last_fit: str
+    h_first_fail: str
+    dh_first_fail: str
+
+
+@dataclass(frozen=True)
+class FInGEvidence(Record):
+    """The embedding of a standard layer at a larger head size: its error with and without the
+    query rescale."""
+    PREFIX: ClassVar[str] = "ch03_"
+    embed_error: float
+    embed_naive_error: float
+
+
+@dataclass(frozen=True)
+class Theorem2Evidence(Record):
+    """The Theorem 2 fits, the separating input, and the parameter-matched layer with fewer heads
+    (construction error NaN and 0 heads where d_p does not divide d)."""
+    PREFIX: ClassVar[str] = "ch03_"
+    sep_rel_gap: float
+    t2_floor: float
+    t2_fixed: float
+    t2_fewer_exact: float
+    sep_case: int
+    sep_case_gaps: str
+    t2_fewer_heads: int
+    t2_params_std: int
+    t2_floor_test: float
+
+
+def rule_multihead_boundary(e: BoundaryEvidence) -> _v.Judgement:
     """Reproduced in a corrected form if the standard layer fits every head exactly for d/h >= n - 1
     and fails at d/h = n - 2, with both neighbours tested and the fixed head size fitting every h;
     reproduced if the boundary falls at d/h = n; inconclusive if the sweep does not test both
     sides; contradicted if the boundary lies elsewhere.
 
     The paper's statement: a bottleneck when h > d/n (head size below n)."""
-    off, both = _v.need(h, "ch03_boundary_offset"), _v.need(h, "ch03_both_sides")
-    fixed = _v.need(h, "ch03_fixed_worst")
-    ev = (f"d = {_v.need(h, 'ch03_hc_d')}, n = {_v.need(h, 'ch03_hc_n')}, h in {{{_v.need(h, 'ch03_hc_heads')}}}: fits up to "
-          f"h = {_v.need(h, 'ch03_h_last_fit')} (d/h = {_v.need(h, 'ch03_dh_last_fit')}), fails from h = "
-          f"{_v.need(h, 'ch03_h_first_fail')} (d/h = {_v.need(h, 'ch03_dh_first_fail')}); fixed d_p = n worst {fixed:.1e}")
+    off, both, fixed = e.boundary_offset, e.both_sides, e.fixed_worst
+    ev = (f"d = {e.hc_d}, n = {e.hc_n}, h in {{{e.hc_heads}}}: fits up to h = {e.h_last_fit} (d/h = {e.dh_last_fit}), "
+          f"fails from h = {e.h_first_fail} (d/h = {e.dh_first_fail}); fixed d_p = n worst {fixed:.1e}")
     if _v.is_missing(off):
         return _v.Judgement(_v.INCONCLUSIVE, ev, "the sweep does not bracket the boundary by one head size")
     if not fixed < FIT_TOL:
@@ -393,17 +436,17 @@ def rule_multihead_boundary(h):
     return _v.Judgement(_v.CONTRADICTED, ev)
 
 
-def rule_f_in_g(h):
+def rule_f_in_g(e: FInGEvidence) -> _v.Judgement:
     """Reproduced if the zero-padded standard layer with its queries rescaled matches the standard
     layer to within 1e-10 on every input; contradicted otherwise.
 
     Evidence also names the error of zero-padding without the rescale."""
-    err, naive = _v.need(h, "ch03_embed_error"), _v.need(h, "ch03_embed_naive_error")
+    err, naive = e.embed_error, e.embed_naive_error
     ev = f"max |f(X) - g(X)| = {err:.1e} with the query rescale sqrt(d_p h / d), {naive:.2f} with zero-padding alone"
     return _v.Judgement(_v.REPRODUCED if err < EXACT_TOL else _v.CONTRADICTED, ev)
 
 
-def rule_theorem2(h):
+def rule_theorem2(e: Theorem2Evidence) -> _v.Judgement:
     """Reproduced if a separating input with a relative gap of at least 1 % is found for the best
     standard fit and the standard fit stays 100 times above the fixed one; inconclusive if no
     separating input of that size is found; contradicted if the h-head standard fit matches g_V on
@@ -412,14 +455,13 @@ def rule_theorem2(h):
     Theorem 2 is pointwise: each f_W differs from g_V at some input. The same number of heads h is
     the theorem's own hypothesis, so a standard layer with fewer, larger heads that represents g_V
     is a remark on the framing (reported in the evidence), not a condition on the claim."""
-    gap, floor, fixed = _v.need(h, "ch03_sep_rel_gap"), _v.need(h, "ch03_t2_floor"), _v.need(h, "ch03_t2_fixed")
-    exact = _v.need(h, "ch03_t2_fewer_exact")
+    gap, floor, fixed, exact = e.sep_rel_gap, e.t2_floor, e.t2_fixed, e.t2_fewer_exact
     ev = (f"best standard fit {floor:.3f} vs fixed {fixed:.1e} (relative error); separating input (case "
-          f"{_v.need(h, 'ch03_sep_case')}) relative gap {gap:.2f}, per case {_v.need(h, 'ch03_sep_case_gaps')}; "
-          f"standard layer with {_v.need(h, 'ch03_t2_fewer_heads')} heads of size d_p "
-          f"({_v.need(h, 'ch03_t2_params_std')} parameters, like the h-head one): construction error {exact:.1e}")
-    if _v.need(h, "ch03_t2_floor_test") < MATCH_TOL:
-        return _v.Judgement(_v.CONTRADICTED, ev + f"; fresh-input error {_v.need(h, 'ch03_t2_floor_test'):.1e}")
+          f"{e.sep_case}) relative gap {gap:.2f}, per case {e.sep_case_gaps}; "
+          f"standard layer with {e.t2_fewer_heads} heads of size d_p "
+          f"({e.t2_params_std} parameters, like the h-head one): construction error {exact:.1e}")
+    if e.t2_floor_test < MATCH_TOL:
+        return _v.Judgement(_v.CONTRADICTED, ev + f"; fresh-input error {e.t2_floor_test:.1e}")
     if _v.is_missing(gap) or gap < SEPARATION_MIN or floor < FIT_GAP * fixed:
         return _v.Judgement(_v.INCONCLUSIVE, ev, f"separations below {SEPARATION_MIN:.0%} relative or fit gaps "
                             f"below {FIT_GAP:.0f}x are not resolved")
@@ -433,13 +475,14 @@ def rule_theorem2(h):
 CLAIMS = (
     _v.Claim("multihead-boundary", _v.BHOJANAPALLI, "03", "ch03-boundary",
              "With h heads of size d/h, the bottleneck appears once h > d/n.", rule_multihead_boundary,
-             kind=_v.SIMULATION, where="Sec. 2.3", measure=headline),
+             kind=_v.SIMULATION, where="Sec. 2.3", measure=headline, evidence=BoundaryEvidence),
     _v.Claim("f-in-g", _v.BHOJANAPALLI, "03", "ch03-f-in-g",
              "A fixed head size d_p >= d/h represents every standard layer (F is a subset of G).", rule_f_in_g,
-             kind=_v.PROOF_CHECK, where="Sec. 3.1", measure=headline),
+             kind=_v.PROOF_CHECK, where="Sec. 3.1", measure=headline, evidence=FInGEvidence),
     _v.Claim("theorem2", _v.BHOJANAPALLI, "03", "ch03-theorem2",
              "Theorem 2: for h > d/d_p, the fixed-head-size class G is strictly larger than the standard class F.",
-             rule_theorem2, kind=_v.PROOF_CHECK, where="Theorem 2", measure=headline),
+             rule_theorem2, kind=_v.PROOF_CHECK, where="Theorem 2", measure=headline,
+             evidence=Theorem2Evidence),
 )
 
 

@@ -1,6 +1,8 @@
 """The verdict framework: the verdicts, claims with rules fixed before the data, judgements.
 
-A claim's rule is a plain function of its chapter's ``headline()`` dict. Its thresholds are
+A claim's rule is a plain function of its evidence: the typed record of the values it reads
+(``Claim.evidence``, :mod:`lowrank.experiments.shared.record`), read from its chapter's
+``headline()`` values. Its thresholds are
 named constants in the chapter's module, each with a one-line reason, and its docstring's first
 paragraph is the rule as the book prints it, naming the constants it states in braces
 (:func:`lowrank.experiments.rule_source.render`). A claim's ``measure`` is the function that
@@ -214,6 +216,10 @@ class Claim:
     # headline, or a narrower function where one exists): the rules ledger fingerprints it with the
     # rule, so a change to the measurement is recorded like a change to the decision.
     measure: Callable[..., Any] | None = None
+    # The typed record the rule reads (a :class:`lowrank.experiments.shared.record.Record`):
+    # :meth:`judge` reads it from the chapter's values and hands the rule the record. None: the rule
+    # reads the values themselves (chapter 04's rules, which read its typed row records by row).
+    evidence: type | None = None
 
     def __post_init__(self):
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.key):
@@ -229,6 +235,8 @@ class Claim:
             raise ValueError(f"claim {self.key}: its rule needs a docstring (the sentence the book prints)")
         if self.measure is not None and not callable(self.measure):
             raise ValueError(f"claim {self.key}: its measure is a {type(self.measure).__name__}, not a function")
+        if self.evidence is not None and not (isinstance(self.evidence, type) and callable(getattr(self.evidence, "read", None))):
+            raise ValueError(f"claim {self.key}: its evidence must be a record class with a read(values) method")
 
     @property
     def rule_sentence(self) -> str:
@@ -241,7 +249,7 @@ class Claim:
     def judge(self, headline: Mapping[str, Any]) -> Judgement:
         if self.rule is None:
             return Judgement(NOT_TESTED, "no experiment in this book", self.untested)
-        judgement = self.rule(headline)
+        judgement = self.rule(self.evidence.read(headline) if self.evidence is not None else headline)
         if not isinstance(judgement, Judgement):
             raise TypeError(f"claim {self.key}: rule returned {type(judgement).__name__}, not a Judgement")
         return judgement

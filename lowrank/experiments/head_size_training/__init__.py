@@ -16,28 +16,31 @@ package's modules, one job each:
   claims and their rules;
 - :mod:`.design` and :mod:`.budget`: the budget store's models and rows, and its first design
   (learning-rate check, budget extension, factorial);
-- :mod:`.fair` and :mod:`.fair_figures`: the budget store's fair design (each model at its own
-  learning rate, every row at two budgets), its figure and tables;
-- :mod:`.tables` and :mod:`.figures`: the page's tables and figures.
+- :mod:`.fair`: the budget store's fair design (each model at its own learning rate, every row at
+  two budgets);
+- :mod:`.tables`: the page's tables; :mod:`.plots`: what each of its figures draws
+  (:func:`figure_data`), for :mod:`lowrank.book.training_figures` to draw.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from . import budget, fair, fair_figures, figures, rules
+from . import budget, fair, plots, rules
 from .estimate import estimate, lm_units, memory, run_keys, training_runs
 from .grids import (base_config, head_size_at_fixed_heads, heads_at_fixed_width, lr_sweep_grid, parameter_matched,
                     recovery_grid, training_grids)
 from .headlines import HEADLINE_KEYS, LONG_COMMAND, headline
 from .paper import PAPER_TABLES, PARAMETER_TOLERANCE_M, paper_parameter_table, run_parameter_table
+from .plots import figure_data
 from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_head_size, rule_head_size_past_n,
                     rule_more_heads_fixed, rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched,
                     rule_too_few_heads)
 from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA, STORE_EXPERIMENTS
 from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, mean_curves, paired,
                         summarise)
-from .tables import (COMPARISONS, claims_table, comparison_display, comparison_table, configuration_display,
-                     lr_display, parameter_display)
+from .tables import (COMPARISONS, budget_display, claims_table, comparison_display, comparison_table,
+                     configuration_display, factorial_display, interval_text, judged_display, lr_check_display,
+                     lr_display, lr_grid_display, parameter_display)
 from .training import (BUDGET_STORE, choose_lr, default_runs_dir, manifest_path, run_budget,
                        run_corpus, run_grids, run_long, run_training, store_provenance)
 
@@ -54,7 +57,8 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "
            "rule_head_size", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size_past_n",
            "rule_too_few_heads",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
-           "lr_display", "claims_table", "budget", "fair", "fair_figures", "figures", "rules"]
+           "lr_display", "claims_table", "interval_text", "budget_display", "factorial_display", "lr_check_display",
+           "lr_grid_display", "judged_display", "figure_data", "budget", "fair", "plots", "rules"]
 
 
 def run(P: Mapping) -> dict:

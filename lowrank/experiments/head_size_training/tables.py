@@ -1,5 +1,6 @@
 """Chapter 04's tables for the page: plain DataFrames with readable column names (the chapter
-styles them), and the verdict table of its claims."""
+styles them), the reading tables of its budget store (:mod:`.budget`, :mod:`.fair`) and the verdict
+table of its claims."""
 from __future__ import annotations
 
 import math
@@ -8,11 +9,13 @@ from collections.abc import Mapping
 import pandas as pd
 
 from ..verdicts import TRAINING
+from . import budget, fair
 from .rules import CLAIMS, LIVE_RULES
 from .summaries import LEVEL
 
 __all__ = ["parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
-           "lr_display", "claims_table"]
+           "lr_display", "claims_table", "interval_text", "budget_display", "factorial_display", "lr_check_display",
+           "lr_grid_display", "judged_display"]
 
 
 def parameter_display(parameters: pd.DataFrame) -> pd.DataFrame:
@@ -105,4 +108,89 @@ def claims_table(H: Mapping) -> pd.DataFrame:
                      "same rule on this page's live run": lj.label if lj else (
                          "(not a training claim)" if c.kind != TRAINING else "(no such models in the live run)"),
                      "rule": c.rule_sentence, "rules ledger": ledger_note(c.key, events)})
+    return pd.DataFrame(rows)
+
+
+def interval_text(d: float, lo: float, hi: float, n: int) -> str:
+    """'+0.012 [-0.030, +0.054]', '+0.012 (one seed)', or 'not stored yet' with no pair of runs."""
+    if n == 0 or (isinstance(d, float) and math.isnan(d)):
+        return "not stored yet"
+    if n < 2 or math.isnan(lo):
+        return f"{d:+.3f} (one seed)"
+    return f"{d:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def budget_display(comps: pd.DataFrame) -> pd.DataFrame:
+    """One row per comparison and budget: both splits' paired gaps with intervals, the change
+    from the previous budget (validation) and how many of the two models' runs are stored."""
+    rows = []
+    for r in comps[comps.split == "validation"].itertuples():
+        t = comps[(comps.row == r.row) & (comps.steps == r.steps) & (comps.split == "test")].iloc[0]
+        rows.append({"comparison (a minus b)": f"{r.a} minus {r.b}", "steps": f"{r.steps:,}",
+                     "tokens a run": f"{r.tokens / 1e6:.1f} M",
+                     "validation (nats, 95 % interval)": interval_text(r.diff, r.lo, r.hi, r.n),
+                     "test (nats, 95 % interval)": interval_text(t["diff"], t.lo, t.hi, int(t.n)),
+                     "change from the previous budget (validation)":
+                         "first budget" if r.steps == budget.ROW_STEPS[r.row][0] else
+                         interval_text(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
+                     "runs stored": f"{r.runs} of {r.planned}"})
+    return pd.DataFrame(rows)
+
+
+def factorial_display(effects: pd.DataFrame) -> pd.DataFrame:
+    """The factorial's cells and effects, both splits, as text with intervals."""
+    v = effects[effects.split == "validation"].set_index("effect")
+    t = effects[effects.split == "test"].set_index("effect")
+    return pd.DataFrame({
+        "standard minus fixed at h = 32 (nats)": list(v.index),
+        "validation (95 % interval)": [interval_text(r["diff"], r.lo, r.hi, int(r.n)) for _, r in v.iterrows()],
+        "test (95 % interval)": [interval_text(r["diff"], r.lo, r.hi, int(r.n)) for _, r in t.iterrows()],
+        "seeds": [int(n) for n in v.n]})
+
+
+def lr_check_display(check: pd.DataFrame, table: pd.DataFrame | None) -> pd.DataFrame:
+    """The learning-rate check: final validation and test loss of each run (one seed), with each
+    model's regret at every rate once the check is complete."""
+    if check is None or not len(check):
+        return pd.DataFrame({"learning-rate check": ["no run stored yet"]})
+    out = check.sort_values(["model", "lr"])[["model", "lr", "val_loss", "test_loss"]].copy()
+    if table is not None:
+        reg = {(f, h, lr): r for f, h, lr, r in zip(table.family, table.h, table.lr, table.regret)}
+        chosen = float(table.loc[table.chosen, "lr"].iloc[0])
+        out["regret (nats)"] = [reg[(m.split()[0], int(m.split()[-1]), lr)] for m, lr in zip(out.model, out.lr)]
+        out["chosen"] = ["yes" if lr == chosen else "" for lr in out.lr]
+    return out.rename(columns={"model": "model (one seed)", "lr": "peak learning rate",
+                               "val_loss": "validation loss (nats)", "test_loss": "test loss (nats)"})
+
+
+def lr_grid_display(rates: Mapping[str, fair.RateChoice]) -> pd.DataFrame:
+    """One row per model of the rate grid: validation loss at each rate tried (mean over the grid's
+    seeds), the runs stored, and the chosen rate ('not yet' until every run it needs is stored)."""
+    rows = []
+    for m in fair.LR_GRID_MODELS:
+        r = rates[m]
+        losses = dict(r.losses)
+        rows.append({"model": m,
+                     **{f"rate {x:g}": f"{losses[x]:.3f}" if x in losses else "-" for x in
+                        sorted(set(fair.LR_GRID_RATES) | {x for x, _ in r.losses})},
+                     "runs stored": f"{r.stored} of {r.planned}",
+                     "chosen rate": "not yet" if r.rate is None else
+                     f"{r.rate:g}" + (" (end of its grid)" if r.at_edge else "")})
+    return pd.DataFrame(rows).fillna("-")
+
+
+def judged_display(comps: pd.DataFrame) -> pd.DataFrame:
+    """One row per comparison and budget, each model at its own rate: the rates, both splits' paired
+    gaps with intervals, the change from the first budget (validation) and the runs stored."""
+    rows = []
+    for r in comps[comps.split == "validation"].itertuples():
+        t = comps[(comps.row == r.row) & (comps.steps == r.steps) & (comps.split == "test")].iloc[0]
+        first = r.steps == min(comps[comps.row == r.row].steps)
+        rates = "not chosen yet" if pd.isna(r.lr_a) or pd.isna(r.lr_b) else f"{r.lr_a:g} and {r.lr_b:g}"
+        rows.append({"comparison (a minus b)": f"{r.a} minus {r.b}", "rates": rates, "steps": f"{r.steps:,}",
+                     "validation (nats)": interval_text(r.diff, r.lo, r.hi, r.n),
+                     "test (nats)": interval_text(t["diff"], t.lo, t.hi, int(t.n)),
+                     "change (validation)": "first budget" if first else
+                     interval_text(r.change_diff, r.change_lo, r.change_hi, int(r.change_n)),
+                     "runs stored": f"{r.runs} of {r.planned}"})
     return pd.DataFrame(rows)

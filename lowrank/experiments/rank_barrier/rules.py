@@ -5,19 +5,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ...theory.barrier import expected_distinct_columns, expected_distinct_columns_causal
 from ..shared.montecarlo import as_rtols
+from ..shared.record import Record
 from .latent import mla_headline
 from .near import near_cells
 from ..verdicts import (BOOK, PROOF_CHECK, SIMULATION, CONDITIONAL, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, WEAKER, Claim,
-                        Judgement, claim_of, is_missing, need)
+                        Judgement, claim_of, is_missing)
 
 __all__ = ["HEADLINE_KEYS", "GROUPS", "headline", "CLAIMS", "rule_barrier", "rule_rank_rises", "rule_near_orthonormal",
-           "rule_mla", "rule_mla_bound", "MLA_INCREMENT", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN", "VERDICT_CLAIMS"]
+           "rule_mla", "rule_mla_bound", "MLA_INCREMENT", "Z95", "FAMILY_LEVEL", "NEAR_MARGIN", "VERDICT_CLAIMS",
+           "SweepEvidence", "BarrierEvidence", "RisesEvidence", "NearEvidence", "MlaCellsEvidence", "MlaEvidence",
+           "MlaBoundEvidence"]
 
 # The hypotheses of the theorem that the summary's settings drop, one group each.
 GROUPS = ("none (the theorem's setting)", "temperature", "tolerance", "input distribution",
@@ -194,7 +198,93 @@ def _bonferroni_z(cells: int) -> float:
     return NormalDist().inv_cdf(1 - FAMILY_LEVEL / 2 / max(int(cells), 1))
 
 
-def rule_barrier(h: Mapping[str, Any]) -> Judgement:
+@dataclass(frozen=True)
+class SweepEvidence(Record):
+    """The main sweep's draws per (n, d_h) cell, in the theorem's setting."""
+    PREFIX: ClassVar[str] = "ch05_"
+    n_trials: int
+
+
+@dataclass(frozen=True)
+class BarrierEvidence(SweepEvidence):
+    """The sweep's cells against the bound (largest excess in standard errors, NaN with one draw per
+    cell; the gap at the largest d_h) and the settings outside the hypotheses that exceed it."""
+    inside_cells: int
+    inside_max_z: float
+    inside_gap: float
+    outside_broken: str
+    outside_rows: int
+    outside_broken_rows: int
+
+
+@dataclass(frozen=True)
+class RisesEvidence(SweepEvidence):
+    """At the largest n, the mean rank / n at d_h = 1 and at the largest d_h with their standard errors
+    (NaN with one draw), and the bound / n."""
+    frac_dh1_nmax: float
+    frac_dh1_nmax_se: float
+    frac_dhmax_nmax: float
+    frac_dhmax_nmax_se: float
+    bound_frac_nmax: float
+    nmax: int
+    dhmax: int
+
+
+@dataclass(frozen=True)
+class NearEvidence(Record):
+    """The near-orthonormal sweep's cells with c > 0 against the bound: the grid (as text), the largest
+    excess (NaN with one draw), the c whose cells exceed it, the largest c below those (NaN if none)."""
+    PREFIX: ClassVar[str] = "ch05_near_"
+    cells: int
+    max_z: float
+    trials: int
+    broken_cs: tuple[float, ...]
+    largest_ok_c: float
+    gap: float
+    ns: str
+    cs: str
+    dhs: str
+    dh_max: int
+    worst: str
+    shift_max: float
+    shift_worst: str
+
+
+@dataclass(frozen=True)
+class MlaCellsEvidence(Record):
+    """The MLA sweep's (n, rope_dim, kv_latent) cells and the random heads drawn in each."""
+    PREFIX: ClassVar[str] = "ch05_mla_"
+    cells: int
+    trials: int
+
+
+@dataclass(frozen=True)
+class MlaEvidence(MlaCellsEvidence):
+    """The MLA heads' hardmax rank against the barrier (NaN with one draw) and its rise and last
+    increment in the latent size, with the grid as text."""
+    max_z: float
+    max_increment: float
+    min_rise_z: float
+    min_rise: float
+    head_dim: int
+    rope_dims: str
+    latents: str
+    ns: str
+    worst: str
+    flat_where: str
+
+
+@dataclass(frozen=True)
+class MlaBoundEvidence(MlaCellsEvidence):
+    """The MLA heads' logit rank against its bound, and the bound of one DeepSeek-V3 head."""
+    logit_excess: int
+    logit_at: float
+    v3_sizes: str
+    v3_bound: int
+    v3_n: int
+
+
+def rule_barrier(e: BarrierEvidence) -> Judgement:
     """Inside the theorem's hypotheses (hardmax, orthonormal tokens, Gaussian weights, one head),
     contradicted if any (n, d_h) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its
     Bonferroni {FAMILY_LEVEL:coverage} interval; reproduced in a weaker form (an upper bound only) if the
@@ -203,10 +293,8 @@ def rule_barrier(h: Mapping[str, Any]) -> Judgement:
 
     Inconclusive when a cell has fewer than two draws (no standard error).
     """
-    cells, max_z = need(h, "ch05_inside_cells"), need(h, "ch05_inside_max_z")
-    draws, gap = need(h, "ch05_n_trials"), need(h, "ch05_inside_gap")
-    broken = need(h, "ch05_outside_broken")
-    rows, n_broken = need(h, "ch05_outside_rows"), need(h, "ch05_outside_broken_rows")
+    cells, max_z, draws, gap = e.inside_cells, e.inside_max_z, e.n_trials, e.inside_gap
+    broken, rows, n_broken = e.outside_broken, e.outside_rows, e.outside_broken_rows
     z_crit = _bonferroni_z(cells)
     evidence = (f"{cells} (n, d_h) cells in the theorem's setting, {draws} draws each: largest excess "
                 f"over the bound {max_z:+.2f} standard errors (Bonferroni limit {z_crit:.2f}); at the "
@@ -227,16 +315,14 @@ def rule_barrier(h: Mapping[str, Any]) -> Judgement:
     return Judgement(REPRODUCED, evidence)
 
 
-def rule_rank_rises(h: Mapping[str, Any]) -> Judgement:
+def rule_rank_rises(e: RisesEvidence) -> Judgement:
     """At the largest n, reproduced if the mean hardmax rank at the largest d_h exceeds that at
     d_h = 1 beyond a 95 % interval and lies within {NEAR_MARGIN} n of the bound; reproduced in a weaker
     form if it rises but stays farther below; contradicted if it falls beyond the interval;
     inconclusive otherwise.
     """
-    lo_v, lo_se = need(h, "ch05_frac_dh1_nmax"), need(h, "ch05_frac_dh1_nmax_se")
-    hi_v, hi_se = need(h, "ch05_frac_dhmax_nmax"), need(h, "ch05_frac_dhmax_nmax_se")
-    bound, n, dh = need(h, "ch05_bound_frac_nmax"), need(h, "ch05_nmax"), need(h, "ch05_dhmax")
-    draws = need(h, "ch05_n_trials")
+    lo_v, lo_se, hi_v, hi_se = e.frac_dh1_nmax, e.frac_dh1_nmax_se, e.frac_dhmax_nmax, e.frac_dhmax_nmax_se
+    bound, n, dh, draws = e.bound_frac_nmax, e.nmax, e.dhmax, e.n_trials
     evidence = (f"n = {n}, {draws} draws per point: hardmax rank {lo_v:.3f} n (s.e. {lo_se:.3f}) at "
                 f"d_h = 1, {hi_v:.3f} n (s.e. {hi_se:.3f}) at d_h = {dh}; bound {bound:.3f} n")
     se = math.hypot(lo_se, hi_se) if not (is_missing(lo_se) or is_missing(hi_se)) else float("nan")
@@ -253,20 +339,20 @@ def rule_rank_rises(h: Mapping[str, Any]) -> Judgement:
     return Judgement(REPRODUCED, evidence)
 
 
-def rule_near_orthonormal(h: Mapping[str, Any]) -> Judgement:
+def rule_near_orthonormal(e: NearEvidence) -> Judgement:
     """Hardmax attention of one Gaussian head on tokens with X X^T = I + E, |E_ij| = c n^-3/2 for each c of the grid (0.1 to 10), every (n, c, d_h) cell tested against n(1-(1-1/n)^n) with a Bonferroni {FAMILY_LEVEL:coverage} interval over the cells: contradicted when a cell exceeds it at the smallest c of the grid; holds only under stated conditions (|E_ij| below the smallest c with a cell above it, times n^-3/2) when cells exceed it only from a larger c on; otherwise reproduced in a weaker form (an upper bound only, at head sizes up to the grid's largest) if at the largest d_h the rank stays more than {NEAR_MARGIN} n below it somewhere, and reproduced if not.
 
     Inconclusive when a cell has fewer than two draws. The same Bonferroni family and the same
     0.05 n margin as the orthonormal rule (:func:`rule_barrier`), so the two rows compare.
     """
-    cells, max_z, draws = need(h, "ch05_near_cells"), need(h, "ch05_near_max_z"), need(h, "ch05_near_trials")
-    broken, ok_c, gap = need(h, "ch05_near_broken_cs"), need(h, "ch05_near_largest_ok_c"), need(h, "ch05_near_gap")
+    cells, max_z, draws = e.cells, e.max_z, e.trials
+    broken, ok_c, gap = e.broken_cs, e.largest_ok_c, e.gap
     z_crit = _bonferroni_z(cells)
-    evidence = (f"n = {need(h, 'ch05_near_ns')}, c = {need(h, 'ch05_near_cs')}, d_h = {need(h, 'ch05_near_dhs')}: "
+    evidence = (f"n = {e.ns}, c = {e.cs}, d_h = {e.dhs}: "
                 f"{cells} cells, {draws} draws each; largest excess over the bound {max_z:+.2f} standard errors "
-                f"({need(h, 'ch05_near_worst')}; Bonferroni limit {z_crit:.2f}); largest change of the mean rank from "
-                f"orthonormal tokens, paired by draw, {need(h, 'ch05_near_shift_max'):+.4f} n "
-                f"({need(h, 'ch05_near_shift_worst')}); at the largest d_h the mean is up to {gap:.3f} n below the bound")
+                f"({e.worst}; Bonferroni limit {z_crit:.2f}); largest change of the mean rank from "
+                f"orthonormal tokens, paired by draw, {e.shift_max:+.4f} n "
+                f"({e.shift_worst}); at the largest d_h the mean is up to {gap:.3f} n below the bound")
     if draws < 2 or is_missing(max_z):
         return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error",
                          "the smallest detectable excess is undefined")
@@ -278,7 +364,7 @@ def rule_near_orthonormal(h: Mapping[str, Any]) -> Judgement:
     if gap > NEAR_MARGIN:
         # Where the grid of head sizes stops is not where the rank stops: the qualifier names the grid.
         return Judgement(WEAKER, evidence, "an upper bound on the mean",
-                         f"at d_h <= {need(h, 'ch05_near_dh_max')} (the grid's largest) the rank stays more than "
+                         f"at d_h <= {e.dh_max} (the grid's largest) the rank stays more than "
                          f"{NEAR_MARGIN:g} n below it somewhere")
     return Judgement(REPRODUCED, evidence)
 
@@ -288,21 +374,21 @@ def rule_near_orthonormal(h: Mapping[str, Any]) -> Judgement:
 MLA_INCREMENT = 0.01
 
 
-def rule_mla(h: Mapping[str, Any]) -> Judgement:
+def rule_mla(e: MlaEvidence) -> Judgement:
     """Random MLA heads (lowrank.layers.mla: keys and values from a shared latent of size kv_latent, a decoupled rotary part) on orthonormal tokens: contradicted when some (n, rope_dim, kv_latent) cell's mean hardmax rank exceeds n(1-(1-1/n)^n) beyond its Bonferroni {FAMILY_LEVEL:coverage} interval, or when at some (n, rope_dim) the rank at the largest kv_latent lies below that at the smallest beyond a 95 % interval; reproduced when, with the barrier respected, the rank rises with kv_latent beyond a 95 % interval at every (n, rope_dim) and its relative increment per doubling of kv_latent over the grid's last step is below {MLA_INCREMENT} there (the paper's saturation criterion); reproduced in a weaker form (the barrier holds, the rank does not saturate inside the grid) when the increment is {MLA_INCREMENT} or more somewhere; inconclusive with fewer than two draws or a rise inside its interval.
 
     The paper does not say what it verified in MLA; the row states what the book measured: the
     barrier and saturation in the latent size, on random heads, at the head size chapter 05 uses.
     """
-    cells, max_z, draws = need(h, "ch05_mla_cells"), need(h, "ch05_mla_max_z"), need(h, "ch05_mla_trials")
-    inc, rise_z = need(h, "ch05_mla_max_increment"), need(h, "ch05_mla_min_rise_z")
+    cells, max_z, draws = e.cells, e.max_z, e.trials
+    inc, rise_z = e.max_increment, e.min_rise_z
     z_crit = _bonferroni_z(cells)
-    evidence = (f"head size {need(h, 'ch05_mla_head_dim')}, rope_dim {need(h, 'ch05_mla_rope_dims')}, kv_latent "
-                f"{need(h, 'ch05_mla_latents')}, n = {need(h, 'ch05_mla_ns')}: {cells} cells, {draws} draws each; "
+    evidence = (f"head size {e.head_dim}, rope_dim {e.rope_dims}, kv_latent "
+                f"{e.latents}, n = {e.ns}: {cells} cells, {draws} draws each; "
                 f"largest excess of the mean hardmax rank over the barrier {max_z:+.2f} standard errors "
-                f"({need(h, 'ch05_mla_worst')}; Bonferroni limit {z_crit:.2f}); smallest rise from the smallest to "
-                f"the largest kv_latent {need(h, 'ch05_mla_min_rise'):+.3f} n ({rise_z:.1f} standard errors); largest "
-                f"relative increment per doubling over the last step {inc:.4f} ({need(h, 'ch05_mla_flat_where')})")
+                f"({e.worst}; Bonferroni limit {z_crit:.2f}); smallest rise from the smallest to "
+                f"the largest kv_latent {e.min_rise:+.3f} n ({rise_z:.1f} standard errors); largest "
+                f"relative increment per doubling over the last step {inc:.4f} ({e.flat_where})")
     if draws < 2 or is_missing(max_z):
         return Judgement(INCONCLUSIVE, evidence, "one draw per cell gives no standard error")
     if max_z > z_crit or rise_z < -Z95:
@@ -317,17 +403,17 @@ def rule_mla(h: Mapping[str, Any]) -> Judgement:
     return Judgement(REPRODUCED, evidence)
 
 
-def rule_mla_bound(h: Mapping[str, Any]) -> Judgement:
+def rule_mla_bound(e: MlaBoundEvidence) -> Judgement:
     """Reproduced when no sampled MLA head's logit matrix has numerical rank (float64 default tolerance) above min(head_dim, kv_latent, n) + min(rope_dim, n), capped at n; contradicted when one does.
 
     The evidence also gives the share of heads that reach the bound and the bound of one
     DeepSeek-V3 head, whose latent does not bind.
     """
-    excess, at = need(h, "ch05_mla_logit_excess"), need(h, "ch05_mla_logit_at")
-    evidence = (f"{need(h, 'ch05_mla_cells')} cells of {need(h, 'ch05_mla_trials')} random heads: largest logit rank "
+    excess, at = e.logit_excess, e.logit_at
+    evidence = (f"{e.cells} cells of {e.trials} random heads: largest logit rank "
                 f"minus the bound {excess:+d}; in every cell at least {at:.0%} of the heads reach it; one DeepSeek-V3 "
-                f"head ({need(h, 'ch05_mla_v3_sizes')}) is bounded by {need(h, 'ch05_mla_v3_bound')} at n = "
-                f"{need(h, 'ch05_mla_v3_n'):,}, "
+                f"head ({e.v3_sizes}) is bounded by {e.v3_bound} at n = "
+                f"{e.v3_n:,}, "
                 f"its head size and rotary part, not its latent")
     if excess > 0:
         return Judgement(CONTRADICTED, evidence)
@@ -340,19 +426,20 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("barrier", MIN_LI, "05", "sec-ch05-summary",
           "Low-rank barrier: the mean rank of random (hardmax) attention is at most about "
           "n(1-(1-1/n)^n) -> 0.63 n, whatever d_h", rule_barrier,
-          kind=SIMULATION, where="Theorem 1 (as the reviewers describe it)", measure=headline),
+          kind=SIMULATION, where="Theorem 1 (as the reviewers describe it)", measure=headline,
+          evidence=BarrierEvidence),
     Claim("rank-rises", MIN_LI, "05", "sec-ch05-monte-carlo",
           "The rank rises with the head size toward the barrier", rule_rank_rises,
-          kind=SIMULATION, where="abstract; Fig. 2", measure=headline),
+          kind=SIMULATION, where="abstract; Fig. 2", measure=headline, evidence=RisesEvidence),
     Claim("minli-near-orthonormal", MIN_LI, "05", "sec-ch05-near",
           "The barrier also holds for near-orthonormal inputs, XX^T = I + E with |E_ij| = o(n^-3/2)",
           rule_near_orthonormal, kind=SIMULATION, where="ICLR 2026 version (R26 Reviewer 4)",
-          measure=_near_headline),
+          measure=_near_headline, evidence=NearEvidence),
     Claim("minli-mla", MIN_LI, "05", "sec-ch05-mla",
           "The results are verified in multi-head latent attention (MLA) as used in DeepSeek-V3", rule_mla,
-          kind=SIMULATION, where="ICLR 2026 abstract", measure=mla_headline),
+          kind=SIMULATION, where="ICLR 2026 abstract", measure=mla_headline, evidence=MlaEvidence),
     Claim("mla-logit-bound", BOOK, "05", "sec-ch05-mla",
           "In MLA one head's logits have rank at most min(d_h, kv_latent) + rope_dim: the latent bounds the "
           "content part, the rotary part adds its own dimensions", rule_mla_bound, kind=PROOF_CHECK,
-          where="this book (lowrank.layers.mla)", measure=mla_headline),
+          where="this book (lowrank.layers.mla)", measure=mla_headline, evidence=MlaBoundEvidence),
 )

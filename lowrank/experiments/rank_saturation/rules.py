@@ -4,19 +4,21 @@ with their rules, registered in the rules ledger.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ..shared.laws import LAWS, POLYLOG
-from ..verdicts import SIMULATION, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, Claim, Judgement, claim_of, is_missing, need
+from ..shared.record import Record, value
+from ..verdicts import SIMULATION, CONTRADICTED, INCONCLUSIVE, MIN_LI, REPRODUCED, Claim, Judgement, claim_of, is_missing
 from .criteria import interval_text
 from .grids import main_criterion, trials_per_n
 from .increment import increment_criterion, increment_keys
 
 __all__ = ["HEADLINE_KEYS", "headline", "CLAIMS", "rule_saturation", "rule_saturation_increment", "Z_PRED",
-           "BIC_STRONG", "MIN_NS", "MIN_RANGE"]
+           "BIC_STRONG", "MIN_NS", "MIN_RANGE", "LawEvidence", "SaturationEvidence", "IncrementEvidence"]
 
 HEADLINE_KEYS = (
     "ch06_fractions", "ch06_increment", "ch06_ppo", "ch06_n_boot", "ch06_trials", "ch06_min_draws",
@@ -180,45 +182,69 @@ MIN_NS = 6
 MIN_RANGE = 100.0
 
 
-def _number(x) -> float:
-    try:
-        return float(x)
-    except (TypeError, ValueError):
-        return float("nan")
+@dataclass(frozen=True)
+class LawEvidence(Record):
+    """One criterion's saturation points and the log law's prediction at the largest n: what the
+    saturation rule reads (NaN where too few n were estimable to fit)."""
+    PREFIX: ClassVar[str] = "ch06_"
+    criterion: str
+    n_estimable: int
+    nmin: float
+    nmax: float
+    fit_nmax: float
+    pred_obs: float
+    pred_obs_se: float
+    pred_log: float
+    pred_log_se: float
+    pred_log_z: float
+    dbic_log: float
+    best_law: str
+    min_draws: int
+    n_boot: int = value("ch06_n_boot")
+    n_total: int = value("ch06_n_total")
 
 
-def _law_verdict(h: Mapping[str, Any], crit: str, n_est: int, nmin, nmax, fit_nmax, obs, obs_se, pred, pred_se,
-                 z, dbic, best) -> Judgement:
+@dataclass(frozen=True)
+class SaturationEvidence(LawEvidence):
+    """The main criterion's points, on the chapter's own grid of head sizes."""
+    criterion: str = value("ch06_main_criterion")
+
+
+@dataclass(frozen=True)
+class IncrementEvidence(LawEvidence):
+    """The paper's increment criterion's points, on the long-scale store (its own draws)."""
+    PREFIX: ClassVar[str] = "ch06_inc_"
+
+
+def _law_verdict(e: LawEvidence) -> Judgement:
     """The saturation decision on one criterion's saturation points (see rule_saturation)."""
-    draws, n_boot = need(h, "ch06_min_draws"), need(h, "ch06_n_boot")
-    # glued values come back as text when they were not numbers (nan): read them as missing
-    nmin, nmax, fit_nmax, obs, obs_se, pred, pred_se, z, dbic = (
-        _number(x) for x in (nmin, nmax, fit_nmax, obs, obs_se, pred, pred_se, z, dbic))
+    crit, n_est, nmin, nmax, z = e.criterion, e.n_estimable, e.nmin, e.nmax, e.pred_log_z
     if n_est < MIN_NS or is_missing(z):
-        evidence = (f"{crit} point, {n_est} of {need(h, 'ch06_n_total')} n estimable (n = {nmin:g} to {nmax:g}, at "
-                    f"least {draws} draws per cell): too few points for a growth law")
+        evidence = (f"{crit} point, {n_est} of {e.n_total} n estimable (n = {nmin:g} to {nmax:g}, at "
+                    f"least {e.min_draws} draws per cell): too few points for a growth law")
     else:
-        evidence = (f"{crit} point, {n_est} of {need(h, 'ch06_n_total')} n estimable (n = {nmin:g} to {nmax:g}, at "
-                    f"least {draws} draws per cell, {n_boot} bootstrap replicates): at n = {nmax:g} observed {obs:.1f} "
-                    f"(s.e. {obs_se:.1f}), a + b ln n fitted up to n = {fit_nmax:g} predicts {pred:.1f} (s.e. "
-                    f"{pred_se:.1f}, z = {z:+.1f}); BIC of a + b ln n exceeds the best law ({best}) by {dbic:.1f}")
+        evidence = (f"{crit} point, {n_est} of {e.n_total} n estimable (n = {nmin:g} to {nmax:g}, at "
+                    f"least {e.min_draws} draws per cell, {e.n_boot} bootstrap replicates): at n = {nmax:g} observed "
+                    f"{e.pred_obs:.1f} (s.e. {e.pred_obs_se:.1f}), a + b ln n fitted up to n = {e.fit_nmax:g} predicts "
+                    f"{e.pred_log:.1f} (s.e. {e.pred_log_se:.1f}, z = {z:+.1f}); BIC of a + b ln n exceeds the best law "
+                    f"({e.best_law}) by {e.dbic_log:.1f}")
     if n_est < MIN_NS or is_missing(nmax) or is_missing(nmin) or nmax / nmin < MIN_RANGE or is_missing(z):
         return Judgement(INCONCLUSIVE, evidence, f"needs at least {MIN_NS} estimable n over a range of "
                          f"{MIN_RANGE:g}x", "below that a log and a slow power law are not separable")
     if z > Z_PRED:
         return Judgement(CONTRADICTED, evidence, f"the saturation point grows faster than a + b ln n predicts "
-                         f"(best of the three laws: {best})",
+                         f"(best of the three laws: {e.best_law})",
                          "the literal Omega(log n) holds for any such growth and is not testable at finite n")
     if z < -Z_PRED:
         return Judgement(CONTRADICTED, evidence, "the saturation point grows slower than a + b ln n predicts")
-    if dbic > BIC_STRONG:
+    if e.dbic_log > BIC_STRONG:
         return Judgement(INCONCLUSIVE, evidence, f"a departure from a + b ln n smaller than "
-                         f"{Z_PRED * pred_se:.1f} in d_h at n = {nmax} is not detectable, and the BIC "
-                         f"strongly favours {best}")
+                         f"{Z_PRED * e.pred_log_se:.1f} in d_h at n = {nmax} is not detectable, and the BIC "
+                         f"strongly favours {e.best_law}")
     return Judgement(REPRODUCED, evidence)
 
 
-def rule_saturation(h: Mapping[str, Any]) -> Judgement:
+def rule_saturation(e: SaturationEvidence) -> Judgement:
     """On the main criterion of the hardmax saturation point, fit a + b ln n on the lower half
     of the n range (in ln n), inflate its errors by sqrt(chi^2/dof) and predict the largest n:
     reproduced (order log n) if the observed point lies within {Z_PRED} prediction errors and the
@@ -231,12 +257,10 @@ def rule_saturation(h: Mapping[str, Any]) -> Judgement:
     every law that grows at least that fast and cannot be refuted at finite n; the evidence says
     so beside a verdict of faster growth.
     """
-    return _law_verdict(h, *(need(h, f"ch06_{k}") for k in (
-        "main_criterion", "n_estimable", "nmin", "nmax", "fit_nmax", "pred_obs", "pred_obs_se", "pred_log",
-        "pred_log_se", "pred_log_z", "dbic_log", "best_law")))
+    return _law_verdict(e)
 
 
-def rule_saturation_increment(h: Mapping[str, Any]) -> Judgement:
+def rule_saturation_increment(e: IncrementEvidence) -> Judgement:
     """The saturation rule of chapter 06 applied to the paper's own criterion, the first d_h at
     which the relative increment of the mean hardmax rank of A (exact) per doubling of d_h drops
     below 0.01 (Table 2's caption), judged on the long-scale store
@@ -249,10 +273,7 @@ def rule_saturation_increment(h: Mapping[str, Any]) -> Judgement:
 
     The evidence names the store's own draws (ch06_inc_min_draws), not those of the chapter's grid.
     """
-    h = {**h, "ch06_min_draws": need(h, "ch06_inc_min_draws")}
-    return _law_verdict(h, *(need(h, f"ch06_inc_{k}") for k in (
-        "criterion", "n_estimable", "nmin", "nmax", "fit_nmax", "pred_obs", "pred_obs_se", "pred_log",
-        "pred_log_se", "pred_log_z", "dbic_log", "best_law")))
+    return _law_verdict(e)
 
 
 # Both rules read values headline computes (the increment criterion's through _criterion_keys and
@@ -260,9 +281,10 @@ def rule_saturation_increment(h: Mapping[str, Any]) -> Judgement:
 CLAIMS: tuple[Claim, ...] = (
     Claim("saturation", MIN_LI, "06", "sec-ch06-law",
           "Saturation: the rank stops growing at a critical head size d_h of order log n", rule_saturation,
-          kind=SIMULATION, where="abstract; Table 2", measure=headline),
+          kind=SIMULATION, where="abstract; Table 2", measure=headline,
+          evidence=SaturationEvidence),
     Claim("saturation-increment", MIN_LI, "06", "sec-ch06-law",
           "Saturation by the paper's own criterion: the rank increment falls below about 0.01 at a head size "
           "of order log n", rule_saturation_increment, scale_key="ch06_inc_scale", kind=SIMULATION,
-          where="Table 2 (as R25 Reviewer 2 quotes it)", measure=headline),
+          where="Table 2 (as R25 Reviewer 2 quotes it)", measure=headline, evidence=IncrementEvidence),
 )

@@ -1,26 +1,29 @@
 """Chapter 07's claims and their rules, fixed (and registered in the rules ledger) before the outputs they judge.
 
-Each rule is a function of the chapter's headline dict. The grid intervals and plateau counts it
-reads are produced by :mod:`.reduction` and :mod:`.truncation`; the decision from those intervals to
-a verdict (which growth laws fit them, which task saw what) happens here, so the ledger's
-fingerprint covers it.
+Each rule reads a typed evidence record (:mod:`..shared.record`) taken from the chapter's headline
+values. The grid intervals and plateau counts it reads are produced by :mod:`.reduction` and
+:mod:`.truncation`; the decision from those intervals to a verdict (which growth laws fit them,
+which task saw what) happens here, so the ledger's fingerprint covers it.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ...measure.rank import DEFAULT_TOL
+from ..shared.record import Record
 from ..verdicts import (BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, MIN_LI, PRETRAINED, PROOF_CHECK, REPRODUCED,
-                        TRAINING, WEAKER, Claim, Judgement, is_missing, need, plain_number, upper_end)
+                        TRAINING, WEAKER, Claim, Judgement, is_missing, plain_number, upper_end)
 
 __all__ = ["BARRIER_MARGIN", "CEILING_SHARE", "REDUCTION_MARGIN", "PLATEAU_TOL", "COSINE_LEVEL", "LEVEL",
            "MIN_SEEDS", "MIN_LAW_NS", "EXTENDED_CAP", "MIN_PAIR_NS", "LAWS", "NEIGHBOURS", "NEIGHBOUR_MARGIN", "SIMILARITY_LEVEL",
            "LOG_FACTOR", "point_records", "truncation_records", "law_fit", "barrier_class",
-           "rule_mechanism", "rule_trained_barrier", "rule_model_reduction", "rule_truncation", "CLAIMS"]
+           "rule_mechanism", "rule_trained_barrier", "rule_model_reduction", "rule_truncation", "CLAIMS",
+           "MechanismEvidence", "BarrierEvidence", "ReductionEvidence", "TruncationEvidence"]
 
 # Barrier: a population of trained heads "sits at" the barrier when its mean hardmax rank / n is
 # within this pre-stated equivalence margin of 1 - (1 - 1/n)^n (5 % of n, about a twelfth of the barrier).
@@ -136,16 +139,28 @@ def law_fit(ns: Sequence[int], lo: Sequence[float], hi: Sequence[float], law: st
     return out
 
 
-def rule_mechanism(h: Mapping[str, Any]) -> Judgement:
+@dataclass(frozen=True)
+class MechanismEvidence(Record):
+    """MiniLM's logit ranks at n > d_h and the retrieval runs' largest logit rank against min(d_h, n)."""
+    PREFIX: ClassVar[str] = "ch07_"
+    mini_dh: int
+    logit_maps: int
+    # whole numbers, NaN when no sequence was longer than d_h
+    logit_min: float
+    logit_max: float
+    ret_bounded: int
+    ret_cases: int
+
+
+def rule_mechanism(e: MechanismEvidence) -> Judgement:
     """Reproduced when no logit matrix of a trained head (MiniLM at every n > d_h, the retrieval task's head in every run) has numerical rank above d_h at the float64 default tolerance, contradicted when one does; inconclusive when no matrix was longer than d_h.
 
     The float64 default max(m, n) eps is the finest tolerance the book uses, so a rank at most d_h
     there is at most d_h at every coarser one. The claim is rank <= d_h; equality is reported, not required.
     """
-    dh, maps, top = need(h, "ch07_mini_dh"), need(h, "ch07_logit_maps"), need(h, "ch07_logit_max")
-    bounded, cases = need(h, "ch07_ret_bounded"), need(h, "ch07_ret_cases")
-    lo = need(h, "ch07_logit_min")
-    evidence = (f"all-MiniLM-L6-v2 (d_h = {dh}): numerical rank of S ({DEFAULT_TOL}) between {lo} and {top} "
+    dh, maps, lo, top = e.mini_dh, e.logit_maps, e.logit_min, e.logit_max
+    bounded, cases = e.ret_bounded, e.ret_cases
+    evidence = (f"all-MiniLM-L6-v2 (d_h = {dh}): numerical rank of S ({DEFAULT_TOL}) between {lo:.0f} and {top:.0f} "
                 f"over {maps} logit matrices with n > d_h; retrieval task: the largest rank of S over each "
                 f"run's held-out sequences <= min(d_h, n) in {bounded} of {cases} runs")
     if not maps and not cases:
@@ -175,20 +190,46 @@ def barrier_class(lo: float, hi: float, share_lo: float, share_hi: float) -> str
     return "unclear"
 
 
-def rule_trained_barrier(h: Mapping[str, Any]) -> Judgement:
+@dataclass(frozen=True)
+class BarrierEvidence(Record):
+    """MiniLM's heads and the widest retrieval heads against the barrier: means and shares above it, with
+    their 95 % intervals (NaN where too few heads or runs give one)."""
+    PREFIX: ClassVar[str] = "ch07_"
+    n_max: int
+    barrier: float
+    head_mean: float
+    head_mean_lo: float
+    head_mean_hi: float
+    heads: int
+    heads_above: int
+    heads_above_lo: float
+    heads_above_hi: float
+    windows_nmax: int
+    bar_ret_runs: int
+    bar_ret_above: int
+    bar_ret_mean: float
+    bar_ret_lo: float
+    bar_ret_hi: float
+    bar_ret_share_lo: float
+    bar_ret_share_hi: float
+    bar_ret_dh: int
+    bar_ret_ns: str
+
+
+def rule_trained_barrier(e: BarrierEvidence) -> Judgement:
     """Judged on every trained model the book holds and can measure (all-MiniLM-L6-v2's heads at its longest n; the retrieval heads of the widest head size, every n, plateau runs; chapter 04's language models are named but not measurable, their store keeping metrics and no weights), each by its hardmax rank / n against 1 - (1 - 1/n)^n with a 0.05 margin and a 5 % ceiling share: reproduced when every measured model sits within the margin with at most 5 % of heads above; contradicted when in any model more than 5 % of heads lie above it (lower end of the Wilson interval) or a model lies outside the margin otherwise; the weaker "the barrier bounds trained heads, which sit far below it" when every model is at or far below it with at most 5 % above; otherwise inconclusive.
 
     MiniLM: each head's hardmax rank / n averaged over its windows, t interval over heads. Retrieval:
     one value per run, t interval over runs. Shares above the barrier: Wilson intervals.
     """
-    n, b = need(h, "ch07_n_max"), need(h, "ch07_barrier")
-    m, lo, hi = need(h, "ch07_head_mean"), need(h, "ch07_head_mean_lo"), need(h, "ch07_head_mean_hi")
-    heads, above = need(h, "ch07_heads"), need(h, "ch07_heads_above")
-    s_lo, s_hi = need(h, "ch07_heads_above_lo"), need(h, "ch07_heads_above_hi")
-    windows = need(h, "ch07_windows_nmax")
-    runs, r_above = need(h, "ch07_bar_ret_runs"), need(h, "ch07_bar_ret_above")
-    r_m, r_lo, r_hi = need(h, "ch07_bar_ret_mean"), need(h, "ch07_bar_ret_lo"), need(h, "ch07_bar_ret_hi")
-    rs_lo, rs_hi = need(h, "ch07_bar_ret_share_lo"), need(h, "ch07_bar_ret_share_hi")
+    n, b = e.n_max, e.barrier
+    m, lo, hi = e.head_mean, e.head_mean_lo, e.head_mean_hi
+    heads, above = e.heads, e.heads_above
+    s_lo, s_hi = e.heads_above_lo, e.heads_above_hi
+    windows = e.windows_nmax
+    runs, r_above = e.bar_ret_runs, e.bar_ret_above
+    r_m, r_lo, r_hi = e.bar_ret_mean, e.bar_ret_lo, e.bar_ret_hi
+    rs_lo, rs_hi = e.bar_ret_share_lo, e.bar_ret_share_hi
     models = {}
     parts = []
     if heads >= 2 and not is_missing(lo):
@@ -200,7 +241,7 @@ def rule_trained_barrier(h: Mapping[str, Any]) -> Judgement:
         models["retrieval heads"] = barrier_class(r_lo, r_hi, rs_lo, rs_hi)
         spread = (f"{r_m:+.2f} [{r_lo:+.2f}, {r_hi:+.2f}]" if r_hi > r_lo else
                   f"{r_m:+.2f} in every run (no spread over runs)")
-        parts.append(f"retrieval heads of d_h = {need(h, 'ch07_bar_ret_dh')} at n = {need(h, 'ch07_bar_ret_ns')} "
+        parts.append(f"retrieval heads of d_h = {e.bar_ret_dh} at n = {e.bar_ret_ns} "
                      f"({runs} plateau runs): hardmax rank / n minus the barrier {spread}; {r_above} of {runs} "
                      f"above it, share [{rs_lo:.2f}, {rs_hi:.2f}] ({models['retrieval heads']})")
     else:
@@ -228,7 +269,27 @@ def _side(p: Mapping[str, float]) -> str:
     return "later" if p["a_lo"] >= p["r_hi"] else "not later"
 
 
-def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
+@dataclass(frozen=True)
+class ReductionEvidence(Record):
+    """Both retrieval tasks' grid intervals of d*_acc and d*_rank (:func:`point_records`' records), their
+    run counts, the step caps and how closely accuracy tracks hardmax rank / n."""
+    PREFIX: ClassVar[str] = "ch07_"
+    red_single: tuple[Any, ...]
+    red_pair: tuple[Any, ...]
+    ret_cap: int
+    ret_ext_cap: int
+    red_single_runs: int
+    red_single_grid: int
+    red_single_plateau: int
+    red_pair_runs: int
+    red_pair_grid: int
+    red_pair_plateau: int
+    ret_corr: float
+    ret_pair_corr: float
+    ret_extended: int
+
+
+def rule_model_reduction(e: ReductionEvidence) -> Judgement:
     """Judged on plateau runs only, on two retrieval tasks, every run that reached the 8,000-step cap without its plateau trained again from the same seed with a cap of 32,000 steps (a run still at that cap is reported and left out): at each n where every seed (at least 3) met the plateau at every d_h of the grid, d*_acc (smallest d_h whose accuracy is within 0.01 of the best, one-sided 95 % over seeds) and d*_rank (the same for hardmax rank / n) are grid intervals widened by a seed bootstrap; contradicted when on either task accuracy saturates wholly after rank at some n with the accuracy at d*_rank more than 0.01 below the best (one-sided 95 %); otherwise, with accuracy not later than rank at every judged n of both tasks (3 n at least on the one-key task, 2 on the two-key task), the growth of d*_acc on the one-key task decides among a + b ln n, c n^alpha and c (ln n)^beta, a law excluded only when no parameter value fits every interval: reproduced when a + b ln n fits and c n^alpha does not, the weaker "larger heads are redundant beyond rank saturation, but d*_acc does not grow like ln n" when a + b ln n does not fit; inconclusive otherwise.
 
     The verdict rests on the one-key task for the growth law (its grid is the complete one) and on
@@ -236,11 +297,11 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
     a permutation, so accuracy and hardmax rank / n are nearly one quantity there; on the two-key
     task (a key is a pair, partial matches score) they can come apart.
     """
-    tasks = {"one-key": _points(need(h, "ch07_red_single")), "two-key": _points(need(h, "ch07_red_pair"))}
-    cap, ext = need(h, "ch07_ret_cap"), need(h, "ch07_ret_ext_cap")
-    stored = (f"one-key task: {need(h, 'ch07_red_single_runs')} of {need(h, 'ch07_red_single_grid')} runs stored, "
-              f"{need(h, 'ch07_red_single_plateau')} met the plateau; two-key task: {need(h, 'ch07_red_pair_runs')} "
-              f"of {need(h, 'ch07_red_pair_grid')} stored, {need(h, 'ch07_red_pair_plateau')} met the plateau")
+    tasks = {"one-key": _points(e.red_single), "two-key": _points(e.red_pair)}
+    cap, ext = e.ret_cap, e.ret_ext_cap
+    stored = (f"one-key task: {e.red_single_runs} of {e.red_single_grid} runs stored, "
+              f"{e.red_single_plateau} met the plateau; two-key task: {e.red_pair_runs} "
+              f"of {e.red_pair_grid} stored, {e.red_pair_plateau} met the plateau")
     shown = []
     for name, pts in tasks.items():
         shown.append(f"{name}: " + (", ".join(
@@ -252,9 +313,9 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
     law_text = "; ".join(f"{law}: " + (f"fits (parameter in [{f['q_lo']:.2f}, {f['q_hi']:.2f}])" if f["fits"]
                                        else "excluded") for law, f in fits.items())
     same = (f"on the one-key task accuracy and hardmax rank / n are nearly one quantity (correlation "
-            f"{need(h, 'ch07_ret_corr'):.3f} over its stored runs; two-key task {need(h, 'ch07_ret_pair_corr'):.3f}), "
+            f"{e.ret_corr:.3f} over its stored runs; two-key task {e.ret_pair_corr:.3f}), "
             f"so there the saturation comparison is largely built in")
-    stored += (f"; runs capped at {cap:,} steps trained again to {ext:,} ({need(h, 'ch07_ret_extended')} stored)"
+    stored += (f"; runs capped at {cap:,} steps trained again to {ext:,} ({e.ret_extended} stored)"
                if ext else "; no capped run trained again")
     evidence = (f"{stored}; margin {REDUCTION_MARGIN}; " + "; ".join(shown)
                 + (f"; growth of d*_acc over {len(ns)} n: {law_text}" if len(ns) >= MIN_LAW_NS else "") + f"; {same}")
@@ -285,18 +346,29 @@ def rule_model_reduction(h: Mapping[str, Any]) -> Judgement:
                      f"an accuracy gap of {REDUCTION_MARGIN} at the n where accuracy saturates after rank", same)
 
 
-def rule_truncation(h: Mapping[str, Any]) -> Judgement:
+@dataclass(frozen=True)
+class TruncationEvidence(Record):
+    """MiniLM's head size, the truncation's documents and rank grid, and per n the grid interval of the
+    smallest redundant logit rank (:func:`truncation_records`' records)."""
+    PREFIX: ClassVar[str] = "ch07_"
+    tr_dh: int
+    trr_points: tuple[Any, ...]
+    tr_docs: int
+    tr_ranks: str
+
+
+def rule_truncation(e: TruncationEvidence) -> Judgement:
     """Every head of all-MiniLM-L6-v2 cut to logit rank r is redundant at r when the one-sided 95 % lower bound of the mean top-10 neighbour overlap among held-out BBC News articles is at least 0.9 of the full model's and the pairwise similarities keep a correlation of at least 0.95; r_red(n) is the smallest such grid rank, a grid interval (previous grid rank, r_red]: reproduced when at every n some r below d_h is redundant and the interval reaches 2 ln n or below; the weaker "heads can be cut below d_h, but not to near log n" when at every n some r below d_h is redundant and at some n the interval lies above 2 ln n; contradicted when at some n no r below d_h is redundant; inconclusive without data.
 
     The topic probe is reported beside these measures; it does not enter the rule, having been blind
     to a change of the embeddings from cosine 1 to below 0.5.
     """
-    dh = need(h, "ch07_tr_dh")
-    pts = [(int(p["n"]), float(p["prev"]), float(p["r"])) for p in need(h, "ch07_trr_points")]
+    dh = e.tr_dh
+    pts = [(int(p["n"]), float(p["prev"]), float(p["r"])) for p in e.trr_points]
     if not pts:
         return Judgement(INCONCLUSIVE, "no truncation measured", "none: no length n was measured")
-    evidence = (f"all-MiniLM-L6-v2 (d_h = {dh}), {need(h, 'ch07_tr_docs')} BBC News articles, ranks "
-                f"{need(h, 'ch07_tr_ranks')}: " + ", ".join(
+    evidence = (f"all-MiniLM-L6-v2 (d_h = {dh}), {e.tr_docs} BBC News articles, ranks "
+                f"{e.tr_ranks}: " + ", ".join(
                     f"n = {n}: " + (f"r_red in ({prev:g}, {r:g}] against 2 ln n = {LOG_FACTOR * math.log(n):.1f}"
                                     if r < dh else "no rank below d_h keeps the neighbours") for n, prev, r in pts)
                 + f"; neighbour margin {NEIGHBOUR_MARGIN}, similarity correlation {SIMILARITY_LEVEL}")
@@ -311,14 +383,16 @@ def rule_truncation(h: Mapping[str, Any]) -> Judgement:
 CLAIMS: tuple[Claim, ...] = (
     Claim("bhojanapalli-trained-logit-rank", BHOJANAPALLI, "07", "sec-ch07-pretrained",
           "The mechanism: a head's logits have rank at most d_h, also in a trained model", rule_mechanism,
-          kind=PROOF_CHECK, where="Sec. 1"),
+          kind=PROOF_CHECK, where="Sec. 1", evidence=MechanismEvidence),
     Claim("minli-trained-barrier", MIN_LI, "07", "sec-ch07-barrier",
           "The barrier n(1-(1-1/n)^n) describes trained attention on real data", rule_trained_barrier,
-          kind=PRETRAINED, where="abstract; Sec. 3.1 (real data)"),
+          kind=PRETRAINED, where="abstract; Sec. 3.1 (real data)", evidence=BarrierEvidence),
     Claim("minli-model-reduction", MIN_LI, "07", "sec-ch07-reduction",
           "Model reduction: accuracy saturates in d_h where attention rank does, near log n", rule_model_reduction,
-          scale_key="ch07_ret_scale", kind=TRAINING, where="abstract (model-reduction effect)"),
+          scale_key="ch07_ret_scale", kind=TRAINING, where="abstract (model-reduction effect)",
+          evidence=ReductionEvidence),
     Claim("minli-truncation", MIN_LI, "07", "sec-ch07-truncation",
           "Redundancy in a real model: heads cut to a logit rank near log n keep what the model computes",
-          rule_truncation, kind=PRETRAINED, where="abstract (redundancy, model reduction)"),
+          rule_truncation, kind=PRETRAINED, where="abstract (redundancy, model reduction)",
+          evidence=TruncationEvidence),
 )

@@ -87,6 +87,11 @@ def test_run_trains_in_order_resumes_and_reads_back(tmp_path, fake_sweep):
     eff = B.factorial_effects(got["factorial"]).set_index(["effect", "split"])
     assert eff.loc[("interaction", "validation"), "diff"] == pytest.approx(0.0, abs=1e-9)
     assert eff.loc[("characters, bert init", "test"), "n"] == 3
+    # what each effect compares travels as columns, never to be read back out of its label
+    tok = eff.loc[("tokenizer: characters minus BPE 512", "validation")]
+    assert (tok.factor, tok.level_a, tok.level_b) == ("tokenizer", "characters", "BPE 512")
+    assert eff.loc[("interaction", "test"), "level_a"] == "" and set(eff.factor) == {
+        "cell", "tokenizer", "initialisation", "interaction"}
 
 
 def test_a_partial_store_reads_as_partial(tmp_path, fake_sweep):

@@ -320,7 +320,8 @@ def comparisons(budget: pd.DataFrame) -> pd.DataFrame:
 def factorial_effects(fact: pd.DataFrame) -> pd.DataFrame:
     """Per cell (tokenizer x initialisation), standard minus fixed at h = 32 paired by seed, on
     both splits; then each factor's effect on that gap (the gap's mean over the other factor's two
-    levels, one level minus the other, paired by seed) and their interaction."""
+    levels, one level minus the other, paired by seed) and their interaction. ``effect`` labels a
+    row; ``factor`` ("cell" for a cell), ``level_a`` and ``level_b`` say what it compares."""
     rows = []
     per = {}
     for tok, _ in TOKENIZERS:
@@ -331,20 +332,24 @@ def factorial_effects(fact: pd.DataFrame) -> pd.DataFrame:
                      else pd.DataFrame(columns=["seed", "diff"]))
                 per[(tok, init, split)] = d.set_index("seed")["diff"]
                 e = _est(d["diff"])
-                rows.append({"effect": f"{tok}, {init} init", "split": split, "diff": e.mean, "lo": e.lo,
-                             "hi": e.hi, "n": e.n})
+                rows.append({"effect": f"{tok}, {init} init", "factor": "cell", "level_a": tok, "level_b": init,
+                             "split": split, "diff": e.mean, "lo": e.lo, "hi": e.hi, "n": e.n})
     (t0, _), (t1, _) = TOKENIZERS
     i0, i1 = INITS
     for split in ("validation", "test"):
         g = {k[:2]: v for k, v in per.items() if k[2] == split}
-        effects = {
-            f"tokenizer: {t0} minus {t1}": (g[t0, i0] + g[t0, i1]) / 2 - (g[t1, i0] + g[t1, i1]) / 2,
-            f"initialisation: {i0} minus {i1}": (g[t0, i0] + g[t1, i0]) / 2 - (g[t0, i1] + g[t1, i1]) / 2,
-            "interaction": (g[t0, i0] - g[t0, i1]) - (g[t1, i0] - g[t1, i1]),
-        }
-        for name, v in effects.items():
+        # (factor, first level, second level, effect per seed): one level minus the other; the
+        # interaction has no levels.
+        effects = (
+            ("tokenizer", t0, t1, (g[t0, i0] + g[t0, i1]) / 2 - (g[t1, i0] + g[t1, i1]) / 2),
+            ("initialisation", i0, i1, (g[t0, i0] + g[t1, i0]) / 2 - (g[t0, i1] + g[t1, i1]) / 2),
+            ("interaction", "", "", (g[t0, i0] - g[t0, i1]) - (g[t1, i0] - g[t1, i1])),
+        )
+        for factor, a, b, v in effects:
             e = _est(v.dropna())
-            rows.append({"effect": name, "split": split, "diff": e.mean, "lo": e.lo, "hi": e.hi, "n": e.n})
+            name = f"{factor}: {a} minus {b}" if a else factor
+            rows.append({"effect": name, "factor": factor, "level_a": a, "level_b": b, "split": split,
+                         "diff": e.mean, "lo": e.lo, "hi": e.hi, "n": e.n})
     return pd.DataFrame(rows)
 
 

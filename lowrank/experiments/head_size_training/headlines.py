@@ -467,18 +467,18 @@ def _budget_lr_text(b: Mapping) -> str:
 def _factorial_text(effects: pd.DataFrame) -> str:
     """Which factor of the factorial moves the standard-minus-fixed gap, with its size and
     direction on both splits, as a whole sentence."""
-    main = effects[effects.effect.str.startswith(("tokenizer", "initialisation", "interaction"))]
+    main = effects[effects.factor != "cell"]
     if (main.n < 2).any():
         return (f"The factorial cannot say yet which factor turns the sign: the emptiest of its cells holds "
                 f"{int(main.n.min())} of the {len(budget.SEEDS)} seeds paired across all four cells.")
     moves = []
-    for name in dict.fromkeys(main.effect):
-        e = main[main.effect == name]
+    for factor in dict.fromkeys(main.factor):
+        e = main[main.factor == factor]
         sides = {interval_side(r.lo, r.hi) for r in e.itertuples()}
         if len(sides) == 1 and 0 not in sides:
             splits = ", ".join(f"{r.split} {r.diff:+.3f} [{r.lo:+.3f}, {r.hi:+.3f}]" for r in e.itertuples())
-            factor, _, levels = name.partition(": ")
-            first, _, second = levels.partition(" minus ")
+            first, second = e.level_a.iloc[0], e.level_b.iloc[0]
+            levels = f"{first} minus {second}" if first else ""
             if second:
                 better, worse = (first, second) if sides == {1} else (second, first)
                 reading = f"the fixed head size fares better against standard heads with {better} than with {worse}"

@@ -16,7 +16,8 @@ Folders in order, each importing only itself and the ones listed before it:
   book/         runner (parameter_files, chapters, planning, guards, run_folders, records,
                 execution, staging), cli, params, sets, costs, outputs, cells, figures, plotting,
                 plain_maths, verdict_view, text_sources, theory_figures, theory_tables,
-                training_figures, bands, barrier_figures, saturation_figures, synthesis_figures
+                training_figures, bands, barrier_figures, saturation_figures, trained_figures,
+                synthesis_figures
 
 The top-level names load torch on first use, not at import, so the command line starts fast.
 """

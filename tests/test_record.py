@@ -1,6 +1,7 @@
 """Typed evidence records: read by key and type, named when missing, refused when of the wrong kind."""
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -106,6 +107,52 @@ def test_values_write_nested_tuples_as_lists_under_their_keys():
     assert list(v) == list(_Ev.keys().values())
     assert v["ch99_grid"] == [1.0, 2.5] and v["ch99_pair"] == [4, "x"] and v["ch99_n_total"] == 8
     assert v["ch99_note"] == "none"
+
+
+@pytest.mark.parametrize("key,bad,words", [
+    ("ch99_count", "3", "'ch99_count' is '3', not a number"), ("ch99_count", 2.5, "'ch99_count' is 2.5, not a whole number"),
+    ("ch99_held", "yes", "'ch99_held' is 'yes', not true or false"), ("ch99_name", 1, "'ch99_name' is 1, not text"),
+    ("ch99_grid", 1.0, "'ch99_grid' is 1.0, not a list"), ("ch99_grid", [1.0, "x"], "'ch99_grid[1]' is 'x', not a number"),
+    ("ch99_pair", [1, "a", 2], "'ch99_pair' has 3 items, not 2"), ("ch99_pair", [1, 2], "'ch99_pair[1]' is 2, not text")])
+def test_a_refused_value_is_named_with_what_it_should_be(key, bad, words):
+    with pytest.raises(EvidenceTypeError, match=re.escape(words)):
+        _Ev.read(_values(**{key: bad}))
+
+
+def test_a_missing_chapter_value_says_which_chapter_to_run():
+    with pytest.raises(MissingEvidence, match=re.escape("_Ev needs the value 'ch99_count', which the chapter did "
+                                                        "not provide: run chapter 99 first")):
+        _Ev.read({k: v for k, v in _values().items() if k != "ch99_count"})
+
+    @dataclass(frozen=True)
+    class Inner(Record):
+        seeds: int
+
+    with pytest.raises(MissingEvidence) as err:
+        Inner.read({})
+    assert str(err.value).strip("\"'").endswith("did not provide") and err.value.key == "seeds"
+
+
+def test_unreadable_field_types_name_the_field():
+    @dataclass(frozen=True)
+    class Either(Record):
+        x: int | str
+
+    with pytest.raises(TypeError, match=re.escape("evidence 'x': a field is one type or that type and None")):
+        Either.read({"x": 1})
+
+    @dataclass(frozen=True)
+    class Nested(Record):
+        x: dict
+
+    with pytest.raises(TypeError, match=re.escape("evidence 'x': a record field cannot be of type")):
+        Nested.read({"x": {}})
+
+    class Loose(Record):
+        pass
+
+    with pytest.raises(TypeError, match="Loose is not a dataclass"):
+        Loose.keys()
 
 
 def _chapter_claims():

@@ -399,23 +399,36 @@ def test_run_maps_the_validated_parameters_onto_the_three_experiments(monkeypatc
 def test_figures_and_tables_draw_from_the_tables():
     import matplotlib.pyplot as plt
 
-    from lowrank.book.plotting import grey_safe_lines, subplots
+    from lowrank.book import trained_figures as tf
+    from lowrank.book.plotting import subplots
     from lowrank.experiments import trained_attention as ch
+    from lowrank.experiments.trained_attention import plots
 
     runs, grid = _synthetic_runs({16: 2, 32: 3, 64: 4, 128: 4}, ns=(16, 32, 64, 128), capped=[(128, 1, 0)])
     recs = _truncation_records()
     tables = {**_tiny_pretrained_tables(), "retrieval": runs.assign(task="single"), "retrieval_grid": grid,
               "truncation": ch.truncation_table(recs), "truncation_layers": ch.layer_table(recs)}
+    mini, n_max = tables["mini"], int(tables["mini"].n.max())
+    barrier = ch.barrier_fraction(n_max)
+    # Each figure's inputs as figure_data prepares them (the two-key task has no run: its row is empty).
+    data = {"ranks_vs_n": plots.rank_summary(mini, rtols=[0.0, 1e-3], head_dim=4),
+            "patterns": plots.pattern_points(tables["patterns"], layers=2, n_max=n_max, barrier=barrier),
+            "layers": plots.layer_fractions(mini, rtols=[0.0, 1e-3], n_max=n_max, barrier=barrier, layers=2),
+            "retrieval": plots.retrieval_summary(tables["retrieval"], ns=[16, 32, 64]),
+            "saturation": plots.saturation_intervals(tables["retrieval"], grid, ns=[16, 32, 64],
+                                                     head_dims=[1, 2, 3, 4, 8]),
+            "truncation": plots.truncation_curves(tables["truncation"], ns=[8, 16], folds=2),
+            "truncation_layers": plots.layer_truncation(tables["truncation_layers"], ranks=[1])}
     shapes = {"ranks_vs_n": (1, 2), "patterns": (1, 2), "layers": (1, 1), "retrieval": (2, 2), "saturation": (1, 2),
               "truncation": (1, 3), "truncation_layers": (1, 2)}
     figs = {name: subplots(*shape) for name, shape in shapes.items()}
-    ch.plot_ranks_vs_n(figs["ranks_vs_n"][1], tables, rtols=[0.0, 1e-3], lines=grey_safe_lines)
-    ch.plot_patterns(figs["patterns"][1], tables, lines=grey_safe_lines)
-    ch.plot_layers(figs["layers"][1][0, 0], tables, rtols=[0.0, 1e-3], lines=grey_safe_lines)
-    ch.plot_retrieval(figs["retrieval"][1], tables, ns=[16, 32, 64], lines=grey_safe_lines)
-    ch.plot_saturation(figs["saturation"][1], tables, ns=[16, 32, 64], head_dims=[1, 2, 3, 4, 8], lines=grey_safe_lines)
-    ch.plot_truncation(figs["truncation"][1], tables, ns=[8, 16], folds=2, lines=grey_safe_lines)
-    ch.plot_truncation_layers(figs["truncation_layers"][1], tables, ranks=[1], lines=grey_safe_lines)
+    tf.plot_ranks_vs_n(figs["ranks_vs_n"][1], **data["ranks_vs_n"])
+    tf.plot_patterns(figs["patterns"][1], **data["patterns"])
+    tf.plot_layers(figs["layers"][1][0, 0], **data["layers"])
+    tf.plot_retrieval(figs["retrieval"][1], **data["retrieval"])
+    tf.plot_saturation(figs["saturation"][1], **data["saturation"])
+    tf.plot_truncation(figs["truncation"][1], **data["truncation"])
+    tf.plot_truncation_layers(figs["truncation_layers"][1], **data["truncation_layers"])
     try:
         legend = lambda name: [t.get_text() for t in figs[name][0].legends[0].get_texts()]  # noqa: E731
         assert "$d_h$ = 4 (left)" in legend("ranks_vs_n") and "barrier $n(1-(1-1/n)^n)$ (right)" in legend("ranks_vs_n")
@@ -432,6 +445,32 @@ def test_figures_and_tables_draw_from_the_tables():
     status = ch.retrieval_status_table(tables).data
     assert status["stopped by the cap"].tolist() == [0, 0, 0, 1] and status["task"].tolist() == ["one-key"] * 4
     assert "(a) top-10 overlap" in ch.truncation_display(tables).data.columns
+
+
+def test_the_page_draws_each_figure_from_its_figure_data(monkeypatch):
+    """Every figure cell of the page draws with a function of lowrank.book.trained_figures from the
+    inputs figure_data keys by the cell's glue key (less ch07_fig_), and figure_data prepares no other."""
+    import ast
+    from unittest.mock import MagicMock
+
+    from lowrank.book import trained_figures
+    from lowrank.experiments.trained_attention import plots
+
+    for name in set(plots.__all__) - {"LAW_LABELS", "figure_data"}:
+        monkeypatch.setattr(plots, name, lambda *args, **kwargs: {})
+    prepared = set(plots.figure_data(MagicMock(), MagicMock(), MagicMock()))
+    drawn = {}
+    for cell in json.loads(NOTEBOOK.read_text(encoding="utf8"))["cells"]:
+        if cell["cell_type"] != "code" or "trained_figures.plot_" not in "".join(cell["source"]):
+            continue
+        calls = [n for n in ast.walk(ast.parse("".join(cell["source"]))) if isinstance(n, ast.Call)]
+        glued = [c.args[0].value for c in calls if getattr(c.func, "id", None) == "glue"]
+        plot = next(c for c in calls
+                    if isinstance(c.func, ast.Attribute) and ast.unparse(c.func.value) == "trained_figures")
+        assert hasattr(trained_figures, plot.func.attr), plot.func.attr
+        (inputs,) = [ast.unparse(k.value) for k in plot.keywords if k.arg is None]
+        drawn[glued[0].removeprefix("ch07_fig_")] = inputs
+    assert prepared and drawn == {key: f"F[{key!r}]" for key in prepared}
 
 
 def test_the_check_cell_prints_the_committed_numbers():

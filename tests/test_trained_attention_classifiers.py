@@ -143,7 +143,9 @@ def test_the_figure_and_table_draw_full_and_empty_stores():
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    from lowrank.book.plotting import grey_safe_lines, subplots
+    from lowrank.book.plotting import subplots
+    from lowrank.book.trained_figures import plot_classifiers
+    from lowrank.experiments.trained_attention.plots import classifier_summary
 
     runs, grid = _runs(layer_stars=[4, 8])
     text_runs, text_grid = _runs(kind="text", layers=4)
@@ -151,8 +153,11 @@ def test_the_figure_and_table_draw_full_and_empty_stores():
     empty = {"classifiers": pd.DataFrame(), "classifier_grid": full["classifier_grid"]}
     for tables in (full, empty):
         fig, axes = subplots(2, 2)
-        ch.plot_classifiers(axes, tables, head_dims=DIMS, lines=grey_safe_lines)
+        data = classifier_summary(tables["classifiers"], head_dims=DIMS)
+        plot_classifiers(axes, **data)
+        drawn = [bool(ax.get_lines()) for ax in axes.ravel()]
         plt.close(fig)
+        assert drawn == [tables is full] * 4
     shown = ch.classifier_status_table(full).data
     assert list(shown["runs stored"]) == ["24 of 24", "24 of 24"] and shown["d_h = 8"].iloc[0] == "0.970 / 0.50"
     assert ch.classifier_status_table(empty).data["runs stored"].tolist() == ["0 of 24", "0 of 24"]

@@ -106,8 +106,9 @@ def test_figure_and_table_draw():
     fr = {2: [0.3, 0.4, 0.5], 4: [0.5, 0.6, 0.7], 8: [0.5, 0.6, 0.7]}
     t = {"mla_runs": _runs(fr), "mla_heads": _heads(fr), "mla_grid": _grid(fr)}
     fig, axes = plt.subplots(1, 2)
-    from lowrank.book.plotting import grey_safe_lines
-    ch.plot_latent(axes, t, lines=grey_safe_lines)
+    from lowrank.book.trained_figures import plot_latent
+    from lowrank.experiments.trained_attention.plots import mla_summary
+    plot_latent(axes, **mla_summary(t["mla_runs"], t["mla_heads"]))
     assert axes[0].get_legend_handles_labels()[1][0].startswith("bound")
     plt.close(fig)
     html = ch.latent_table(t).to_html()

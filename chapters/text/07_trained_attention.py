@@ -92,8 +92,9 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 from myst_nb import glue
 
+from lowrank.book import trained_figures
 from lowrank.book.params import validate
-from lowrank.book.plotting import grey_safe_lines, legend_below, subplots, use_style
+from lowrank.book.plotting import legend_below, subplots, use_style
 from lowrank.experiments import trained_attention as ch
 from lowrank.experiments.evidence import write_evidence
 
@@ -103,6 +104,7 @@ use_style()
 P = validate("07_trained_attention", globals())
 tables = ch.run(P)
 H = ch.headline(tables)
+F = ch.figure_data(tables, H, P)
 for key, value in H.items():
     glue(key, value, display=False)
 write_evidence("07_trained_attention", H, P)
@@ -155,7 +157,7 @@ ch.windows_table(tables)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=5.6)
-ch.plot_ranks_vs_n(axes, tables, rtols=P["rtols"], lines=grey_safe_lines)
+trained_figures.plot_ranks_vs_n(axes, **F["ranks_vs_n"])
 glue("ch07_fig_ranks_vs_n", fig, display=False)
 plt.close(fig)
 
@@ -177,7 +179,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=3.9, sharey=True)
-ch.plot_patterns(axes, tables, lines=grey_safe_lines)
+trained_figures.plot_patterns(axes, **F["patterns"])
 glue("ch07_fig_patterns", fig, display=False)
 plt.close(fig)
 
@@ -197,7 +199,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 1, width=7.5, height=4.6)
-ch.plot_layers(axes[0, 0], tables, rtols=P["rtols"], lines=grey_safe_lines)
+trained_figures.plot_layers(axes[0, 0], **F["layers"])
 glue("ch07_fig_layers", fig, display=False)
 plt.close(fig)
 
@@ -251,7 +253,7 @@ ch.retrieval_status_table(tables)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(2, 2, width=7.5, height=3.2, sharex=True)
-ch.plot_retrieval(axes, tables, ns=P["retrieval_ns"], lines=grey_safe_lines)
+trained_figures.plot_retrieval(axes, **F["retrieval"])
 glue("ch07_fig_retrieval", fig, display=False)
 plt.close(fig)
 
@@ -278,7 +280,7 @@ plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=4.2, sharey=True)
-ch.plot_saturation(axes, tables, ns=P["retrieval_ns"], head_dims=P["retrieval_head_dims"], lines=grey_safe_lines)
+trained_figures.plot_saturation(axes, **F["dstar"])
 glue("ch07_fig_dstar", fig, display=False)
 plt.close(fig)
 
@@ -310,7 +312,7 @@ Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c i
 
 # %% tags=["hide-input"]
 fig, axes = subplots(2, 2, width=7.2, height=2.9, sharex=True)
-ch.plot_classifiers(axes, tables, head_dims=P["classifiers_head_dims"], lines=grey_safe_lines)
+trained_figures.plot_classifiers(axes, **F["classifiers"])
 glue("ch07_fig_classifiers", fig, display=False)
 plt.close(fig)
 ch.classifier_status_table(tables)
@@ -341,7 +343,7 @@ Markdown("\n".join(f"- **{c.statement}** (`{c.key}`): {c.rule_sentence}" for c i
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=3.6, sharex=True)
-ch.plot_latent(axes, tables, lines=grey_safe_lines)
+trained_figures.plot_latent(axes, **F["mla"])
 legend_below(axes[0, 0], ncols=1, fontsize="small")
 glue("ch07_fig_mla", fig, display=False)
 plt.close(fig)
@@ -398,13 +400,13 @@ ch.truncation_display(tables)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 3, width=7.5, height=3.6, sharex=True)
-ch.plot_truncation(axes, tables, ns=P["truncation_ns"], folds=P["truncation_folds"], lines=grey_safe_lines)
+trained_figures.plot_truncation(axes, **F["truncation"])
 glue("ch07_fig_truncation", fig, display=False)
 plt.close(fig)
 
 # %% tags=["hide-input"]
 fig, axes = subplots(1, 2, width=7.5, height=3.6, sharex=True)
-ch.plot_truncation_layers(axes, tables, ranks=P["truncation_layer_ranks"], lines=grey_safe_lines)
+trained_figures.plot_truncation_layers(axes, **F["truncation_layers"])
 glue("ch07_fig_truncation_layers", fig, display=False)
 plt.close(fig)
 

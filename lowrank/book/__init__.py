@@ -26,6 +26,7 @@ theory_figures, theory_tables   the figures and tables of chapters 01 to 03
 training_figures the figures of chapter 04, drawn from its ``figure_data(tables, H)``
 bands            the band plot of sampled ranks that chapters 05 and 06 share
 barrier_figures, saturation_figures   the figures of chapters 05 and 06
+trained_figures  the figures of chapter 07, drawn from its ``figure_data(tables, H, P)``
 synthesis_figures   chapter 08's verdict chart
 
 Imports nothing heavy at import time, so ``lowrank --help`` starts fast.

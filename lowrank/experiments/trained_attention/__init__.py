@@ -9,11 +9,12 @@
 - :mod:`.latent`, :mod:`.latent_rules`: small language models on multi-head latent attention at
   several latent sizes, their heads' logit rank against the layer's bound and their attention's
   rank, and the two claims' rules.
-- :mod:`.pretrained_models`, :mod:`.model_rules`, :mod:`.model_figures`: SmolLM2-135M-Instruct and
-  all-mpnet-base-v2 measured like MiniLM (read from their committed long-scale store), their six
-  per-model claims, and the model-by-claim table.
+- :mod:`.pretrained_models`, :mod:`.model_rules`: SmolLM2-135M-Instruct and all-mpnet-base-v2
+  measured like MiniLM (read from their committed long-scale store) and their six per-model claims.
 - :mod:`.runs`: :func:`run`, the chapter's parameters mapped onto the three experiments.
-- :mod:`.figures`: the chapter's figures and tables, drawn from :func:`run`'s tables.
+- :mod:`.tables`: the page's tables (the model-by-claim table among them) and its check summary;
+  :mod:`.plots`: what each of its figures draws (:func:`figure_data`), for
+  :mod:`lowrank.book.trained_figures` to draw.
 
 :func:`headline` turns the tables into every number the chapter glues (``HEADLINE_KEYS``).
 """
@@ -43,13 +44,13 @@ from .truncation import (TRUNCATION_EXPERIMENT, agreement, layer_table, neighbou
 from .latent import LATENT_KEYS, latent_configs, latent_headline, latent_summary, paired_saturation, run_latent
 from .latent_rules import LATENT_CLAIMS, rule_mla_trained_bound, rule_mla_trained_saturation
 from .runs import latent_arguments, retrieval_arguments, run, truncation_arguments
-from .figures import (LAW_LABELS, check_summary, classifier_status_table, latent_table, plot_classifiers, plot_latent, plot_layers, plot_patterns, plot_ranks_vs_n, plot_retrieval,
-                      plot_saturation, plot_truncation, plot_truncation_layers, retrieval_status_table,
-                      truncation_display, windows_table)
+from .tables import (CLASSIFIER_NAMES, check_summary, classifier_status_table, latent_table, model_claim_display,
+                     model_claim_table, models_cut_display, retrieval_status_table, truncation_display, windows_table)
+from . import plots
+from .plots import LAW_LABELS, figure_data
 
 from .model_rules import LOSS_MARGIN, MODEL_CLAIMS, verdict_key
 from .pretrained_models import LONG_MODELS_STORE, MODELS_KEYS, models_configs, models_headline, run_models
-from .model_figures import model_claim_display, model_claim_table, models_cut_display
 
 from .estimate import estimate, memory, run_keys
 
@@ -67,13 +68,12 @@ __all__ = ["answer_text", "VERDICT_CLAIMS", "verdict_values", "estimate", "memor
            "TRUNCATION_EXPERIMENT", "agreement", "layer_table", "neighbour_overlap", "probe_documents",
            "redundant_ranks", "run_truncation", "similarity_correlation", "truncation_configs", "truncation_run",
            "truncation_table", "retrieval_arguments", "truncation_arguments", "run", "LAW_LABELS", "check_summary",
-           "plot_layers", "plot_patterns", "plot_ranks_vs_n", "plot_retrieval", "plot_saturation", "plot_truncation",
-           "plot_truncation_layers", "retrieval_status_table", "truncation_display", "windows_table", "headline",
+           "figure_data", "plots", "retrieval_status_table", "truncation_display", "windows_table", "headline",
            "HEADLINE_KEYS", "CLASSIFIER_CLAIMS", "rule_layers", "rule_text_plateau", "rule_vit_plateau",
            "LONG_CLASSIFIER_STORE", "classifier_configs", "classifier_headline", "run_classifiers",
-           "classifier_status_table", "plot_classifiers", "LATENT_KEYS", "LATENT_CLAIMS", "latent_configs",
+           "CLASSIFIER_NAMES", "classifier_status_table", "LATENT_KEYS", "LATENT_CLAIMS", "latent_configs",
            "latent_headline", "latent_summary", "paired_saturation", "run_latent", "rule_mla_trained_bound",
-           "rule_mla_trained_saturation", "latent_arguments", "latent_table", "plot_latent", "LOSS_MARGIN",
+           "rule_mla_trained_saturation", "latent_arguments", "latent_table", "LOSS_MARGIN",
            "MODEL_CLAIMS", "LONG_MODELS_STORE", "MODELS_KEYS", "models_configs", "models_headline", "run_models",
            "model_claim_table", "model_claim_display", "models_cut_display"]
 

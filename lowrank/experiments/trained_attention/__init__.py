@@ -28,7 +28,8 @@ from ...measure.rank import DEFAULT_TOL, FLOAT32_TOL
 from ..verdicts import Claim, claim_of
 from .minilm import (argmax_patterns, as_rtols, barrier_fraction, coarse_tolerance, per_head_fractions,
                      pretrained_headline, pretrained_ranks, run_pretrained, tolerance_names, with_float32)
-from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, capped_configs, equivalent_from, extended,
+from ..shared.equivalence import equivalent_from
+from .reduction import (LONG_STORE, RETRIEVAL_EXPERIMENT, TASK_NAMES, capped_configs, extended,
                         grid_configs, grid_intervals,
                         law_bands, law_table, plateau_table, read_retrieval_store, retrieval_configs,
                         retrieval_headline, retrieval_run, retrieval_table, run_retrieval)

@@ -3,7 +3,7 @@
 A grid of classifiers (a vision transformer on packaged digit images, a topic classifier on BBC
 News) is trained at every head size d_h of a grid, several seeds each, to a validation plateau.
 Per data set, the saturation points of accuracy and of the attention rank are grid intervals
-(:func:`.reduction.equivalent_from` on the seeds, widened by a seed bootstrap, as the retrieval
+(:func:`..shared.equivalence.equivalent_from` on the seeds, widened by a seed bootstrap, as the retrieval
 study's), and these rules decide on them. Written and registered before the grid's runs.
 """
 from __future__ import annotations

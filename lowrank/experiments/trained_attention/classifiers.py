@@ -22,7 +22,8 @@ from ...train import run_key
 from ...tasks.vision import ViTConfig, vit_run
 from ..shared.intervals import t_quantile
 from .classifier_rules import PLATEAU_MARGIN, layers_record, saturation_record
-from .reduction import LONG_STORE, equivalent_from
+from ..shared.equivalence import equivalent_from
+from .reduction import LONG_STORE
 from .rules import LEVEL
 
 __all__ = ["CLASSIFIER_EXPERIMENT", "LONG_CLASSIFIER_STORE", "PATCH", "classifier_configs",

@@ -28,12 +28,13 @@ from ...measure.stats import MIN_BOOTSTRAP, t_interval
 from ...stores.sweep import ResultStore, sweep
 from ...theory.barrier import expected_distinct_columns
 from ...train import run_key
+from ..shared.equivalence import equivalent_from
 from ..shared.intervals import t_quantile, wilson_interval
 from .rules import LAWS, LEVEL, MIN_SEEDS, PLATEAU_TOL, REDUCTION_MARGIN, law_fit, point_records
 
 __all__ = ["RETRIEVAL_EXPERIMENT", "LONG_STORE", "TASK_NAMES", "retrieval_configs", "grid_configs", "retrieval_run",
            "extended", "capped_configs",
-           "retrieval_table", "read_retrieval_store", "run_retrieval", "equivalent_from",
+           "retrieval_table", "read_retrieval_store", "run_retrieval",
            "grid_intervals", "plateau_table", "law_table", "law_bands", "deciding_text", "retrieval_headline"]
 
 RETRIEVAL_EXPERIMENT = "ch07_retrieval"
@@ -170,27 +171,6 @@ def run_retrieval(*, ns: Sequence[int], pair_ns: Sequence[int], head_dims: Seque
             go(capped_configs(configs, where, extended_cap))
         return {"retrieval": read_retrieval_store(where, configs, extended_cap), "retrieval_grid": grid,
                 "retrieval_source": "run", "retrieval_extended_cap": extended_cap}
-
-
-def equivalent_from(d: np.ndarray, V: np.ndarray, margin: float, level: float = 0.95) -> tuple[float, int]:
-    """Smallest d_h whose value is within ``margin`` of the best d_h's by a one-sided test across seeds.
-
-    V (d_h, seeds). The best is the d_h with the largest mean; for each d_h the paired (by seed)
-    difference best - V[d_h] gets a one-sided ``level`` upper bound mean + t se (t on seeds - 1
-    degrees of freedom); d_h qualifies when the bound is below ``margin`` (with one seed the bound
-    is infinite: nothing but the best qualifies). Returns (d*, index of the best).
-    """
-    k = V.shape[1]
-    best = int(np.argmax(V.mean(1)))
-    diff = V[best][None, :] - V
-    mean = diff.mean(1)
-    if k >= 2:
-        bound = mean + t_quantile(level, k - 1) * diff.std(1, ddof=1) / math.sqrt(k)
-    else:
-        bound = np.where(np.arange(len(d)) == best, 0.0, np.inf)
-    ok = bound < margin
-    ok[best] = True
-    return float(d[int(np.argmax(ok))]), best
 
 
 def plateau_table(runs: pd.DataFrame, grid: pd.DataFrame) -> pd.DataFrame:

@@ -229,7 +229,7 @@ def test_the_full_practitioner_answer_quotes_the_decoupling_effect_once_it_is_de
     from test_head_size_training_claims import _LONG, _row
 
     values = {**_row("budget", "gap", (0.051, 0.028, 0.073), (0.078, 0.061, 0.094), n=9), **_LONG}
-    judged = hs.rule_fixed_heads(values)
+    judged = next(c for c in hs.CLAIMS if c.rule is hs.rule_fixed_heads).judge(values)
     assert judged.verdict == REPRODUCED and [e.what for e in judged.effects] == ["validation", "test"]
     coupled = dataclasses.replace(row(REPRODUCED, TRAINING, 0, key=A.DECOUPLE_KEY), evidence=judged.evidence,
                                   effects=judged.effects)

@@ -350,7 +350,7 @@ def test_headline_budget_check_pairs_the_gap_and_its_change_by_seed():
     assert L["rec_change_diff"] == pytest.approx(np.mean(want) - np.mean(base)) and L["rec_change_n"] == 3
     assert L["rec_budget_text"] == "20 steps (1,280 training tokens per run, twice 10 steps)"
     assert "3 seeds" in L["rec_gap_text"] and L["rec_trend"].startswith(("was still closing", "widened", "no longer"))
-    j = hs.rule_fixed_heads(full)  # judged on the budget store, empty here
+    j = next(c for c in hs.CLAIMS if c.rule is hs.rule_fixed_heads).judge(full)  # judged on the budget store, empty here
     assert j.verdict == "inconclusive" and f"0 of the {2 * hs.rules.POWER_SEEDS} runs" in j.evidence
     assert full["ch04_rec_gap_n"] == 0  # the live page has no recovery runs
 

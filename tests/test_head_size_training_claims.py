@@ -9,6 +9,11 @@ from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE,
 NAN = float("nan")
 
 
+def _judged(rule):
+    """The rule as chapter 08 applies it: through its claim, which reads the claim's typed record."""
+    return next(c for c in hs.CLAIMS if c.rule is rule).judge
+
+
 def _counts(within=15, worst=0.49):
     return {"ch04_table_rows": 15, "ch04_table_within": within, "ch04_table_max_diff": worst,
             "ch04_table_tolerance": hs.PARAMETER_TOLERANCE_M}
@@ -48,13 +53,13 @@ _LONG = {"ch04_long_scale": "long"}
 # (rule, source, row, extra keys): every row of the budget store is judged at 8,000 steps with its
 # change from 4,000 steps, by one rule.
 TRAINING_ROWS = [
-    (hs.rule_fixed_heads, "budget", "gap", {}),
-    (hs.rule_parameter_matched, "budget", "match", {"param_gap": 0.06}),
-    (hs.rule_more_heads_standard, "budget", "stdheads", {}),
-    (hs.rule_more_heads_fixed, "budget", "fixedheads", {}),
-    (hs.rule_head_size, "budget", "capacity", {}),
-    (hs.rule_head_size_past_n, "budget", "pastn", {}),
-    (hs.rules.rule_too_few_heads, "budget", "fewheads1", {}),
+    (_judged(hs.rule_fixed_heads), "budget", "gap", {}),
+    (_judged(hs.rule_parameter_matched), "budget", "match", {"param_gap": 0.06}),
+    (_judged(hs.rule_more_heads_standard), "budget", "stdheads", {}),
+    (_judged(hs.rule_more_heads_fixed), "budget", "fixedheads", {}),
+    (_judged(hs.rule_head_size), "budget", "capacity", {}),
+    (_judged(hs.rule_head_size_past_n), "budget", "pastn", {}),
+    (_judged(hs.rules.rule_too_few_heads), "budget", "fewheads1", {}),
 ]
 
 
@@ -71,7 +76,7 @@ def test_claims_are_declared_with_sections_and_rule_sentences():
 
 
 def test_parameter_counts_rule_both_sides_of_the_tolerance():
-    rule = hs.rule_parameter_counts
+    rule = _judged(hs.rule_parameter_counts)
     assert rule(_counts()).verdict == REPRODUCED
     assert rule(_counts(worst=hs.PARAMETER_TOLERANCE_M)).verdict == REPRODUCED
     j = rule(_counts(within=14, worst=hs.PARAMETER_TOLERANCE_M + 0.01))
@@ -188,10 +193,10 @@ def test_too_few_heads_names_every_halving_that_hurts():
     ev = {**_row("budget", "fewheads1", (0.2, 0.15, 0.25)),
           **_row("budget", "fewheads2", (0.1, 0.05, 0.15)),
           **_row("budget", "fewheads4", (0.01, -0.02, 0.04)), **_LONG}
-    j = hs.rules.rule_too_few_heads(ev)
+    j = _judged(hs.rules.rule_too_few_heads)(ev)
     assert j.verdict == REPRODUCED and "from 2 to 1, from 4 to 2" in j.evidence and "8 to 4" not in j.evidence
     ev.update(_row("budget", "fewheads1", (-0.05, -0.08, -0.02)))
-    j = hs.rules.rule_too_few_heads(ev)
+    j = _judged(hs.rules.rule_too_few_heads)(ev)
     assert j.verdict == CONTRADICTED and "from 4 to 2" in j.evidence
 
 
@@ -208,7 +213,7 @@ def test_the_long_sweep_head_size_row_is_judged_at_its_one_budget():
 
 
 def test_parameter_matched_needs_a_matched_baseline():
-    rule = hs.rule_parameter_matched
+    rule = _judged(hs.rule_parameter_matched)
     ev = lambda gap: {**_row("budget", "match", (0.05, 0.01, 0.09), param_gap=gap), **_LONG}  # noqa: E731
     assert rule(ev(hs.MATCH_TOLERANCE)).verdict == REPRODUCED
     j = rule(ev(hs.MATCH_TOLERANCE + 0.01))
@@ -224,10 +229,10 @@ def test_live_rules_read_the_live_keys():
     j = hs.LIVE_RULES["bhojanapalli-fixed-heads-training"](live)
     assert j.verdict == CONTRADICTED and "200 steps" in j.evidence
     with pytest.raises(MissingEvidence):
-        hs.rule_fixed_heads(live)  # chapter 08's rule reads only the long-scale keys
+        _judged(hs.rule_fixed_heads)(live)  # chapter 08's rule reads only the long-scale keys
 
 
 def test_missing_evidence_is_named():
     ev = _row("budget", "gap", (0.1, 0.0, 0.2))
     with pytest.raises(MissingEvidence, match="ch04_rule_budget_gap_test_lo"):
-        hs.rule_fixed_heads({k: v for k, v in ev.items() if k != "ch04_rule_budget_gap_test_lo"})
+        _judged(hs.rule_fixed_heads)({k: v for k, v in ev.items() if k != "ch04_rule_budget_gap_test_lo"})

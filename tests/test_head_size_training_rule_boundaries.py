@@ -17,6 +17,11 @@ SEEDS = R.POWER_SEEDS
 NO_CHANGE = (0.0, -0.01, 0.01)
 
 
+def _judged(rule):
+    """The rule as chapter 08 applies it: through its claim, which reads the claim's typed record."""
+    return next(c for c in R.CLAIMS if c.rule is rule).judge
+
+
 def evidence(src="budget", row="gap", val=(0.05, 0.01, 0.09), test=None, *, n=SEEDS, budgets=2,
              change=NO_CHANGE, test_change=None, change_n=None, test_change_n=None, **fields):
     """Headline keys of one row with every run stored: ``val`` / ``test`` (diff, lo, hi) at the last
@@ -185,18 +190,18 @@ def test_the_parameter_matched_live_row_needs_no_power():
 
 def test_parameter_counts_at_exactly_the_tolerance_reproduce():
     H = {"ch04_table_rows": 15, "ch04_table_within": 15, "ch04_table_max_diff": 0.5, "ch04_table_tolerance": 0.5}
-    assert R.rule_parameter_counts(H).verdict == REPRODUCED
+    assert _judged(R.rule_parameter_counts)(H).verdict == REPRODUCED
     # up to float round-off in millions (1e-9 M) above it
-    assert R.rule_parameter_counts({**H, "ch04_table_max_diff": 0.5 + 1e-9}).verdict == REPRODUCED
-    assert R.rule_parameter_counts({**H, "ch04_table_max_diff": 0.5 + 1e-6}).verdict == CONTRADICTED
+    assert _judged(R.rule_parameter_counts)({**H, "ch04_table_max_diff": 0.5 + 1e-9}).verdict == REPRODUCED
+    assert _judged(R.rule_parameter_counts)({**H, "ch04_table_max_diff": 0.5 + 1e-6}).verdict == CONTRADICTED
 
 
 def test_a_halving_hurts_only_with_both_intervals_above_zero():
     H = {**evidence(row="fewheads1"), **evidence(row="fewheads2", val=(0.05, 0.0, 0.1)),
          **evidence(row="fewheads4", val=(0.05, 0.01, 0.09), test=(0.05, 0.0, 0.1))}
-    assert R.rule_too_few_heads(H).evidence.endswith("; halving h hurts detectably on both splits from 2 to 1")
+    assert _judged(R.rule_too_few_heads)(H).evidence.endswith("; halving h hurts detectably on both splits from 2 to 1")
     H = {**evidence(row="fewheads1", val=(0.0, -0.01, 0.01))}
-    assert R.rule_too_few_heads(H).evidence.endswith("; no halving of h hurts detectably on both splits")
+    assert _judged(R.rule_too_few_heads)(H).evidence.endswith("; no halving of h hurts detectably on both splits")
 
 
 def test_evidence_keys_name_every_field_of_every_row():

@@ -216,9 +216,10 @@ class Claim:
     # headline, or a narrower function where one exists): the rules ledger fingerprints it with the
     # rule, so a change to the measurement is recorded like a change to the decision.
     measure: Callable[..., Any] | None = None
-    # The typed record the rule reads (a :class:`lowrank.experiments.shared.record.Record`):
-    # :meth:`judge` reads it from the chapter's values and hands the rule the record. None: the rule
-    # reads the values themselves (chapter 04's rules, which read its typed row records by row).
+    # The typed record the rule reads (a :class:`lowrank.experiments.shared.record.Record`, or any
+    # class with a ``read(values)`` class method, as chapter 04's row records): :meth:`judge` reads it
+    # from the chapter's values and hands the rule the record. None: the rule reads the values
+    # themselves (a claim added before its record is written).
     evidence: type | None = None
 
     def __post_init__(self):

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from ..verdicts import Effect, need
 
-__all__ = ["SPLITS", "FIELDS", "Arms", "RowEvidence"]
+__all__ = ["SPLITS", "FIELDS", "Arms", "RowEvidence", "GapRow", "MatchRow", "StdHeadsRow", "FixedHeadsRow", "CapacityRow",
+           "PastNRow", "FewHeadsRow"]
 
 # (key, name) of each split, in the order the rule reads and the evidence names them.
 SPLITS = (("val", "validation"), ("test", "test"))
@@ -63,6 +64,8 @@ class RowEvidence:
     lr_planned: int
     effects: tuple[Effect, ...]
     changes: tuple[Effect, ...]
+    # The key prefix of the row a subclass reads by default (one subclass per row a claim judges).
+    PREFIX: ClassVar[str] = ""
 
     def values(self, prefix: str) -> dict[str, Any]:
         """The plain values of :data:`FIELDS` under ``prefix``, as the chapter glues them."""
@@ -80,10 +83,19 @@ class RowEvidence:
         return {prefix + k: out[k] for k in FIELDS}
 
     @classmethod
-    def read(cls, values: Mapping[str, Any], prefix: str) -> RowEvidence:
-        """The record under ``prefix``; a value the rule cannot do without raises MissingEvidence
+    def keys(cls) -> dict[str, str]:
+        """Each field of :data:`FIELDS` and the key it is read from under the class's prefix."""
+        return {f: cls.PREFIX + f for f in FIELDS}
+
+    @classmethod
+    def read(cls, values: Mapping[str, Any], prefix: str | None = None) -> RowEvidence:
+        """The record under ``prefix`` (default: the class's :attr:`PREFIX`, so that a claim names one
+        row's record as its evidence); a value the rule cannot do without raises MissingEvidence
         naming its key. The rates, parameter counts and the rate grid's counts default to unknown
         (NaN) and none (0): a row without a rate grid or parameter counts."""
+        prefix = cls.PREFIX if prefix is None else prefix
+        if not prefix:
+            raise ValueError(f"{cls.__name__}: which row? give a prefix, or read a subclass that names one")
         def must(field: str) -> Any:
             return need(values, prefix + field)
 
@@ -108,3 +120,47 @@ class RowEvidence:
                    lr_stored=int(may("lr_stored", 0)), lr_planned=int(may("lr_planned", 0)),
                    effects=tuple(effect(name, s) for s, name in SPLITS),
                    changes=tuple(change(name, s) for s, name in SPLITS))
+
+
+# The rows of the budget store that chapter 04's claims judge, one record class each: a claim names
+# its row's class as its evidence.
+@dataclass(frozen=True)
+class GapRow(RowEvidence):
+    """At h = 32, standard minus fixed head size."""
+    PREFIX: ClassVar[str] = "ch04_rule_budget_gap_"
+
+
+@dataclass(frozen=True)
+class MatchRow(RowEvidence):
+    """Standard d = 112 minus fixed h = 32, parameter-matched."""
+    PREFIX: ClassVar[str] = "ch04_rule_budget_match_"
+
+
+@dataclass(frozen=True)
+class StdHeadsRow(RowEvidence):
+    """Standard head size, h = 32 minus h = 4."""
+    PREFIX: ClassVar[str] = "ch04_rule_budget_stdheads_"
+
+
+@dataclass(frozen=True)
+class FixedHeadsRow(RowEvidence):
+    """Fixed head size, h = 4 minus h = 32."""
+    PREFIX: ClassVar[str] = "ch04_rule_budget_fixedheads_"
+
+
+@dataclass(frozen=True)
+class CapacityRow(RowEvidence):
+    """At h = 4, head size n / 4 minus n."""
+    PREFIX: ClassVar[str] = "ch04_rule_budget_capacity_"
+
+
+@dataclass(frozen=True)
+class PastNRow(RowEvidence):
+    """At h = 4, head size n minus 2 n."""
+    PREFIX: ClassVar[str] = "ch04_rule_budget_pastn_"
+
+
+@dataclass(frozen=True)
+class FewHeadsRow(RowEvidence):
+    """At head size 32, h = 1 minus h = 2 (the smallest halving)."""
+    PREFIX: ClassVar[str] = "ch04_rule_budget_fewheads1_"

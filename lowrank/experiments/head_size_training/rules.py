@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import pandas as pd
 
 from ..shared.power import seeds_for_margin
+from ..shared.record import Record
 from .paper import paper_parameter_table
-from .row_record import FIELDS, SPLITS, Arms, RowEvidence
+from .row_record import (FIELDS, SPLITS, Arms, CapacityRow, FewHeadsRow, FixedHeadsRow, GapRow, MatchRow, PastNRow,
+                         RowEvidence, StdHeadsRow)
 from ..verdicts import (AWAITS_RATES, AWAITS_RUNS, BHOJANAPALLI, CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, PROOF_CHECK,
-                        REPRODUCED, TRAINING, Claim, Effect, Judgement, is_missing, need)
+                        REPRODUCED, TRAINING, Claim, Effect, Judgement, is_missing)
 
 __all__ = ["HORIZON_DOUBLINGS", "MATCH_TOLERANCE", "RULE_LEVEL", "MARGIN", "POWER_SEEDS", "MAX_SEEDS",
-           "EVIDENCE_FIELDS", "Arms", "RowEvidence", "required_seeds", "row_evidence", "judge", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
+           "EVIDENCE_FIELDS", "Arms", "RowEvidence", "ParameterCountEvidence", "FewHeadsEvidence", "required_seeds",
+           "row_evidence", "judge", "judge_row", "evidence_keys", "CLAIMS", "LIVE_RULES",
            "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched", "rule_more_heads_standard",
            "rule_more_heads_fixed", "rule_head_size", "rule_head_size_past_n", "rule_too_few_heads"]
 
@@ -241,13 +245,23 @@ def judge(ev: RowEvidence, *, powered: bool = False) -> Judgement:
 _ROUNDOFF_M = 1e-9
 
 
-def rule_parameter_counts(H: Mapping) -> Judgement:
+@dataclass(frozen=True)
+class ParameterCountEvidence(Record):
+    """Tables 1-3 against our counts: rows compared, rows within the tolerance, the largest
+    difference and the tolerance, in millions."""
+    PREFIX: ClassVar[str] = "ch04_table_"
+    rows: int
+    within: int
+    max_diff: float
+    tolerance: float
+
+
+def rule_parameter_counts(e: ParameterCountEvidence) -> Judgement:
     """Reproduced when every row of Tables 1-3 is within {paper.PARAMETER_TOLERANCE_M:g} M of our BERT-style count (the paper prints integer millions); contradicted otherwise.
 
     The feed-forward widths are inferred (the paper does not state them), which the evidence says.
     """
-    rows, within = need(H, "ch04_table_rows"), need(H, "ch04_table_within")
-    worst, tol = need(H, "ch04_table_max_diff"), need(H, "ch04_table_tolerance")
+    rows, within, worst, tol = e.rows, e.within, e.max_diff, e.tolerance
     ev = (f"{within} of {rows} rows within {tol:g} M of the reported counts (largest difference {worst:.2f} M), "
           f"with d_ff = 4096 (d = 512, 1024) and 3072 (d = 768) inferred")
     if within == rows and worst <= tol + _ROUNDOFF_M:
@@ -255,91 +269,107 @@ def rule_parameter_counts(H: Mapping) -> Judgement:
     return Judgement(CONTRADICTED, ev)
 
 
-def _matched(H: Mapping, src: str, *, powered: bool = False) -> Judgement:
+def _matched(ev: RowEvidence, *, powered: bool = False) -> Judgement:
     """The shared rule for the parameter-matched row, after its precondition: the two models'
     parameter counts within MATCH_TOLERANCE of each other. Missing runs are said first, as on every
     row (their parameter counts are not known until they are stored)."""
-    p = f"ch04_rule_{src}_match_"
-    if need(H, p + "stored") < need(H, p + "planned"):
-        return judge_row(H, src, "match", powered=powered)
-    gap = need(H, p + "param_gap")
+    if ev.stored < ev.planned:
+        return judge(ev, powered=powered)
+    gap = ev.param_gap
     if is_missing(gap) or gap > MATCH_TOLERANCE:
-        what = RowEvidence.read(H, p).arms.what
-        return Judgement(INCONCLUSIVE, f"{what}; parameter counts differ by {gap:.0%}",
+        return Judgement(INCONCLUSIVE, f"{ev.arms.what}; parameter counts differ by {gap:.0%}",
                          f"not parameter-matched: the baseline is not within {MATCH_TOLERANCE:.0%} of the fixed-head "
                          f"model's parameters, so no effect can be attributed to the head size")
-    return judge_row(H, src, "match", powered=powered)
+    return judge(ev, powered=powered)
 
 
-def rule_fixed_heads(H: Mapping) -> Judgement:
+def rule_fixed_heads(e: GapRow) -> Judgement:
     """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over {design.SEEDS:count} seeds at {fair.LR_GRID_STEPS:,} steps among the rates {fair.LR_GRID_RATES:g}, and one rate a factor {fair.LR_EDGE_FACTOR:g} beyond an end of that grid when the end wins), the standard model's loss at h = 32 (d_h = 2) minus the fixed-head model's (d_p = 16), both at width 64, paired by seed at {fair.JUDGED_STEPS[1]:,} steps (16.4 M tokens a run), has a {RULE_LEVEL:percent} t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-{MARGIN} nats; inconclusive until both models' rate grids and every seed at {fair.JUDGED_STEPS:,} steps are stored, when it has fewer seeds than the power rule asks ({POWER_SEEDS}, or more when the row's own spread over its first {POWER_SEEDS} seeds at either budget needs them for a half-width of {MARGIN} nats, at most {MAX_SEEDS}), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from {fair.JUDGED_STEPS[0]:,} to {fair.JUDGED_STEPS[1]:,} steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus {HORIZON_DOUBLINGS:word} such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than {MATCH_TOLERANCE:percent} says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`).
     """
-    return judge_row(H, "budget", "gap", powered=True)
+    return judge(e, powered=True)
 
 
-def rule_parameter_matched(H: Mapping) -> Judgement:
+def rule_parameter_matched(e: MatchRow) -> Judgement:
     """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over {design.SEEDS:count} seeds at {fair.LR_GRID_STEPS:,} steps among the rates {fair.LR_GRID_RATES:g}, and one rate a factor {fair.LR_EDGE_FACTOR:g} beyond an end of that grid when the end wins), the standard model at d = 112, h = 4 minus the fixed-head model at d = 64, h = 32 (d_p = 16), within {MATCH_TOLERANCE:percent} of its parameters, in loss, paired by seed at {fair.JUDGED_STEPS[1]:,} steps (16.4 M tokens a run), has a {RULE_LEVEL:percent} t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-{MARGIN} nats; inconclusive until both models' rate grids and every seed at {fair.JUDGED_STEPS:,} steps are stored, when it has fewer seeds than the power rule asks ({POWER_SEEDS}, or more when the row's own spread over its first {POWER_SEEDS} seeds at either budget needs them for a half-width of {MARGIN} nats, at most {MAX_SEEDS}), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from {fair.JUDGED_STEPS[0]:,} to {fair.JUDGED_STEPS[1]:,} steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus {HORIZON_DOUBLINGS:word} such changes would reach 0 (from either side) or leave the margin; also inconclusive when the parameter counts differ by more than {MATCH_TOLERANCE:percent}; a verdict on two models whose parameter counts differ by more than {MATCH_TOLERANCE:percent} says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`).
     """
-    return _matched(H, "budget", powered=True)
+    return _matched(e, powered=True)
 
 
-def rule_more_heads_standard(H: Mapping) -> Judgement:
+def rule_more_heads_standard(e: StdHeadsRow) -> Judgement:
     """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over {design.SEEDS:count} seeds at {fair.LR_GRID_STEPS:,} steps among the rates {fair.LR_GRID_RATES:g}, and one rate a factor {fair.LR_EDGE_FACTOR:g} beyond an end of that grid when the end wins), the standard model's loss (d_h = d / h, width 64) at h = 32 minus at h = 4, paired by seed at {fair.JUDGED_STEPS[1]:,} steps (16.4 M tokens a run), has a {RULE_LEVEL:percent} t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-{MARGIN} nats; inconclusive until both models' rate grids and every seed at {fair.JUDGED_STEPS:,} steps are stored, when it has fewer seeds than the power rule asks ({POWER_SEEDS}, or more when the row's own spread over its first {POWER_SEEDS} seeds at either budget needs them for a half-width of {MARGIN} nats, at most {MAX_SEEDS}), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from {fair.JUDGED_STEPS[0]:,} to {fair.JUDGED_STEPS[1]:,} steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus {HORIZON_DOUBLINGS:word} such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than {MATCH_TOLERANCE:percent} says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`). h = 4 at d = 64 has
     d_h = 16, the head size at which the paper's d = 256 models stop improving (h = 16).
     """
-    return judge_row(H, "budget", "stdheads", powered=True)
+    return judge(e, powered=True)
 
 
-def rule_more_heads_fixed(H: Mapping) -> Judgement:
+def rule_more_heads_fixed(e: FixedHeadsRow) -> Judgement:
     """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over {design.SEEDS:count} seeds at {fair.LR_GRID_STEPS:,} steps among the rates {fair.LR_GRID_RATES:g}, and one rate a factor {fair.LR_EDGE_FACTOR:g} beyond an end of that grid when the end wins), the fixed-head model's loss (d_p = 16, width 64) at h = 4 minus at h = 32, paired by seed at {fair.JUDGED_STEPS[1]:,} steps (16.4 M tokens a run), has a {RULE_LEVEL:percent} t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-{MARGIN} nats; inconclusive until both models' rate grids and every seed at {fair.JUDGED_STEPS:,} steps are stored, when it has fewer seeds than the power rule asks ({POWER_SEEDS}, or more when the row's own spread over its first {POWER_SEEDS} seeds at either budget needs them for a half-width of {MARGIN} nats, at most {MAX_SEEDS}), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from {fair.JUDGED_STEPS[0]:,} to {fair.JUDGED_STEPS[1]:,} steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus {HORIZON_DOUBLINGS:word} such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than {MATCH_TOLERANCE:percent} says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`). At h = 4, d_p = 16 is
     the standard model.
     """
-    return judge_row(H, "budget", "fixedheads", powered=True)
+    return judge(e, powered=True)
 
 
-def rule_head_size(H: Mapping) -> Judgement:
+def rule_head_size(e: CapacityRow) -> Judgement:
     """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over {design.SEEDS:count} seeds at {fair.LR_GRID_STEPS:,} steps among the rates {fair.LR_GRID_RATES:g}, and one rate a factor {fair.LR_EDGE_FACTOR:g} beyond an end of that grid when the end wins), at n = 64, h = 4 and width 64, the loss at head size n / 4 (d_p = 16, the standard d / h) minus at head size n (d_p = 64), paired by seed at {fair.JUDGED_STEPS[1]:,} steps (16.4 M tokens a run), has a {RULE_LEVEL:percent} t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-{MARGIN} nats; inconclusive until both models' rate grids and every seed at {fair.JUDGED_STEPS:,} steps are stored, when it has fewer seeds than the power rule asks ({POWER_SEEDS}, or more when the row's own spread over its first {POWER_SEEDS} seeds at either budget needs them for a half-width of {MARGIN} nats, at most {MAX_SEEDS}), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from {fair.JUDGED_STEPS[0]:,} to {fair.JUDGED_STEPS[1]:,} steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus {HORIZON_DOUBLINGS:word} such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than {MATCH_TOLERANCE:percent} says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`), on Table 2(B)'s ratios
     (head sizes 32 and 128 at n = 128 there). The larger head also has more parameters, as in the
     paper.
     """
-    return judge_row(H, "budget", "capacity", powered=True)
+    return judge(e, powered=True)
 
 
-def rule_head_size_past_n(H: Mapping) -> Judgement:
+def rule_head_size_past_n(e: PastNRow) -> Judgement:
     """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over {design.SEEDS:count} seeds at {fair.LR_GRID_STEPS:,} steps among the rates {fair.LR_GRID_RATES:g}, and one rate a factor {fair.LR_EDGE_FACTOR:g} beyond an end of that grid when the end wins), at n = 64, h = 4 and width 64, the loss at head size n (d_p = 64) minus at head size 2n (d_p = 128), paired by seed at {fair.JUDGED_STEPS[1]:,} steps (16.4 M tokens a run), has a {RULE_LEVEL:percent} t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-{MARGIN} nats; inconclusive until both models' rate grids and every seed at {fair.JUDGED_STEPS:,} steps are stored, when it has fewer seeds than the power rule asks ({POWER_SEEDS}, or more when the row's own spread over its first {POWER_SEEDS} seeds at either budget needs them for a half-width of {MARGIN} nats, at most {MAX_SEEDS}), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from {fair.JUDGED_STEPS[0]:,} to {fair.JUDGED_STEPS[1]:,} steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus {HORIZON_DOUBLINGS:word} such changes would reach 0 (from either side) or leave the margin; a verdict on two models whose parameter counts differ by more than {MATCH_TOLERANCE:percent} says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`), on Table 2(B)'s ratio
     (head sizes 128 and 256 at n = 128 there). A head of size n already represents any attention
     pattern (chapter 02), so a gain past n is a gain of capacity, not of attention rank.
     """
-    return judge_row(H, "budget", "pastn", powered=True)
+    return judge(e, powered=True)
 
 
 _FEW_HEADS = (("fewheads1", 1), ("fewheads2", 2), ("fewheads4", 4))
 
 
-def rule_too_few_heads(H: Mapping) -> Judgement:
+@dataclass(frozen=True)
+class FewHeadsEvidence:
+    """The smallest halving's row and, for every halving of :data:`_FEW_HEADS`, the lower ends of
+    its intervals on both splits (NaN where the chapter has no such row)."""
+    first: FewHeadsRow
+    lows: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def keys(cls) -> dict[str, str]:
+        """The first row's keys, then the lower ends read for every halving."""
+        return {**FewHeadsRow.keys(), **{f"{row}_{s}_lo": f"ch04_rule_budget_{row}_{s}_lo" for row, _ in _FEW_HEADS
+                                         for s, _ in _SPLITS}}
+
+    @classmethod
+    def read(cls, values: Mapping[str, Any]) -> FewHeadsEvidence:
+        lows = tuple(tuple(float(values.get(f"ch04_rule_budget_{row}_{s}_lo", math.nan)) for s, _ in _SPLITS)
+                     for row, _ in _FEW_HEADS)
+        return cls(FewHeadsRow.read(values), lows)
+
+
+def rule_too_few_heads(e: FewHeadsEvidence) -> Judgement:
     """Reproduced when, in the long-scale budget store, each model at its own learning rate (the lowest mean validation loss over {design.SEEDS:count} seeds at {fair.LR_GRID_STEPS:,} steps among the rates {fair.LR_GRID_RATES:g}, and one rate a factor {fair.LR_EDGE_FACTOR:g} beyond an end of that grid when the end wins), among standard models of head size 32 (width 32 h) at h = 1, 2, 4, 8, the loss at h = 1 minus at h = 2, paired by seed at {fair.JUDGED_STEPS[1]:,} steps (16.4 M tokens a run), has a {RULE_LEVEL:percent} t interval above 0 on both the validation and the test split; contradicted when both lie below 0; no effect larger than the margin when both lie inside +-{MARGIN} nats; inconclusive until both models' rate grids and every seed at {fair.JUDGED_STEPS:,} steps are stored, when it has fewer seeds than the power rule asks ({POWER_SEEDS}, or more when the row's own spread over its first {POWER_SEEDS} seeds at either budget needs them for a half-width of {MARGIN} nats, at most {MAX_SEEDS}), when the splits disagree or an interval contains 0 and reaches past the margin, or when on either split the gap's change from {fair.JUDGED_STEPS[0]:,} to {fair.JUDGED_STEPS[1]:,} steps, measured on as many seeds as the gap, has an interval excluding 0 and the gap plus {HORIZON_DOUBLINGS:word} such changes would reach 0 (from either side) or leave the margin; the evidence names every halving of h that hurts detectably, the largest of them being the threshold; a verdict on two models whose parameter counts differ by more than {MATCH_TOLERANCE:percent} says so.
 
     The one rule of every training row of the chapter (:func:`judge_row`) on the smallest halving.
     As in the paper's baselines, the width shrinks with h, so fewer heads also means fewer
     parameters.
     """
-    j = judge_row(H, "budget", "fewheads1", powered=True)
+    j = judge(e.first, powered=True)
     hurts = []
-    for row, h in _FEW_HEADS:
-        p = f"ch04_rule_budget_{row}_"
-        los = [H.get(f"{p}{s}_lo", float("nan")) for s, _ in _SPLITS]
+    for (_, h), los in zip(_FEW_HEADS, e.lows):
         if all(not is_missing(v) and v > 0 for v in los):
             hurts.append(f"{2 * h} to {h}")
     found = (f"halving h hurts detectably on both splits from {', from '.join(hurts)}" if hurts
@@ -350,7 +380,7 @@ def rule_too_few_heads(H: Mapping) -> Judgement:
 # The same rule on this execution's own (live) runs, for the chapter's table; chapter 08 judges
 # the claims on the long-scale keys only.
 LIVE_RULES = {"bhojanapalli-fixed-heads-training": lambda H: judge_row(H, "live", "gap"),
-              "bhojanapalli-parameter-matched": lambda H: _matched(H, "live"),
+              "bhojanapalli-parameter-matched": lambda H: _matched(RowEvidence.read(H, "ch04_rule_live_match_")),
               "bhojanapalli-head-size-capacity": lambda H: judge_row(H, "live", "dpsize"),
               "bhojanapalli-more-heads-hurt-standard": lambda H: judge_row(H, "live", "stdheads"),
               "bhojanapalli-more-heads-help-fixed": lambda H: judge_row(H, "live", "fixedheads")}
@@ -362,31 +392,38 @@ LIVE_RULES = {"bhojanapalli-fixed-heads-training": lambda H: judge_row(H, "live"
 CLAIMS: tuple[Claim, ...] = (
     Claim("bhojanapalli-parameter-counts", BHOJANAPALLI, "04", "sec-ch04-parameter-table",
           "Parameter counts of Tables 1-3 (BERT-style models with standard and fixed head sizes)",
-          rule_parameter_counts, kind=PROOF_CHECK, where="Tables 1-3", measure=paper_parameter_table),
+          rule_parameter_counts, kind=PROOF_CHECK, where="Tables 1-3", measure=paper_parameter_table, evidence=ParameterCountEvidence),
     Claim("bhojanapalli-fixed-heads-training", BHOJANAPALLI, "04", "sec-ch04-heads",
           "Training: at many heads, a fixed head size gives lower perplexity than the standard d/h",
-          rule_fixed_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a", measure=row_evidence),
+          rule_fixed_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a", measure=row_evidence,
+          evidence=GapRow),
     Claim("bhojanapalli-parameter-matched", BHOJANAPALLI, "04", "sec-ch04-matched",
           "Training, parameter-matched: a fixed head size at a smaller width beats a standard model of "
           "about the same number of parameters",
           rule_parameter_matched, scale_key="ch04_long_scale", kind=TRAINING,
-          where="Sec. 4, Fig. 1", measure=row_evidence),
+          where="Sec. 4, Fig. 1", measure=row_evidence,
+          evidence=MatchRow),
     Claim("bhojanapalli-more-heads-hurt-standard", BHOJANAPALLI, "04", "sec-ch04-heads",
           "Training at a fixed width with the standard head size d/h: \"increasing the number of heads beyond "
           "16 hurts the performance\"",
-          rule_more_heads_standard, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a", measure=row_evidence),
+          rule_more_heads_standard, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a", measure=row_evidence,
+          evidence=StdHeadsRow),
     Claim("bhojanapalli-more-heads-help-fixed", BHOJANAPALLI, "04", "sec-ch04-heads",
           "Training at a fixed width with a fixed head size: \"increasing the number of heads monotonically "
           "improves the performance\"",
-          rule_more_heads_fixed, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a", measure=row_evidence),
+          rule_more_heads_fixed, scale_key="ch04_long_scale", kind=TRAINING, where="Sec. 4, Fig. 3a", measure=row_evidence,
+          evidence=FixedHeadsRow),
     Claim("bhojanapalli-head-size-capacity", BHOJANAPALLI, "04", "sec-ch04-sizes",
           "Training: at a fixed number of heads, a larger head size gives lower perplexity "
           "(head size controls capacity)",
-          rule_head_size, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)", measure=row_evidence),
+          rule_head_size, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)", measure=row_evidence,
+          evidence=CapacityRow),
     Claim("head-size-past-n", BHOJANAPALLI, "04", "sec-ch04-sizes",
           "Head size keeps helping past the sequence length: d_p = 256 beats d_p = 128 at n = 128",
-          rule_head_size_past_n, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)", measure=row_evidence),
+          rule_head_size_past_n, scale_key="ch04_long_scale", kind=TRAINING, where="Table 2(B)", measure=row_evidence,
+          evidence=PastNRow),
     Claim("too-few-heads-hurt", BHOJANAPALLI, "04", "sec-ch04-heads",
           "At a fixed head size of 32, reducing the number of heads below a threshold hurts (LM1B)",
-          rule_too_few_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Fig. 4 (Appendix D)", measure=row_evidence),
+          rule_too_few_heads, scale_key="ch04_long_scale", kind=TRAINING, where="Fig. 4 (Appendix D)", measure=row_evidence,
+          evidence=FewHeadsEvidence),
 )

@@ -66,6 +66,12 @@ def test_a_name_is_the_statement_up_to_its_colon_lower_cased_unless_an_acronym()
                     "and “One two three four five six seven: a head of seven words” are contradicted.")
 
 
+def test_a_name_keeps_a_mixed_case_first_word_and_lowers_a_one_letter_one():
+    said = theory(row(CONTRADICTED, statement="ViT accuracy: it plateaus"),
+                  row(CONTRADICTED, statement="A bound: it holds"))
+    assert said == "In simulation it holds in part, ViT accuracy and a bound are contradicted."
+
+
 def test_a_name_or_a_condition_ending_in_a_capital_keeps_it():
     said = theory(row(CONTRADICTED, statement="The bound of Lemma IX."),
                   row(CONDITIONAL, statement="Barrier: low rank", qualifier="the case of Lemma IX."))

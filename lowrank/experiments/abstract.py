@@ -77,7 +77,9 @@ def _name(r) -> str:
     head = s.split(": ")[0]
     if head == s or len(head.split()) > 6:
         return f"“{s}”"
-    return head[0].lower() + head[1:] if head[1:2].islower() else head
+    # Lower-case the first letter of an ordinary first word ("Saturation", "A"), not of a name ("ViT", "MLA").
+    first = head.split()[0]
+    return head[0].lower() + head[1:] if first[1:] == first[1:].lower() else head
 
 
 def _names(rows: list) -> list[str]:

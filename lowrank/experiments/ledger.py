@@ -312,10 +312,8 @@ def event_commit(event: Event, path: str | Path = LEDGER_PATH) -> str:
     # -m: a line that entered the ledger in a merge commit is found there too
     found = _git("log", "-m", "--reverse", "--format=%h", "-S", event.fingerprint, "--", str(rel))
     hashes = found.split()
-    if event.event == "register" or not hashes:
-        return hashes[0] if hashes else ""
-    # An amended fingerprint appears first in the commit that added the amendment.
-    return hashes[0]
+    # A fingerprint, registered or amended, appears first in the commit that added its event.
+    return hashes[0] if hashes else ""
 
 
 def committed_after(event: Event, revision: str, path: str | Path = LEDGER_PATH) -> bool | None:

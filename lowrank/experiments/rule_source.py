@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["PACKAGE", "Reached", "walk", "render", "first_paragraph"]
+__all__ = ["PACKAGE", "Reached", "walk", "render", "first_paragraph", "syntax_text"]
 
 PACKAGE = "lowrank.experiments"
 # Values a constant may take: plain data that prints and compares the same on every machine.
@@ -68,6 +68,22 @@ def _followed(obj: Any) -> Any:
     if isinstance(obj, (types.FunctionType, type)) and _ours(obj):
         return obj
     return None
+
+
+def syntax_text(node: Any) -> str:
+    """A syntax tree as text, the same on every Python from 3.11 on: a field that is empty (None or
+    an empty list) is left out, as 3.13's ``ast.dump`` does, so a field a later version adds empty
+    (3.12's ``type_params``) changes no fingerprint; so is an empty text part of an f-string (3.12
+    writes one after a nested format specification)."""
+    if isinstance(node, ast.JoinedStr):
+        node = ast.JoinedStr(values=[v for v in node.values if not (isinstance(v, ast.Constant) and v.value == "")])
+    if isinstance(node, ast.AST):
+        fields = ((name, getattr(node, name, None)) for name in node._fields)
+        return f"{type(node).__name__}(" + ", ".join(
+            f"{name}={syntax_text(value)}" for name, value in fields if value is not None and value != []) + ")"
+    if isinstance(node, list):
+        return "[" + ", ".join(syntax_text(x) for x in node) + "]"
+    return repr(node)
 
 
 @dataclass(frozen=True)
@@ -151,7 +167,7 @@ def walk(*roots: Callable | None) -> Reached:
         except (OSError, TypeError) as e:
             raise ValueError(f"cannot read the source of {getattr(obj, '__qualname__', obj)!r}: {e}") from None
         # Named by qualified name alone: moving a function to another module changes no decision.
-        code.append(f"{obj.__qualname__}:{ast.dump(tree)}")
+        code.append(f"{obj.__qualname__}:{syntax_text(tree)}")
         names.append(f"{obj.__module__}.{obj.__qualname__}")
         ns = _namespace(obj)
         # The module whose names the code reads (a module loaded from a file and dropped from

@@ -16,6 +16,8 @@ non-zero when any target is missed or a correctness check fails. Items:
   6  start-up: `lowrank list` and `lowrank --help` vs `papermill --help` (fresh processes)
   7  lowrank.train.train end to end (chapter 04's runs) vs a minimal plain-PyTorch causal LM;
      full mode adds torch.compile on this CPU and two one-thread processes vs one two-thread run
+  8  several seeds of one chapter-04 model stacked in one process (torch.func.vmap) vs the
+     same seeds trained one after another, one thread
 
 Rows of items not run this time are kept from the previous results (the machine's file of the
 same mode, and the book's latest.json), so `--items 7` refreshes item 7's rows and leaves the
@@ -67,7 +69,8 @@ SETTINGS = {
         startup_timing=dict(warmup=1, reps=5),
         engine=dict(models=["standard h = 32", "fixed h = 32"], steps=10),
         engine_timing=dict(warmup=1, reps=3, budget_s=10),
-        engine_info=None),
+        engine_info=None,
+        seeds=dict(models=["standard h = 4"], seeds=2, steps=3), seeds_timing=dict(warmup=1, reps=3, budget_s=5)),
     "full": dict(
         timing=dict(warmup=2, reps=21, budget_s=60),
         numpy_timing=dict(warmup=1, reps=7, budget_s=120),
@@ -82,7 +85,9 @@ SETTINGS = {
         engine=dict(models=["standard h = 32", "fixed h = 32", "standard d = 112"], steps=200),
         engine_timing=dict(warmup=1, reps=7, budget_s=300),
         engine_info=dict(compile_timing=dict(warmup=2, reps=21, budget_s=20), process_steps=100,
-                         process_timing=dict(warmup=1, reps=5, budget_s=150))),
+                         process_timing=dict(warmup=1, reps=5, budget_s=150)),
+        seeds=dict(models=["standard h = 4", "fixed h = 32", "head size 32, h = 8"], seeds=2, steps=10),
+        seeds_timing=dict(warmup=1, reps=7, budget_s=60)),
 }
 # On a GPU the layers and the training step run under bf16 autocast at larger sizes (BERT-base
 # for the training step); rank analysis stays float64.
@@ -93,7 +98,7 @@ GPU_OVERRIDES = dict(
     train_timing=dict(warmup=3, reps=21, budget_s=60))
 
 
-ITEMS = (1, 2, 3, 4, 5, 6, 7)
+ITEMS = (1, 2, 3, 4, 5, 6, 7, 8)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -141,6 +146,7 @@ def run_items(args, settings: dict, device: torch.device) -> list[Result]:
     from bench_engine import bench_engine
     from bench_probe import bench_probe
     from bench_rank import bench_rank_report, bench_scaling
+    from bench_seeds import bench_seeds
     from bench_startup import bench_startup
     from bench_training import bench_training_step
 
@@ -163,6 +169,9 @@ def run_items(args, settings: dict, device: torch.device) -> list[Result]:
             rows = _guarded(5, bench_probe, s["probe_n"], device=device, timing=s["probe_timing"])
         elif item == 6:
             rows = _guarded(6, bench_startup, timing=s["startup_timing"])
+        elif item == 8:
+            rows = _guarded(8, bench_seeds, s["seeds"]["models"], s["seeds"]["seeds"], s["seeds"]["steps"],
+                            timing=s["seeds_timing"])
         else:
             rows = _guarded(7, bench_engine, s["engine"]["models"], s["engine"]["steps"],
                             timing=s["engine_timing"], info=s["engine_info"])

@@ -14,6 +14,7 @@ sys.path.insert(0, str(BENCH))
 import bench_attention  # noqa: E402
 import bench_engine  # noqa: E402
 import bench_rank  # noqa: E402
+import bench_seeds  # noqa: E402
 import bench_training  # noqa: E402
 import harness  # noqa: E402
 import report  # noqa: E402
@@ -259,7 +260,7 @@ def test_run_rejects_bad_threads():
 def test_settings_cover_every_item():
     keys = {"timing", "numpy_timing", "rank_shapes", "scaling_ns", "scaling_timing", "svd_elements",
             "hardmax_elements", "mha", "train", "train_timing", "probe_n", "probe_timing", "startup_timing",
-            "engine", "engine_timing", "engine_info"}
+            "engine", "engine_timing", "engine_info", "seeds", "seeds_timing"}
     for mode in run.SETTINGS.values():
         assert set(mode) == keys
         timings = [t for k, t in mode.items() if k.endswith("timing")]
@@ -467,3 +468,38 @@ def test_a_run_of_some_items_keeps_the_other_rows(monkeypatch, tmp_path):
     data = json.loads((tmp_path / "latest.json").read_text())
     assert [r["key"] for r in data["results"]] == ["a", "b", "e"]
     assert [run_["items"] for run_ in data["environment"]["earlier_runs"]] == [[5], [7]]
+
+
+def _tiny_seeds_config() -> dict:
+    cfg = bench_engine.budget_config("standard h = 4", 3)
+    return {**cfg, "vocab_size": 50, "seq_len": 8, "batch_size": 2, "d_model": 16, "n_heads": 2,
+            "grad_clip": 0.05}
+
+
+def test_stacked_seeds_train_as_their_separate_runs():
+    row = bench_seeds.bench_seeds_row("standard h = 4", 3, 3, timing=TINY, cfg=_tiny_seeds_config())
+    assert row.item == 8 and row.target is None and row.status == "info" and row.ratio > 0
+    assert row.config["seeds"] == 3 and len(row.extra["losses"]["stacked"]) == 3
+    assert row.extra["largest_loss_difference"] <= bench_seeds.LOSS_TOLERANCE
+    assert "times as long" in row.note
+
+
+class _SameWindows(bench_seeds.Stacked):
+    """A stacked step that feeds every seed the first seed's windows."""
+
+    def step(self, windows):
+        super().step(windows[:1].expand_as(windows))
+
+
+class _SeedsReversed(bench_seeds.Stacked):
+    """Weights stacked in the reverse order of the seeds they are compared with."""
+
+    def __init__(self, models, cfg):
+        super().__init__(models[::-1], cfg)
+
+
+@pytest.mark.parametrize("broken", [_SameWindows, _SeedsReversed])
+def test_stacked_seeds_that_train_differently_are_an_error(monkeypatch, broken):
+    monkeypatch.setattr(bench_seeds, "Stacked", broken)
+    row = bench_seeds.bench_seeds_row("standard h = 4", 3, 3, timing=TINY, cfg=_tiny_seeds_config())
+    assert row.status == "error" and "trained differently" in row.note

@@ -69,3 +69,33 @@ def test_a_damaged_cache_is_named_and_cleared(tmp_path, damage):
     assert not (tmp_path / "_build" / ".doctrees").exists()
     again = _clear(cache)  # rebuilt as new: the next check finds nothing to say
     assert again.returncode == 0 and again.stdout == ""
+
+
+def _scratch_repo(tmp_path: Path) -> Path:
+    """The script in a tree of its own with one file of each kind its fingerprint reads."""
+    repo = tmp_path / "repo"
+    for rel, text in {"tools/clear_stale_cache.sh": SCRIPT.read_text(), "lowrank/a.py": "x = 1\n",
+                      "requirements/lock.txt": "torch==2.13.0\n", "data/results/s.jsonl": "{}\n",
+                      "chapters/evidence/c.json": "{}\n", "data/rules_ledger.jsonl": "{}\n"}.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    return repo
+
+
+@pytest.mark.parametrize("changed", ["lowrank/a.py", "requirements/lock.txt", "data/results/s.jsonl",
+                                     "chapters/evidence/c.json", "data/rules_ledger.jsonl"])
+def test_a_change_to_what_the_chapters_read_clears_the_cache(tmp_path, changed):
+    repo = _scratch_repo(tmp_path)
+    cache = repo / "_build" / ".jupyter_cache"
+
+    def clear():
+        return subprocess.run(["bash", str(repo / "tools" / "clear_stale_cache.sh")], capture_output=True,
+                              text=True, timeout=60, env={**os.environ, "PYTHON": sys.executable})
+
+    assert clear().returncode == 0
+    (cache / "kept").write_text("an executed notebook")
+    assert clear().stdout == "" and (cache / "kept").exists()
+    (repo / changed).write_text((repo / changed).read_text() + "changed\n")
+    done = clear()
+    assert done.returncode == 0 and "changed since the last build" in done.stdout, done.stdout + done.stderr
+    assert not (cache / "kept").exists()

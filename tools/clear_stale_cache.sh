@@ -4,8 +4,10 @@
 # jupyter-cache (execute_notebooks: cache in _config.yml) keys each notebook on the source of its
 # code cells only, so an edit in lowrank/ would otherwise leave stale outputs in the book. The
 # fingerprint covers every lowrank/**/*.py (path and content), requirements/lock.txt (a new
-# torch or numpy changes numbers too) and the committed results stores under data/results/ (a
-# chapter that reads a stored sweep changes with it); it is kept in <cache>/lowrank.sha256.
+# torch or numpy changes numbers too), the committed results stores under data/results/ (a
+# chapter that reads a stored sweep changes with it), the chapters' evidence files (chapter 08
+# and the landing page read them) and the rules ledger (the verdicts' notes show its events);
+# it is kept in <cache>/lowrank.sha256.
 #
 # Sphinx re-reads only source files that changed, and myst-nb executes a notebook only while
 # reading it, so clearing the cache alone would leave the old pages in place. The Sphinx
@@ -29,8 +31,13 @@ fingerprint=$(
   {
     find lowrank -type f -name '*.py' -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
     sha256sum requirements/lock.txt
-    if [[ -d data/results ]]; then
-      find data/results -maxdepth 1 -type f \( -name '*.jsonl' -o -name '*.json' \) -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+    for dir in data/results chapters/evidence; do
+      if [[ -d $dir ]]; then
+        find "$dir" -maxdepth 1 -type f \( -name '*.jsonl' -o -name '*.json' \) -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+      fi
+    done
+    if [[ -f data/rules_ledger.jsonl ]]; then
+      sha256sum data/rules_ledger.jsonl
     fi
   } | sha256sum | cut -d' ' -f1
 )
@@ -63,7 +70,7 @@ if [[ -n $damage ]]; then
   echo "$fingerprint" > "$stamp"
 elif [[ "$(cat "$stamp" 2>/dev/null || true)" != "$fingerprint" ]]; then
   if [[ -e $cache || -e $doctrees ]]; then
-    echo "lowrank/ or the lock file changed since the last build: clearing $cache and $doctrees"
+    echo "lowrank/, the lock file, the stored results, the evidence files or the ledger changed since the last build: clearing $cache and $doctrees"
   fi
   rm -rf "$cache" "$doctrees"
   mkdir -p "$cache"

@@ -96,7 +96,7 @@ def test_now_the_answer_says_theory_holds_and_training_is_not_decided():
 def test_the_practitioner_gets_the_threshold_at_each_n_and_an_open_training_question():
     rows = now_like()
     said = A.practitioner_answer(rows, (512, 4096))
-    assert said[0].startswith("Choosing `head_dim`: one head can express every attention pattern over n tokens only "
+    assert said[0].startswith("A floor for `head_dim`: one head can express every attention pattern over n tokens only "
                               "when its size is at least n - 1, which is 511 at n = 512 and 4095 at n = 4096; a causal "
                               "head needs floor(n/2), 256 at n = 512 and 2048 at n = 4096.")
     assert "does not yet support either choice: none of its 4 training claims is decided" in said[1]
@@ -146,7 +146,7 @@ def test_a_margin_only_training_set_and_a_contradicted_threshold_read_as_such():
     assert "it shows no effect larger than the registered margins." in bho.answer
     assert "in simulation this is contradicted" in bho.answer
     said = A.practitioner_answer(rows, (128,))
-    assert said[0] == "Choosing `head_dim`: the head-size threshold claim is contradicted in this build, so the book " \
+    assert said[0] == "A floor for `head_dim`: the head-size threshold claim is contradicted in this build, so the book " \
                       "states no threshold."
     assert "128" not in " ".join(said) and "127" not in " ".join(said)  # no threshold from a claim that failed
 
@@ -207,7 +207,7 @@ def test_headline_glues_the_answers_as_text_and_through_a_renderer():
     tables["rows"] = now_like()
     plain = headline(tables)
     assert plain["ch08_answer_bhojanapalli"].startswith(f"{BHOJANAPALLI} argue that")
-    assert plain["ch08_practitioner"].startswith("Choosing `head_dim`") and plain["ch08_practitioner_ns"] == "512"
+    assert plain["ch08_practitioner"].startswith("A floor for `head_dim`") and plain["ch08_practitioner_ns"] == "512"
     rendered = headline(tables, prose=answers_html, counts=counts_html)
     html = rendered["ch08_answers"].html
     assert rendered["ch08_answers_brief"].html.count('class="book-answer-lede"') == 2

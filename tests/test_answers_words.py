@@ -114,7 +114,7 @@ def test_the_practitioner_counts_undecided_training_claims_in_number():
         "The training evidence, at the scale of the long CPU runs, supports “x holds”.",)
     threshold = [claim(REPRODUCED, key=A.THRESHOLD_KEY)]
     assert A.practitioner_answer(threshold, [64, 128])[0] == (
-        "Choosing `head_dim`: one head can express every attention pattern over n tokens only when its size is at "
+        "A floor for `head_dim`: one head can express every attention pattern over n tokens only when its size is at "
         "least n - 1, which is 63 at n = 64 and 127 at n = 128. A head below that size cannot express every dense "
         "pattern, whatever it is trained on.")
     assert A.practitioner_answer([own(INCONCLUSIVE, qualifier="q")], [64]) == (

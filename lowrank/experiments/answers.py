@@ -242,13 +242,13 @@ def practitioner_answer(rows: Iterable, ns: Sequence[int], *, brief: bool = Fals
     out = []
     bi, causal = by_key.get(THRESHOLD_KEY), by_key.get(CAUSAL_THRESHOLD_KEY)
     if bi is not None and _verdict(bi) in _HOLDS and ns:
-        text = (f"Choosing `head_dim`: one head can express every attention pattern over n tokens only when its "
+        text = (f"A floor for `head_dim`: one head can express every attention pattern over n tokens only when its "
                 f"size is at least n - 1, which is {_values(ns)}")
         if causal is not None and _verdict(causal) in _HOLDS:
             text += f"; a causal head needs floor(n/2), {_values(ns, causal=True)}"
         out.append(text + ". A head below that size cannot express every dense pattern, whatever it is trained on.")
     elif bi is not None:
-        out.append(f"Choosing `head_dim`: the head-size threshold claim is {_WORD[_verdict(bi)]} in this build, "
+        out.append(f"A floor for `head_dim`: the head-size threshold claim is {_WORD[_verdict(bi)]} in this build, "
                    "so the book states no threshold.")
     training = [r for r in rows if r.kind == TRAINING and _verdict(r) != NOT_TESTED]
     if not training:

@@ -377,7 +377,7 @@ def _budget_headline(b: Mapping) -> dict:
     chosen = [r for r in rates.values() if r.rate is not None]
     out["budget_lr_grid_text"] = (
         f"{len(chosen)} of the {len(rates)} models have their rate"
-        + (": " + "; ".join(f"{r.model} {r.rate:g}" + (" (the end of its grid)" if r.at_edge else "")
+        + (": " + "; ".join(f"{r.model} at {r.rate:g}" + (" (the end of its grid)" if r.at_edge else "")
                             for r in chosen) if chosen else ""))
     planned = b["planned"]
     out["budget_runs"], out["budget_planned"] = len(runs), planned["budget"]

@@ -204,3 +204,17 @@ def test_rendered_html_puts_source_and_img_directly_in_the_picture(tmp_path):
                      rf'<source media="[^"]+" srcset="_images/{sha}-narrow.png"><img [^>]*src="_images/{sha}.png"',
                      page), page[page.find("<figure"):][:800]
     assert (out / "_images" / f"{sha}-narrow.png").is_file()
+
+
+def test_rate_grid_stops_its_loss_axis_above_the_lowest_loss_and_labels_what_lies_beyond():
+    from lowrank.book import training_figures as TF
+
+    models = [("fixed h = 4, d_p = 64", 0.005, [(0.0025, 3.04), (0.005, 3.01), (0.01, 3.12), (0.02, 3.92)]),
+              ("standard h = 4", None, [(0.005, 3.05), (0.01, 3.02)])]
+    fig, axes = plt.subplots(2, 1)
+    TF.plot_lr_grid(axes, [("diverging", models), ("close", models[1:])], grid_rates=(0.005, 0.01, 0.02))
+    low, top = axes[0].get_ylim()
+    assert top == pytest.approx(3.01 + TF.LOSS_SPAN) and low < 3.01
+    assert [t.get_text() for t in axes[0].texts] == ["3.92"]
+    assert axes[1].get_ylim()[1] < 3.06 + TF.LOSS_SPAN and not axes[1].texts  # nothing beyond: no cap
+    plt.close(fig)

@@ -250,6 +250,8 @@ def plot_lr_grid(axes, panels: Sequence[tuple[str, Sequence[tuple[str, float | N
             drawn += 1
         if not drawn:
             ax.text(0.5, 0.5, "no run stored yet", transform=ax.transAxes, ha="center", va="center", color="grey")
+        else:
+            _cap_losses(ax, models)
         ax.set_xscale("log")
         ticks = sorted({x for _, _, losses in models for x, _ in losses} | set(grid_rates))
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
@@ -261,6 +263,27 @@ def plot_lr_grid(axes, panels: Sequence[tuple[str, Sequence[tuple[str, float | N
         if drawn:
             # under its own panel: inside, seven entries would cover the curves
             ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=2, frameon=False)
+
+
+# A rate that diverges would stretch the loss axis until the rates near each model's best, which
+# differ by hundredths of a nat, look alike; the axis stops this far above the panel's lowest loss.
+LOSS_SPAN = 0.5
+
+
+def _cap_losses(ax, models) -> None:
+    """Stop the loss axis LOSS_SPAN above the lowest loss; each loss beyond it is an arrow on the
+    top edge, labelled with its value."""
+    losses = [(x, y) for _, _, pairs in models for x, y in pairs]
+    low, high = min(y for _, y in losses), max(y for _, y in losses)
+    if high <= low + LOSS_SPAN:
+        return
+    top = low + LOSS_SPAN
+    ax.set_ylim(low - 0.05 * LOSS_SPAN, top)
+    for x, y in losses:
+        if y > top:
+            ax.plot([x], [top], marker="^", color="black", markersize=6, clip_on=False, zorder=5)
+            ax.annotate(f"{y:.2f}", (x, top), xytext=(5, -2), textcoords="offset points", ha="left", va="top",
+                        fontsize="x-small")
 
 
 def _math(model: str) -> str:

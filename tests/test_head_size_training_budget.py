@@ -291,3 +291,24 @@ def test_the_fair_figure_and_tables_render_empty_partial_and_full_stores(tmp_pat
     j = T.judged_display(full["judged_comparisons"])
     assert j["rates"].str.contains("0.01 and 0.02").any() and j["runs stored"].eq(f"{2 * B.POWER_SEEDS} of {2 * B.POWER_SEEDS}").all()
     assert T.judged_display(empty["judged_comparisons"])["rates"].eq("not chosen yet").all()
+
+
+def test_a_models_time_per_step_is_its_stored_median_once_it_has_enough_runs():
+    model = "standard h = 4"
+    labelled = [(B._labels(model, steps=100, lr=0.01), B._config(model, steps=100, seed=s, lr=0.01)) for s in range(4)]
+    latest = {}
+    for (lab, cfg), wall in zip(labelled, (10.0, 30.0, 900.0)):
+        latest[run_key(cfg)] = {"wall_s": wall}
+        got = B.seconds_per_step(latest, labelled)
+        if len(latest) < B.MIN_TIMED_RUNS:
+            assert got[model] == B.STEP_COST_S[model]
+    assert got[model] == pytest.approx(0.3)  # the median of 0.1, 0.3 and 9 s a step
+    assert got["fixed h = 32"] == B.STEP_COST_S["fixed h = 32"]
+
+
+def test_the_left_sentence_counts_the_runs_and_halves_the_hours_for_two_cores():
+    from lowrank.experiments.head_size_training.headlines import _left_text
+
+    assert _left_text(0, 0.0) == "No planned run is left to train."
+    said = _left_text(111, 20.3)
+    assert said.startswith("The 111 runs still planned would take about 20 hours of one core") and "(10 hours on two" in said

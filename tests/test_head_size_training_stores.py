@@ -180,3 +180,28 @@ def test_the_cheapest_budget_run_is_reproduced_by_todays_code(tmp_path):
             f"re-trained {cheapest['key']} ({cfg.n_heads} heads, {cfg.steps} steps): {split} {got[split]:.6f}, "
             f"stored {cheapest['metrics'][split]:.6f}; the training code no longer reproduces {BUDGET.name}: "
             f"re-run it ({budget.RESUME_COMMAND}) into a fresh store")
+
+
+def _labelled_design(latest):
+    B = hs.budget
+    fair = B.fair.read_fair(latest)
+    lr, _ = B.choose_rate(B._frame(B.lr_check_grid(), latest))
+    return [lc for g in (B.lr_check_grid(), B.factorial_grid(), B._budget_grids(lr, latest), fair["grid_configs"],
+                         fair["judged_configs"]) for lc in g]
+
+
+def test_the_step_costs_that_price_the_budget_store_are_within_3x_of_its_measured_time():
+    """The estimate shown before the runs (STEP_COST_S) against each model's median stored time per step."""
+    B = hs.budget
+    latest = {r["key"]: r for r in store_records(BUDGET)}
+    measured = B.seconds_per_step(latest, _labelled_design(latest))
+    timed = {m for m, s in measured.items() if s != B.STEP_COST_S[m]}
+    assert len(timed) >= 10  # every model of the design has stored runs
+    for m in timed:
+        assert 1 / 3 <= measured[m] / B.STEP_COST_S[m] <= 3, (m, measured[m], B.STEP_COST_S[m])
+
+
+def test_what_is_left_of_the_budget_store_is_the_plan_less_what_is_stored():
+    got = hs.budget.read(BUDGET)
+    assert got["n_records"] + got["left_runs"] == got["planned"]["distinct"]
+    assert (got["left_cpu_s"] > 0) == (got["left_runs"] > 0)

@@ -52,7 +52,7 @@ from .design import rows_of as _rows_of
 from .rules import MAX_SEEDS, POWER_SEEDS, required_seeds
 
 __all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", "LR_CHECK_STEPS",
-           "FACTORIAL_STEPS", "FACTORIAL_LR", "TOKENIZERS", "INITS", "EXPERIMENT", "RESUME_COMMAND",
+           "FACTORIAL_STEPS", "FACTORIAL_LR", "MIN_TIMED_RUNS", "seconds_per_step", "TOKENIZERS", "INITS", "EXPERIMENT", "RESUME_COMMAND",
            "design", "lr_check_grid", "budget_grid", "factorial_grid", "choose_rate", "run", "read",
            "comparisons", "factorial_effects", "manifest_path", "main", "STEP_COST_S", "estimate_s", "EXTENDED_STEPS",
            "EXTENDED_MODELS", "TABLE2B_MODELS", "FIG4_MODELS", "ALL_MODELS", "ROW_STEPS", "power_grid", "extension_grid",
@@ -97,6 +97,24 @@ def estimate_s() -> float:
                 seen.add(k)
                 total += cfg["steps"] * STEP_COST_S[lab["model"]]
     return total
+
+
+# A model's own time per step is read from the store once it holds this many of its runs.
+MIN_TIMED_RUNS = 3
+
+
+def seconds_per_step(latest: Mapping[str, dict], labelled) -> dict[str, float]:
+    """Each model's median wall seconds per step over its runs in ``latest`` (records by key) among
+    ``labelled`` ((labels, config) pairs), or :data:`STEP_COST_S` while it has fewer than
+    :data:`MIN_TIMED_RUNS`. A run resumed from a checkpoint counts only its last stretch, so the
+    median, not the mean."""
+    timed: dict[str, list[float]] = {}
+    for lab, cfg in labelled:
+        rec = latest.get(run_key(cfg))
+        if rec is not None and rec.get("wall_s"):
+            timed.setdefault(lab["model"], []).append(rec["wall_s"] / cfg["steps"])
+    return {m: float(pd.Series(timed[m]).median()) if len(timed.get(m, ())) >= MIN_TIMED_RUNS else cost
+            for m, cost in STEP_COST_S.items()}
 
 
 def design() -> dict:
@@ -277,11 +295,14 @@ def read(store: str | os.PathLike) -> dict:
                                         fair_grid, fair_judged) for _, c in g}
     keys = set(latest) & design_keys
     # Runs the design holds, each counted once; before the rate is chosen, the default rate gives the count.
-    planned["distinct"] = len({run_key(c) for g in (lr_check_grid(), factorial_grid(), grids, fair_grid, fair_judged)
-                               for _, c in g})
+    labelled = [lc for g in (lr_check_grid(), factorial_grid(), grids, fair_grid, fair_judged) for lc in g]
+    planned["distinct"] = len({run_key(c) for _, c in labelled})
+    per_step = seconds_per_step(latest, labelled)
+    left = {run_key(c): c["steps"] * per_step[lab["model"]] for lab, c in labelled if run_key(c) not in latest}
     return {"lr_check": check, "lr": lr, "lr_table": table, "budget": budget, "factorial": fact,
             "planned": planned, "path": str(store), "n_records": len(keys),
-            "cpu_s": float(sum(latest[k]["wall_s"] for k in keys)), "fair": fair_got}
+            "cpu_s": float(sum(latest[k]["wall_s"] for k in keys)), "fair": fair_got,
+            "left_runs": len(left), "left_cpu_s": float(sum(left.values()))}
 
 
 def _pair(df: pd.DataFrame, a: Mapping, b: Mapping, value: str) -> pd.DataFrame:

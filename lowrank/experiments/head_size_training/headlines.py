@@ -52,6 +52,7 @@ _BUDGET_KEYS = ("budget_runs", "budget_planned", "budget_lr_check_runs", "budget
                 "budget_power_seeds", "budget_extended_tokens", "budget_added_text", "budget_answer_more",
                 "budget_shared_lr", "reported_split", "budget_fair_rates_text", "budget_fair_grid_steps",
                 "budget_fair_edge_factor", "budget_fair_judged_text", "budget_lr_grid_stored", "budget_lr_grid_planned", "budget_lr_grid_text",
+                "budget_left_runs", "budget_left_h", "budget_left_text",
                 *(f"budget_shared_{r}_{s}_{x}" for r in ("gap", "match") for s in ("val", "test")
                   for x in ("diff", "lo", "hi", "n")),
                 *(f"budget_shared_{r}_params_{a}" for r in ("gap", "match") for a in ("a", "b")))
@@ -402,6 +403,8 @@ def _budget_headline(b: Mapping) -> dict:
     out["budget_cost_ratio"] = sum(budget.BUDGET_STEPS) / budget.BUDGET_STEPS[-1]
     out["budget_factorial_text"] = _factorial_text(b["effects"])
     out["budget_status_text"] = _budget_status(out["budget_records"], planned["distinct"], out["budget_cpu_h"])
+    out["budget_left_runs"], out["budget_left_h"] = int(b["left_runs"]), float(b["left_cpu_s"]) / 3600
+    out["budget_left_text"] = _left_text(out["budget_left_runs"], out["budget_left_h"])
     out["budget_trend_text"] = _trend_text(comps, "gap")
     out["budget_margin"] = MARGIN
     out["budget_power_seeds"] = POWER_SEEDS
@@ -448,6 +451,15 @@ def _budget_status(stored: int, planned: int, cpu_h: float) -> str:
     if stored >= planned:
         return f"complete: every one of the {planned} planned runs is stored ({hours})"
     return f"partial: {stored} of the {planned} planned runs are stored so far ({hours})"
+
+
+def _left_text(runs: int, cpu_h: float) -> str:
+    """What is left of the plan so far, and how long it would take, as a sentence."""
+    if not runs:
+        return "No planned run is left to train."
+    return (f"The {runs} runs still planned would take about {cpu_h:.0f} hours of one core at each model's "
+            f"median time per step in the store ({cpu_h / 2:.0f} hours on two cores, two runs at once); a row "
+            "whose spread asks for more seeds adds to them.")
 
 
 def _budget_lr_text(b: Mapping) -> str:

@@ -10,7 +10,7 @@ item 7 (the engine takes the same time, rows 7a-7c) in the shapes of chapter 04'
 Both sides train the same seeds from the same initial weights on the same batches with AdamW,
 per-seed gradient clipping and the store's rate, one torch thread. Ours is one stacked step for
 all seeds; the baseline is one step of each seed's own model. The row is an error unless both
-sides end with the same losses: stacking must change the speed, not the training.
+sides end with the same losses and weights: stacking must change the speed, not the training.
 """
 from __future__ import annotations
 

@@ -42,7 +42,8 @@ def test_families_share_the_d_over_h_run_and_keep_labels(tiny, monkeypatch):
     assert shared.groupby("seed").val_ppl.nunique().eq(1).all() and set(shared.family) == {"standard", "fixed"}
     assert (base_dir / "store-runs").is_dir()
     c = hs.curves(df, ["family", "h"])
-    assert set(c.split) == {"train", "validation"} and c.step.max() == 3
+    # No interval evaluations (eval_interval = 0): the final evaluation alone is no curve.
+    assert set(c.split) == {"train"} and c.step.max() == 3
     table = hs.configuration_table(df)
     assert list(table.kind) == ["fixed", "fixed", "standard", "standard"] and table.seeds.tolist() == [2] * 4
     sizes = frames["sizes"]
@@ -262,6 +263,15 @@ def test_lr_sweep_then_store_read_back_with_provenance(tiny, monkeypatch):
     assert long["setup"]["lr"] == tables["setup"]["lr"] and len(long["heads"]) == len(tables["heads"])
     with pytest.raises(FileNotFoundError, match="does not exist"):
         hs.run_long(dict(P, long_store=str(base_dir / "missing.jsonl")))
+
+
+def test_validation_curves_leave_out_the_final_evaluation_on_its_larger_sample():
+    run = {"family": "fixed", "seed": 0, "train_curve": [[10, 4.0], [20, 3.0]],
+           "val_curve": [[10, 4.1], [20, 3.1], [20, 3.3]]}
+    c = hs.curves(pd.DataFrame([run]), ["family"])
+    assert c[c.split == "validation"][["step", "loss"]].values.tolist() == [[10, 4.1], [20, 3.1]]
+    assert c[c.split == "train"]["loss"].tolist() == [4.0, 3.0]
+    assert hs.interval_points(None) == [] and hs.interval_points([[5, 1.0]]) == []
 
 
 def test_long_comparisons_curve_gap_and_lr_display():

@@ -70,6 +70,9 @@ def test_training_lowers_loss_writes_files_and_is_deterministic(corpus, tmp_path
     assert json.loads((tmp_path / "a" / "result.json").read_text())["val_loss"] == a["val_loss"]
     ckpt = torch.load(tmp_path / "a" / "checkpoint.pt", weights_only=True)
     assert ckpt["step"] == 30
+    # The final evaluation (on more tokens) comes last; the curve before it ends on the last step.
+    *interval, final = a["val_curve"]
+    assert final == [30, pytest.approx(a["val_loss"])] and [s for s, _ in interval] == [*range(4, 30, 4), 30]
 
 
 @pytest.mark.parametrize("task", ["lm", "mlm"])

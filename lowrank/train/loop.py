@@ -188,7 +188,8 @@ def _train(cfg, out, resume, progress, stop_after, callbacks, root, rank, world,
                        "grad_norm": gnorm_val, "tokens_per_s": tps})
                 bar.set_postfix(loss=f"{run_loss / run_n:.3f}", tok_s=f"{tps:,.0f}")
                 t_log, run_loss, run_n = now, 0.0, 0
-            if cfg.eval_interval and step % cfg.eval_interval == 0 and step < cfg.steps:
+            # The last step is evaluated on the interval sample too, so that a curve ends on the sample it began on.
+            if cfg.eval_interval and (step % cfg.eval_interval == 0 or step == cfg.steps):
                 ev = evaluate(task, model, "validation", cfg.eval_tokens, rank, world, device, autocast)
                 write({"step": step, "split": "validation", **ev})
             bar.update(1)

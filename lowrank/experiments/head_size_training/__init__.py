@@ -36,8 +36,8 @@ from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_
                     rule_more_heads_fixed, rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched,
                     rule_too_few_heads)
 from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA, STORE_EXPERIMENTS
-from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, mean_curves, paired,
-                        summarise)
+from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, interval_points,
+                        mean_curves, paired, summarise)
 from .tables import (COMPARISONS, budget_display, claims_table, comparison_display, comparison_table,
                      configuration_display, factorial_display, interval_text, judged_display, lr_check_display,
                      lr_display, lr_grid_display, parameter_display)
@@ -51,7 +51,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "
            "lr_sweep_grid", "training_grids",
            "run_corpus", "run_grids", "default_runs_dir", "choose_lr", "manifest_path", "store_provenance",
            "run_training", "BUDGET_STORE", "run_budget", "run_long", "LONG_COMMAND",
-           "summarise", "curves", "mean_curves", "curve_gap", "configuration_table", "LEVEL", "paired", "diff_text",
+           "summarise", "interval_points", "curves", "mean_curves", "curve_gap", "configuration_table", "LEVEL", "paired", "diff_text",
            "half_width",
            "MATCH_TOLERANCE", "rule_parameter_counts", "rule_fixed_heads", "rule_parameter_matched",
            "rule_head_size", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size_past_n",

@@ -9,8 +9,8 @@ import pandas as pd
 
 from ...measure.stats import Estimate, paired_difference
 
-__all__ = ["summarise", "curves", "mean_curves", "curve_gap", "configuration_table", "LEVEL", "paired", "diff_text",
-           "half_width"]
+__all__ = ["summarise", "interval_points", "curves", "mean_curves", "curve_gap", "configuration_table", "LEVEL",
+           "paired", "diff_text", "half_width"]
 
 
 def summarise(df: pd.DataFrame, by: list[str], value: str = "val_ppl") -> pd.DataFrame:
@@ -26,13 +26,23 @@ def summarise(df: pd.DataFrame, by: list[str], value: str = "val_ppl") -> pd.Dat
     return out
 
 
+def interval_points(val_curve: list | None) -> list:
+    """The points of a run's ``val_curve`` taken on the interval sample. The training loop appends
+    the final evaluation last, on all of the evaluation tokens rather than the quarter every
+    interval point uses: a shift of level, not a step of training, so a curve stops before it (at
+    the last step for runs whose loop evaluated it on the interval sample too, one interval earlier
+    for runs stored before it did)."""
+    return list(val_curve or [])[:-1]
+
+
 def curves(df: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """Long table of the training curves of ``df``'s runs: ``by`` columns, seed, split
-    ('train' or 'validation'), step, loss."""
+    ('train' or 'validation', the interval evaluations of :func:`interval_points`), step, loss."""
     rows = []
     for _, r in df.iterrows():
-        for split, col in (("train", "train_curve"), ("validation", "val_curve")):
-            for step, loss in (r.get(col) or []):
+        points = {"train": r.get("train_curve") or [], "validation": interval_points(r.get("val_curve"))}
+        for split, pts in points.items():
+            for step, loss in pts:
                 rows.append({**{b: r[b] for b in by}, "seed": r["seed"], "split": split,
                              "step": int(step), "loss": float(loss)})
     return pd.DataFrame(rows)

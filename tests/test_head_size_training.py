@@ -560,3 +560,14 @@ def test_the_answer_leads_with_the_parameter_matched_row_then_says_what_added_pa
     assert answer(partial).startswith("Undecided: at one shared rate")
     # the lead fits about four lines on a phone (about 35 characters a line)
     assert max(len(answer(x)) for x in (H, pending, {**H, **inside})) <= 135
+
+
+def test_provenance_sentence_counts_what_differs_and_shortens_revisions():
+    from lowrank.experiments.head_size_training.headlines import _provenance_text
+    prov = {"records": 3, "first_date": "2026-12-03T20:58:05Z", "last_date": "2026-12-04T01:00:00Z", "machine": ["vm"],
+            "cpu": ["AMD EPYC", "Intel Xeon"], "git_revision": ["2e60a56e667eb7bd07786cd0a7925dd673077979"],
+            "code_hash": ["3fa41461457c243e", "7b5a9137500a8bd3"], "torch": ["2.13.0+cpu"]}
+    text = _provenance_text(prov)
+    assert "on machine vm, with 2 CPU models (AMD EPYC, Intel Xeon), git revision 2e60a56, " in text
+    assert text.endswith("2 code hashes (3fa41461457c243e, 7b5a9137500a8bd3) and torch 2.13.0+cpu")
+    assert "((" not in text and "))" not in text

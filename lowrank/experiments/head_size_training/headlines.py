@@ -251,10 +251,13 @@ def _lr_headline(setup: Mapping, lr_table: pd.DataFrame | None) -> dict:
 def _provenance_text(prov: Mapping | None) -> str:
     if not prov:
         return "this execution's own runs (not read from a stored sweep)"
-    one = lambda xs: xs[0] if len(xs) == 1 else f"{len(xs)} different values ({', '.join(xs)})"  # noqa: E731
-    return (f"{prov['records']} runs trained from {prov['first_date']} to {prov['last_date']} on {one(prov['machine'])} "
-            f"({one(prov['cpu'])}), git revision {one(prov['git_revision'])}, code hash {one(prov['code_hash'])}, "
-            f"torch {one(prov['torch'])}")
+    def say(xs, one: str, many: str, short: bool = False) -> str:
+        xs = [x[:7] for x in xs] if short else list(xs)
+        return f"{one} {xs[0]}" if len(xs) == 1 else f"{len(xs)} {many} ({', '.join(xs)})"
+    return (f"{prov['records']} runs trained from {prov['first_date']} to {prov['last_date']} on "
+            f"{say(prov['machine'], 'machine', 'machines')}, with {say(prov['cpu'], 'CPU', 'CPU models')}, "
+            f"{say(prov['git_revision'], 'git revision', 'git revisions', short=True)}, "
+            f"{say(prov['code_hash'], 'code hash', 'code hashes')} and {say(prov['torch'], 'torch', 'torch versions')}")
 
 
 def _long_headline(long: Mapping, train_tokens: int) -> dict:

@@ -13,8 +13,12 @@ the file by the SHA-256 of its bytes) is wrapped in a ``<picture>``:
   (``data-plot-frac``, ``data-narrow-plot-frac``) and the texts drawn over each other, as JSON
   (``data-overlaps``, ``data-narrow-overlaps``); figures drawn before these were measured lack them.
 
-Nothing changes for an image without that metadata (a notebook executed before the formatter
-existed, or a figure drawn outside the book style).
+A PNG written outside a notebook (the probe report's figures, the benchmarks' plot) carries its
+measures in the file itself (``lowrank.core.figure_measures.save_png``); such an image gets the same
+``data-`` attributes, without a narrow source: those figures are drawn to read on a phone as they are.
+
+Nothing changes for an image without either (a notebook executed before the formatter existed, or a
+figure drawn outside the book style).
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from docutils import nodes
 from sphinx.application import Sphinx
 
 from lowrank.book.figures import META_KEY
+from lowrank.core.figure_measures import png_measures
 
 NARROW_SCREEN = 600  # CSS px: below this the article column is narrower than the narrow variant
 PNG_MIMES = ("image/png", "application/papermill.record/image/png")
@@ -70,13 +75,17 @@ def _index(app: Sphinx) -> dict[str, dict]:
     return index
 
 
-def wrap_figures(doctree: nodes.document, index: dict[str, dict], images_dir: Path) -> int:
-    """Wrap each image found in ``index`` in a picture node; write narrow PNGs into ``images_dir``.
-    Returns the number wrapped."""
+def wrap_figures(doctree: nodes.document, index: dict[str, dict], images_dir: Path,
+                 srcdir: Path | None = None) -> int:
+    """Wrap each image found in ``index``, or whose PNG under ``srcdir`` carries its measures, in a
+    picture node; write narrow PNGs into ``images_dir``. Returns the number wrapped."""
     wrapped = 0
     for image in list(doctree.findall(nodes.image)):
-        stem = Path(image.get("uri", "")).stem
+        uri = image.get("uri", "")
+        stem = Path(uri).stem
         info = index.get(stem)
+        if info is None and srcdir is not None and uri.endswith(".png") and "://" not in uri:
+            info = png_measures(srcdir / uri)
         if info is None or isinstance(image.parent, picture):
             continue
         attrs = {"width_1x": info["width"], "text_px": info["text_px"], "plot_frac": info.get("plot_frac"),
@@ -149,7 +158,7 @@ def _pass(self, node) -> None:
 def on_doctree_resolved(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
-    wrap_figures(doctree, _index(app), Path(app.outdir) / "_images")
+    wrap_figures(doctree, _index(app), Path(app.outdir) / "_images", Path(app.srcdir))
 
 
 def setup(app: Sphinx) -> dict:

@@ -1138,25 +1138,18 @@ def small_figure_text(figures: list[dict], *, sizes_required: bool) -> list[str]
     return bad
 
 
-# Pages whose figures must carry the book's figure measures: the chapters, and the landing page, which
-# pastes chapter 08's chart. The appendix's figures are static PNGs written by `lowrank probe` and the
-# benchmarks, without those measures yet; the checks below still run on them and fail when their sizes
-# become known and are wrong.
+# Pages whose figures must carry the book's figure measures: the chapters, the landing page, which
+# pastes chapter 08's chart, and the appendix, whose static PNGs (the probe report's figures, the
+# benchmarks' plot) carry theirs in the file (lowrank.core.figure_measures.save_png).
 def _measures_required(page: Page) -> bool:
-    return page.is_chapter or page == PAGES[1]
-
-
-# Static appendix figures whose text size on a phone is not yet measured (see _measures_required).
-STATIC_FIGURES = {"appendix/probe.html", "appendix/performance.html"}
+    return page.is_chapter or page == PAGES[1] or page.path.startswith("appendix/")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("page", PAGES, ids=str)
 def test_figure_text_is_legible(visit, page, width):
     figures = visit(page, width).dom["figures"]
-    if page.path in STATIC_FIGURES and figures and not any(f["known"] for f in figures):
-        pytest.xfail(f"{page}: static figures without text-size measures (lowrank probe, benchmarks)")
-    bad = small_figure_text(figures, sizes_required=_measures_required(page) or page.path.startswith("appendix/"))
+    bad = small_figure_text(figures, sizes_required=_measures_required(page))
     assert not bad, f"{page} at {width} width: figure text too small to read:\n" + "\n".join(bad)
 
 
@@ -1184,7 +1177,8 @@ def cramped_figures(figures: list[dict], *, required: bool) -> list[str]:
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("page", PAGES, ids=str)
 def test_charts_give_their_data_the_width_and_keep_texts_apart(visit, page, width):
-    bad = cramped_figures(visit(page, width).dom["figures"], required=page == PAGES[1])
+    required = page == PAGES[1] or page.path.startswith("appendix/")
+    bad = cramped_figures(visit(page, width).dom["figures"], required=required)
     assert not bad, f"{page} at {width} width:\n" + "\n".join(bad)
 
 

@@ -218,3 +218,53 @@ def test_rate_grid_stops_its_loss_axis_above_the_lowest_loss_and_labels_what_lie
     assert [t.get_text() for t in axes[0].texts] == ["3.92"]
     assert axes[1].get_ylim()[1] < 3.06 + TF.LOSS_SPAN and not axes[1].texts  # nothing beyond: no cap
     plt.close(fig)
+
+
+def test_a_png_saved_with_its_measures_carries_them_in_the_file(tmp_path):
+    from lowrank.core.figure_measures import png_measures, save_png
+
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.plot([1, 2], [3, 4])
+    ax.set_title("title", fontsize=7)
+    info = save_png(fig, tmp_path / "a.png", dpi=150)
+    save_png(fig, tmp_path / "b.png", dpi=300)
+    fig.savefig(tmp_path / "plain.png")
+    plt.close(fig)
+    assert png_measures(tmp_path / "a.png") == info and info["text_px"] == pytest.approx(7 * 150 / 72, abs=0.01)
+    twice = png_measures(tmp_path / "b.png")
+    # Text and width scale together with the dpi: the size a page draws the text at does not change.
+    assert twice["width"] == pytest.approx(2 * info["width"], abs=3)
+    assert twice["text_px"] == pytest.approx(2 * info["text_px"], abs=0.02)
+    assert png_measures(tmp_path / "plain.png") is None and png_measures(tmp_path / "missing.png") is None
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.plot([1, 2], [3, 4])
+    ax.set_title("title", fontsize=7)
+    save_png(fig, tmp_path / "again.png", dpi=150)
+    plt.close(fig)
+    assert (tmp_path / "again.png").read_bytes() == (tmp_path / "a.png").read_bytes()
+
+
+def test_a_static_png_with_measures_gets_them_on_the_page_and_a_plain_one_does_not(tmp_path):
+    from sphinx.application import Sphinx
+
+    from lowrank.core.figure_measures import save_png
+
+    src = tmp_path / "src"
+    (src / "figs").mkdir(parents=True)
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.plot([1, 2], [3, 4])
+    info = save_png(fig, src / "figs" / "measured.png")
+    fig.savefig(src / "figs" / "plain.png")
+    plt.close(fig)
+    (src / "index.rst").write_text("Page\n====\n\n.. figure:: figs/measured.png\n\n   One.\n\n"
+                                   ".. figure:: figs/plain.png\n\n   Two.\n", encoding="utf8")
+    ext = Path(book_figures.__file__).parent
+    (src / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ext)!r})\nextensions = ['book_figures']\n",
+                                 encoding="utf8")
+    out = tmp_path / "html"
+    Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html", status=None, warning=None,
+           freshenv=True).build()
+    page = (out / "index.html").read_text(encoding="utf8")
+    assert page.count('<picture class="book-figure"') == 1 and "<source" not in page
+    assert f'data-width="{info["width"]}" data-text-px="{info["text_px"]}"' in page
+    assert 'data-text-px' not in page[page.find("plain.png") - 300:page.find("plain.png")]

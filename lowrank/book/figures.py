@@ -31,6 +31,10 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import ScaledTranslation
 
+from ..core.figure_measures import (MAX_OVERLAPS_KEPT, drawn_extent, plot_fraction, smallest_text_px,
+                                    text_overlaps)
+from ..core.figure_measures import png_width as _png_width
+
 __all__ = ["NARROW_WIDTH", "MIN_TEXT_PX", "MIN_PLOT_FRAC", "PHONE_COLUMN_PX", "META_KEY", "NARROW_ATTR",
            "smallest_text_px", "plot_fraction", "drawn_extent", "text_overlaps", "narrow_copy", "narrow_variant",
            "render_png", "figure_png", "shown_text_px", "install"]
@@ -48,108 +52,7 @@ NARROW_ATTR = "lowrank_narrow"  # a figure attribute: a function of no arguments
 # The plotting area (the axes, side by side or stacked) takes at least this share of a figure's width:
 # a chart whose labels, legend or margins take more leaves its data too small to read.
 MIN_PLOT_FRAC = 0.5
-MAX_OVERLAPS_KEPT = 5  # overlapping text pairs recorded per variant: enough to name the problem
 PANEL_HEIGHT = 3.2          # inches: the least height of one stacked panel (room for a long y label)
-
-
-def smallest_text_px(fig: Figure) -> float:
-    """The size of the smallest visible, non-empty text of ``fig``, in pixels of its 1x rendering."""
-    fig.canvas.draw()  # tick labels exist only once drawn
-    sizes = [t.get_fontsize() for t in fig.findobj(Text)
-             if t.get_visible() and t.get_text().strip() and _drawn(t)]
-    if not sizes:
-        return float("inf")
-    return min(sizes) * fig.dpi / 72.0
-
-
-def plot_fraction(fig: Figure) -> float:
-    """The share of the saved figure's width (tight bounding box and its padding, as
-    :func:`render_png` saves it) that its axes cover, their horizontal extents merged."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    boxes = sorted((b.x0, b.x1) for b in (ax.get_window_extent(renderer) for ax in fig.axes
-                                          if ax.get_visible()) if b.width > 0)
-    if not boxes:
-        return 0.0
-    covered, (start, end) = 0.0, boxes[0]
-    for x0, x1 in boxes[1:]:
-        if x0 > end:
-            covered, start, end = covered + end - start, x0, x1
-        else:
-            end = max(end, x1)
-    covered += end - start
-    pad = plt.rcParams["savefig.pad_inches"] if plt.rcParams["savefig.pad_inches"] != "layout" else 0.0
-    width = fig.get_tightbbox(renderer).width * fig.dpi + 2 * float(pad) * fig.dpi
-    return covered / width
-
-
-def drawn_extent(text: Text, renderer):
-    """The extent of ``text`` with its box, if it has one: the text's extent grown by the box's pad
-    (a box patch's own extent is not reliable for annotations, whose patch lives in offset space)."""
-    extent = text.get_window_extent(renderer)
-    patch = text.get_bbox_patch()
-    if patch is None:
-        return extent
-    pad = getattr(patch.get_boxstyle(), "pad", 0.0) * text.get_fontsize() * text.get_figure().dpi / 72
-    return extent.expanded(1.0, 1.0).padded(pad)
-
-
-def _undrawn_ticks(fig: Figure) -> set[int]:
-    """ids of the tick labels an axis keeps but does not draw: those of ticks outside its view
-    (compared in the axis' scale, so that a log axis' ticks are judged by position, not value)."""
-    import numpy as np
-
-    out = set()
-    for ax in fig.axes:
-        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
-            scale = axis.get_transform()
-            lo, hi = sorted(scale.transform(np.asarray(lim, float)))
-            slack = 1e-9 * (hi - lo)
-            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
-                at = scale.transform(np.asarray([tick.get_loc()], float))[0]
-                if not lo - slack <= at <= hi + slack:
-                    out |= {id(tick.label1), id(tick.label2)}
-    return out
-
-
-def text_overlaps(fig: Figure) -> list[tuple[str, str]]:
-    """Pairs of visible texts of ``fig`` drawn over each other (their boxes, or their extents, meet
-    by more than a pixel each way): tick labels that collide, counts crammed into a bar, a label on a
-    legend. A legend's own texts and its title are one block and not compared with each other."""
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    legends = [lg for ax in fig.axes for lg in [ax.get_legend()] if lg is not None] + list(fig.legends)
-    skip = {id(t) for lg in legends for t in (*lg.get_texts(), lg.get_title())} | _undrawn_ticks(fig)
-    items = []
-    for t in fig.findobj(Text):
-        if not (t.get_visible() and t.get_text().strip() and _drawn(t)) or id(t) in skip:
-            continue
-        items.append((t.get_text(), drawn_extent(t, renderer)))
-    for lg in legends:
-        if lg.get_visible():
-            items.append((f"legend {lg.get_title().get_text()!r}".strip(), lg.get_window_extent(renderer)))
-    out = []
-    for i, (a, box_a) in enumerate(items):
-        for b, box_b in items[i + 1:]:
-            w = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
-            h = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
-            if w > 1 and h > 1:
-                out.append((a, b))
-    return out
-
-
-def _drawn(text: Text) -> bool:
-    # Tick labels outside the view limits are kept by matplotlib but not drawn.
-    axes = text.axes
-    if axes is None or text.get_figure() is None:
-        return True
-    window = text.get_window_extent()
-    figbox = text.get_figure().bbox
-    return window.width > 0 and window.x1 >= figbox.x0 - 1 and window.x0 <= figbox.x1 + 1
-
-
-def _png_width(png: bytes) -> int:
-    return struct.unpack(">I", png[16:20])[0]
 
 
 def render_png(fig: Figure) -> bytes:

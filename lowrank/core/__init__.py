@@ -6,4 +6,5 @@ progress    progress bars that stay out of notebook outputs
 commands    the one dialect of every command that does not finish (one-line errors, exit statuses)
 glued       values a chapter glued, read back out of its executed notebook
 provenance  where a result came from: git revision, code hash, date, machine
+figure_measures  whether a drawn figure reads on a phone: its smallest text, plot share, overlaps
 """

@@ -74,49 +74,64 @@ def head_summary(table: pd.DataFrame, head_dim: int, *, causal: bool = False, gr
     return out
 
 
+# Drawn for a phone first: 4.2 in wide with no text under 10 pt reads at 9 px or more in a 350 px
+# column, and stays legible on a desktop page.
+FIGURE_WIDTH_IN = 4.2
+FIGURE_PT = 10
+
+
 def _figures(summary: pd.DataFrame, folder: Path, title: str) -> None:
+    import textwrap
+
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    from ..core.figure_measures import save_png
+
+    title = textwrap.fill(title, 44)
     n_max = int(summary["n"].max())
     top = summary[summary["n"] == n_max]
     layers, heads = int(top["layer"].max()) + 1, int(top["head"].max()) + 1
-    fig, axes = plt.subplots(1, 2, figsize=(8, 0.4 * layers + 2.2), constrained_layout=True)
-    for ax, (col, label) in zip(axes, (("logit_rank", r"logit rank / $d_h$"),
-                                       ("rank_A_over_n_float32", r"rank$(A)$ / $n$ (float32 tol.)"))):
-        grid = np.full((layers, heads), np.nan)
-        scale = top["d_h"] if col == "logit_rank" else 1
-        for (l, h), v in zip(top[["layer", "head"]].to_numpy(), (top[col] / scale).to_numpy()):
-            grid[l, h] = v
-        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set(xlabel="head", ylabel="layer", title=f"{label}, $n$ = {n_max}")
-        fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.suptitle(title, fontsize="medium")
-    for ext in ("png", "svg"):
-        fig.savefig(folder / f"heads.{ext}", dpi=150)
-    plt.close(fig)
+    with plt.rc_context({"font.size": FIGURE_PT, "axes.titlesize": FIGURE_PT, "axes.labelsize": FIGURE_PT,
+                         "xtick.labelsize": FIGURE_PT, "ytick.labelsize": FIGURE_PT, "legend.fontsize": FIGURE_PT}):
+        panel = min(0.25 * layers + 1.4, 6.0)
+        fig, axes = plt.subplots(2, 1, figsize=(FIGURE_WIDTH_IN, 2 * panel + 0.5), constrained_layout=True)
+        for ax, (col, label) in zip(axes, (("logit_rank", r"logit rank / $d_h$"),
+                                           ("rank_A_over_n_float32", r"rank$(A)$ / $n$ (float32 tol.)"))):
+            grid = np.full((layers, heads), np.nan)
+            scale = top["d_h"] if col == "logit_rank" else 1
+            for (l, h), v in zip(top[["layer", "head"]].to_numpy(), (top[col] / scale).to_numpy()):
+                grid[l, h] = v
+            im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+            ax.set(xlabel="head", ylabel="layer", title=f"{label}, $n$ = {n_max}")
+            fig.colorbar(im, ax=ax, shrink=0.9)
+        fig.suptitle(title)
+        save_png(fig, folder / "heads.png")
+        fig.savefig(folder / "heads.svg", bbox_inches="tight")
+        plt.close(fig)
 
-    by_n = summary.groupby("n").median(numeric_only=True).reset_index()
-    n = by_n["n"].to_numpy()
-    fig, ax = plt.subplots(figsize=(6, 3.8), constrained_layout=True)
-    # Markers keep the reference curves visible when only one length was probed.
-    ax.plot(n, n, ":_", color="0.5", ms=14, label=r"$n$")
-    if by_n["barrier_fraction"].notna().any():
-        ax.plot(n, by_n["barrier_fraction"] * n, "--_", color="0.3", ms=14, label=r"$n(1-(1-1/n)^n)$")
-    else:
-        ax.plot(n, by_n["causal_fraction"] * n, "--_", color="0.3", ms=14, label=r"$(n+1)/2$ (causal)")
-    ax.axhline(int(summary["d_h"].iloc[0]), color="C3", lw=1, label=r"$d_h$")
-    ax.plot(n, by_n["logit_rank"], "o-", label=r"rank$(S)$")
-    ax.plot(n, by_n["rank_A_over_n"] * n, "s-", label=r"rank$(A)$, float64 tol.")
-    ax.plot(n, by_n["rank_A_over_n_float32"] * n, "^-", label=r"rank$(A)$, float32 tol.")
-    ax.plot(n, by_n["hardmax_over_n"] * n, "D-", label="hardmax rank")
-    ax.set(xlabel=r"sequence length $n$", ylabel="rank (median over heads)", title=title)
-    ax.legend(fontsize="small", loc="upper left")
-    for ext in ("png", "svg"):
-        fig.savefig(folder / f"ranks_vs_n.{ext}", dpi=150)
-    plt.close(fig)
+        by_n = summary.groupby("n").median(numeric_only=True).reset_index()
+        n = by_n["n"].to_numpy()
+        fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 4.8), constrained_layout=True)
+        # Markers keep the reference curves visible when only one length was probed.
+        ax.plot(n, n, ":_", color="0.5", ms=14, label=r"$n$")
+        if by_n["barrier_fraction"].notna().any():
+            ax.plot(n, by_n["barrier_fraction"] * n, "--_", color="0.3", ms=14, label=r"$n(1-(1-1/n)^n)$")
+        else:
+            ax.plot(n, by_n["causal_fraction"] * n, "--_", color="0.3", ms=14, label=r"$(n+1)/2$ (causal)")
+        ax.axhline(int(summary["d_h"].iloc[0]), color="C3", lw=1, label=r"$d_h$")
+        ax.plot(n, by_n["logit_rank"], "o-", label=r"rank$(S)$")
+        ax.plot(n, by_n["rank_A_over_n"] * n, "s-", label=r"rank$(A)$, float64 tol.")
+        ax.plot(n, by_n["rank_A_over_n_float32"] * n, "^-", label=r"rank$(A)$, float32 tol.")
+        ax.plot(n, by_n["hardmax_over_n"] * n, "D-", label="hardmax rank")
+        ax.set(xlabel=r"sequence length $n$", ylabel="rank (median over heads)", title=title)
+        # Below the axes: seven entries inside them would cover the curves on a narrow figure.
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+        save_png(fig, folder / "ranks_vs_n.png")
+        fig.savefig(folder / "ranks_vs_n.svg", bbox_inches="tight")
+        plt.close(fig)
 
 
 def _fmt(x: float) -> str:

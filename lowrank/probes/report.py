@@ -204,11 +204,15 @@ def _report(summary: pd.DataFrame, info: dict, prov: dict, found: dict) -> str:
         if info["gqa_groups"] > 1 else ""
     note = f" {info['note'][0].upper()}{info['note'][1:]}." if info.get("note") else ""
     mask = " A causal mask is applied." if causal else ""
+    checkpoint = (f"The book's model `{info['name']}` ({info['model_type']}; weights hash in `provenance.json`)"
+                  if info.get("name") else
+                  f"Checkpoint `{Path(info['path']).name}` ({info['model_type']}; full path and weights hash in "
+                  f"`provenance.json`)")
     return f"""# Attention ranks of {info['architecture']}
 
 **{found['conclusion']}**
 
-Checkpoint `{Path(info['path']).name}` ({info['model_type']}; full path and weights hash in `provenance.json`): {info['layers']} layers, {info['heads']} heads of
+{checkpoint}: {info['layers']} layers, {info['heads']} heads of
 head size d_h = {d_h}{gqa};{mask}{note} Run in {prov['dtype']} on {prov['device']}, inputs: {source},
 {inputs['windows']} windows (seed {inputs['seed']}). Probabilities recomputed in float64 matched the
 model's own to {diff} (max abs; tolerance {check['atol']:g}). lowrank {prov['lowrank_version']},

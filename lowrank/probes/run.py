@@ -235,8 +235,9 @@ def load_packaged_model(name: str, *, device: str = "cpu", dtype: str = "float32
     heads = int(config.num_attention_heads)
     head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // heads)
     kv = int(getattr(config, "num_key_value_heads", None) or heads)
+    # The name and the weights' sha256 identify a packaged model; where it sits on this machine does not.
     info = CheckpointInfo(
-        path=str(weights.parent), model_type=config.model_type, architecture=type(model).__name__,
+        path=f"packaged model {name}", model_type=config.model_type, architecture=type(model).__name__,
         layers=int(config.num_hidden_layers), heads=heads, head_dim=head_dim, kv_heads=kv, gqa_groups=heads // kv,
         max_positions=max_tokens(config), vision=False, weights={weights.name: spec.sha256} if spec.sha256 else
         _weights_sha256(weights.parent), causal=is_causal(model), name=name, note=spec.note)

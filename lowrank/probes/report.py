@@ -213,7 +213,7 @@ def _report(summary: pd.DataFrame, info: dict, prov: dict, found: dict) -> str:
 **{found['conclusion']}**
 
 {checkpoint}: {info['layers']} layers, {info['heads']} heads of
-head size d_h = {d_h}{gqa};{mask}{note} Run in {prov['dtype']} on {prov['device']}, inputs: {source},
+head size d_h = {d_h}{gqa}.{mask}{note} Run in {prov['dtype']} on {prov['device']}, inputs: {source},
 {inputs['windows']} windows (seed {inputs['seed']}). Probabilities recomputed in float64 matched the
 model's own to {diff} (max abs; tolerance {check['atol']:g}). lowrank {prov['lowrank_version']},
 revision {prov['git_revision']}.

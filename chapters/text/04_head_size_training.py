@@ -151,7 +151,7 @@ plt.close(fig)
 # ```{glue:figure} ch04_fig_curves
 # :name: fig-ch04-curves
 #
-# Validation loss during training at fixed width, mean over seeds: standard heads (left, the head shrinks as heads are added) and a fixed head size (right).
+# Validation loss during training at fixed width, mean over seeds, every point on the same validation sample (a quarter of the tokens the final losses use; the final evaluation is not drawn): standard heads (left, the head shrinks as heads are added) and a fixed head size (right).
 # ```
 #
 # {numref}`fig-ch04-heads` shows the final validation perplexities.
@@ -275,7 +275,7 @@ plt.close(fig)
 # ```{glue:figure} ch04_fig_long_curves
 # :name: fig-ch04-long-curves
 #
-# The long sweep at fixed width: validation loss during training, mean over seeds, for standard heads ($d_h = d/h$, left) and the fixed head size (right).
+# The long sweep at fixed width: validation loss during training, mean over seeds, every point on the same validation sample (a quarter of the tokens the final losses use; the final evaluation is not drawn), for standard heads ($d_h = d/h$, left) and the fixed head size (right).
 # ```
 #
 # {numref}`fig-ch04-long-recovery` follows the fixed-head model with the most heads through training, against the best standard model and the standard model with as many heads, seed by seed.

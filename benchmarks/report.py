@@ -180,13 +180,12 @@ def scaling_plot(path: Path, row: Result) -> None:
     import matplotlib.pyplot as plt
 
     from lowrank.book.plotting import grey_safe_lines, legend_below, subplots, use_style
-    from lowrank.core.figure_measures import save_png
+    from lowrank.core.figure_measures import phone_fonts, save_png
 
     use_style()
     points, slopes = row.extra["points"], row.extra["slopes"]
     methods = list(slopes)
-    with plt.rc_context({k: 10 for k in ("font.size", "axes.titlesize", "axes.labelsize", "xtick.labelsize",
-                                         "ytick.labelsize", "legend.fontsize")}):
+    with plt.rc_context(phone_fonts(10)):
         fig, axes = subplots(width=4.2, height=3.6)
         ax = axes[0, 0]
         for method, style in zip(methods, grey_safe_lines(len(methods))):

@@ -88,14 +88,13 @@ def _figures(summary: pd.DataFrame, folder: Path, title: str) -> None:
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from ..core.figure_measures import save_png
+    from ..core.figure_measures import phone_fonts, save_png
 
     title = textwrap.fill(title, 44)
     n_max = int(summary["n"].max())
     top = summary[summary["n"] == n_max]
     layers, heads = int(top["layer"].max()) + 1, int(top["head"].max()) + 1
-    with plt.rc_context({"font.size": FIGURE_PT, "axes.titlesize": FIGURE_PT, "axes.labelsize": FIGURE_PT,
-                         "xtick.labelsize": FIGURE_PT, "ytick.labelsize": FIGURE_PT, "legend.fontsize": FIGURE_PT}):
+    with plt.rc_context(phone_fonts(FIGURE_PT)):
         panel = min(0.25 * layers + 1.4, 6.0)
         fig, axes = plt.subplots(2, 1, figsize=(FIGURE_WIDTH_IN, 2 * panel + 0.5), constrained_layout=True)
         for ax, (col, label) in zip(axes, (("logit_rank", r"logit rank / $d_h$"),

@@ -111,6 +111,32 @@ def test_bad_command_line_exits_2(tmp_path, capsys):
     assert "shard" in capsys.readouterr().err
 
 
+def test_the_command_says_what_is_left_then_each_run_it_stores(tmp_path, fake_sweep, capsys):
+    """A store grown in the background says in its log how far it is and what each stored run was."""
+    store = tmp_path / "budget.jsonl"
+    B.run(store)
+    lines = store.read_text().splitlines()
+    total = B.read(store)["planned"]["distinct"]
+    assert B.read(store)["n_records"] == total == len(lines)
+    store.write_text("\n".join(lines[:-2]) + "\n")
+    gone = [json.loads(line) for line in lines[-2:]]
+    capsys.readouterr()
+    assert B.main(["--store", str(store), "--workers", "2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3, out
+    assert out[0][5:] == (f" {total - 2} of {total} planned runs stored; 2 left, about 0.0 CPU-hours (0.0 hours on 2 "
+                          "workers) at each model's measured time per step")
+    for line in out[1:]:
+        assert " stored " in line and ", seed " in line and ", rate " in line and " steps in 0 min; " in line
+    stored = sorted(line.split(" stored ")[1].split(" in ")[0] for line in out[1:])
+    labels = {run_key(c): lab["model"] for g in (B.fair.lr_grid(), *B.fair.fair_grids(B._latest(store))[1:])
+              for lab, c in g}
+    expect = sorted(f"{labels[r['key']]}, seed {r['config']['seed']}, rate {r['config']['lr']:g}, "
+                    f"{r['config']['steps']:,} steps" for r in gone)
+    assert stored == expect
+    assert out[-1].endswith(f"; {total} of {total} planned runs stored; none left")
+
+
 def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
     import matplotlib
     matplotlib.use("Agg")

@@ -46,6 +46,24 @@ def test_sweep_runs_each_key_once_and_returns_tidy_frame(tmp_path):
     pd.testing.assert_frame_equal(again, df)
 
 
+def test_each_stored_run_is_reported_in_this_process_and_its_line_printed(tmp_path, capsys):
+    seen = []
+
+    def on_stored(key):
+        assert key in ResultStore(tmp_path / "s.jsonl").keys()  # reported once its record is stored
+        seen.append(key)
+        return f"stored {key}" if len(seen) == 1 else None
+
+    configs = [{"n_heads": h, "seed": 0} for h in (1, 2)]
+    sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path, progress=False,
+          on_stored=on_stored)
+    assert seen == [run_key(c) for c in configs]
+    assert capsys.readouterr().out == f"stored {seen[0]}\n"
+    sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path, progress=False,
+          on_stored=on_stored)
+    assert len(seen) == 2  # nothing left to run, nothing reported
+
+
 def test_shards_split_the_work_and_share_the_store(tmp_path):
     configs = [{"n_heads": h, "seed": s} for h in range(1, 8) for s in (0, 1)]
     store = tmp_path / "s.jsonl"
@@ -153,9 +171,11 @@ def test_default_runner_trains_and_resumes_through_the_store(tmp_path, tiny_corp
 @pytest.mark.slow
 def test_workers_run_in_parallel_processes_into_one_store(tmp_path):
     configs = [{"n_heads": h, "seed": 0} for h in range(1, 5)]
+    seen = []
     df = sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path,
-               progress=False, workers=2)
+               progress=False, workers=2, on_stored=seen.append)
     assert sorted(df.val_ppl) == sorted(100.0 / h for h in range(1, 5))
+    assert sorted(seen) == sorted(run_key(c) for c in configs)  # each worker's run reported here, once
     assert len(ResultStore(tmp_path / "s.jsonl").records()) == 4
     with pytest.raises(ValueError, match="workers"):
         sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, progress=False, workers=0)

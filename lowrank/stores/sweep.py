@@ -36,6 +36,7 @@ import json
 import math
 import multiprocessing as mp
 import os
+import sys
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable
@@ -426,10 +427,18 @@ def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path,
     return key
 
 
+def _report(on_stored: Callable[[str], str | None] | None, key: str) -> None:
+    line = on_stored(key) if on_stored is not None else None
+    if line:
+        tqdm.write(line)
+        sys.stdout.flush()
+
+
 def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike | None = None,
           shard: tuple[int, int] = (0, 1), runs_dir: str | os.PathLike | None = None,
           run_fn: Callable[..., dict] = train_run, progress: bool = True, workers: int = 1,
-          root: str | os.PathLike | None = None, devices=None) -> pd.DataFrame:
+          root: str | os.PathLike | None = None, devices=None,
+          on_stored: Callable[[str], str | None] | None = None) -> pd.DataFrame:
     """Run every config not yet in the store (this shard's share); return all their results.
 
     Args:
@@ -444,6 +453,9 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
             torch thread per run (``num_threads=1``) and one worker per core.
         devices: one device per worker (:func:`parse_devices`; default ``$LOWRANK_DEVICES``):
             as many workers as devices, each pinned to its own.
+        on_stored: called in this process with each run's key once its record is in the store;
+            a line it returns is printed to stdout (above a progress bar, flushed), so a sweep
+            logged to a file says what it has done.
 
     Returns:
         tidy DataFrame, one row per config of the sweep that has a result in the store (from
@@ -476,6 +488,7 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
         for k in todo:
             _run_and_store(run_fn, unique[k], k, experiment, st.path, runs / k)
             bar.update(1)
+            _report(on_stored, k)
     else:
         ctx = mp.get_context("spawn")  # fork is unsafe once torch has started its thread pools
         with contextlib.ExitStack() as stack:
@@ -491,8 +504,9 @@ def sweep(configs: Iterable[dict], *, experiment: str, store: str | os.PathLike 
                                    os.getpid()) for k in todo]
             try:
                 for fut in as_completed(futures):
-                    fut.result()  # re-raises a failed run's exception here
+                    key = fut.result()  # re-raises a failed run's exception here
                     bar.update(1)
+                    _report(on_stored, key)
             except KeyboardInterrupt:
                 # Ctrl-C or SIGTERM: leaving the pool would wait for every queued run, the rest of the
                 # grid; instead none starts and the running ones stop now (each resumes from its checkpoint).

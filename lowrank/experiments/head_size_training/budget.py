@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -54,7 +55,7 @@ from .rules import MAX_SEEDS, POWER_SEEDS, required_seeds
 __all__ = ["BASE", "MODELS", "ROWS", "BUDGET_STEPS", "SEEDS", "LR_CHECK_RATES", "LR_CHECK_STEPS",
            "FACTORIAL_STEPS", "FACTORIAL_LR", "MIN_TIMED_RUNS", "seconds_per_step", "TOKENIZERS", "INITS", "EXPERIMENT", "RESUME_COMMAND",
            "design", "lr_check_grid", "budget_grid", "factorial_grid", "choose_rate", "run", "read",
-           "comparisons", "factorial_effects", "manifest_path", "main", "STEP_COST_S", "estimate_s", "EXTENDED_STEPS",
+           "comparisons", "factorial_effects", "manifest_path", "main", "status_line", "stored_line", "STEP_COST_S", "estimate_s", "EXTENDED_STEPS",
            "EXTENDED_MODELS", "TABLE2B_MODELS", "FIG4_MODELS", "ALL_MODELS", "ROW_STEPS", "power_grid", "extension_grid",
            "table2b_grid", "fig4_grid", "reestimate_grid", "row_seeds", "planned_seeds", "planning_sd",
            "added_grids"]
@@ -231,8 +232,34 @@ def choose_rate(check: pd.DataFrame) -> tuple[float | None, pd.DataFrame | None]
     return choose_lr(check)
 
 
-def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = False, workers: int = 1) -> None:
-    """Train every missing run of the three grids into ``store`` (resumable, in the stated order)."""
+def status_line(store: str | os.PathLike, workers: int = 1) -> str:
+    """'356 of 430 planned runs stored; 74 left, about 15.0 CPU-hours (7.5 hours on 2 workers) at each
+    model's measured time per step': the estimate chapter 04 prints, from :func:`read` (each model's
+    median time per step in the store, or :data:`STEP_COST_S` until it has :data:`MIN_TIMED_RUNS` runs)."""
+    got = read(store)
+    left, hours = got["left_runs"], got["left_cpu_s"] / 3600
+    if not left:
+        return f"{got['n_records']} of {got['planned']['distinct']} planned runs stored; none left"
+    wall = f" ({hours / workers:.1f} hours on {workers} workers)" if workers > 1 else ""
+    return (f"{got['n_records']} of {got['planned']['distinct']} planned runs stored; {left} left, about "
+            f"{hours:.1f} CPU-hours{wall} at each model's measured time per step")
+
+
+def stored_line(store: str | os.PathLike, labels: Mapping[str, dict], key: str, workers: int = 1) -> str:
+    """'16:40 stored fixed h = 32, seed 5, rate 0.005, 8,000 steps in 14 min; ' and :func:`status_line`."""
+    rec = _latest(Path(store)).get(key, {})
+    cfg, lab = rec.get("config", {}), labels.get(key, {})
+    what = ", ".join(x for x in (lab.get("model", ""), f"seed {cfg['seed']}" if "seed" in cfg else "",
+                                 f"rate {cfg['lr']:g}" if "lr" in cfg else "",
+                                 f"{cfg['steps']:,} steps" if "steps" in cfg else "") if x)
+    took = f" in {rec['wall_s'] / 60:.0f} min" if rec.get("wall_s") else ""
+    return f"{time.strftime('%H:%M')} stored {what or key}{took}; {status_line(store, workers)}"
+
+
+def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = False, workers: int = 1,
+        report: bool = False) -> None:
+    """Train every missing run of the three grids into ``store`` (resumable, in the stated order);
+    ``report``: print a line as each run is stored (:func:`stored_line`)."""
     store = Path(store)
     store.parent.mkdir(parents=True, exist_ok=True)
     manifest_path(store).write_text(json.dumps(design(), indent=1, sort_keys=True) + "\n")
@@ -240,8 +267,10 @@ def run(store: str | os.PathLike, *, shard: str | None = None, progress: bool = 
     part = parse_shard(shard)
 
     def go(grid):
+        labels = {run_key(c): lab for lab, c in grid}
+        on_stored = (lambda key: stored_line(store, labels, key, workers)) if report else None
         sweep([c for _, c in grid], experiment=EXPERIMENT, store=store, runs_dir=runs_dir, progress=progress,
-              shard=part, workers=workers)
+              shard=part, workers=workers, on_stored=on_stored)
 
     go(lr_check_grid())
     lr, _ = choose_rate(read(store)["lr_check"])
@@ -386,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = OneLineParser(prog=prog, description="Train chapter 04's budget store (resumable by run key).")
     ap.add_argument("--store", required=True, help="the results store (.jsonl) to append to")
     ap.add_argument("--shard", default=None, help="i/N: train only this share of every grid")
-    ap.add_argument("--progress", action="store_true")
+    ap.add_argument("--progress", action="store_true", help="a progress bar per grid (on a terminal)")
     ap.add_argument("--workers", type=int, default=1, help="runs in parallel, one process and one core each")
     ap.add_argument("--debug", action="store_true", help="show Python tracebacks")
     try:
@@ -413,8 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     if a.workers < 1:
         return say(f"error: --workers must be a positive int, got {a.workers}", 2)
     try:
+        print(f"{time.strftime('%H:%M')} {status_line(store, a.workers)}", flush=True)
         with signals_interrupt():
-            run(store, shard=a.shard, progress=a.progress, workers=a.workers)
+            run(store, shard=a.shard, progress=a.progress, workers=a.workers, report=True)
     except KeyboardInterrupt as e:
         return say(f"{interrupt_words(e)}; the finished runs are in {store}, and the same command resumes",
                    interrupt_status(e))

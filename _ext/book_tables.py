@@ -7,6 +7,9 @@
   or header is typeset by MathJax (as in Jupyter). Padding, header and
   row rules come from ``book_ui.css``, so no chapter styles a table itself. Tables written in
   markdown get the same classes.
+- **Formulas in pasted values.** A value pasted into prose (``{glue:text}``) that holds a formula
+  the book writes in plain text in code ("c (ln n)^beta", "d_h", "floor(n/2)":
+  ``lowrank.book.plain_maths``) has it typeset as inline maths, like the prose's ``$...$`` around it.
 - **Numbered captions.** A ``table-caption`` directive placed right after the code cell that prints
   a table (at the top of the next markdown cell) becomes that table's caption, set above it and
   numbered with the book's figures' scheme ("Table 3.2"); ``:name:`` makes it referable with
@@ -31,6 +34,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from lowrank.book.plain_maths import parts as plain_maths_parts
 from lowrank.book.plain_maths import typeset as typeset_plain_maths
 
 logger = logging.getLogger(__name__)
@@ -159,8 +163,10 @@ def style_tables(doctree: nodes.document) -> int:
             continue
         text = inline.astext()
         new_text = times_ten(text)
-        if new_text != text:
-            inline.children = [nodes.Text(new_text)]
+        pieces = plain_maths_parts(new_text)
+        if new_text != text or any(tex for _, tex in pieces):
+            # a formula pasted into prose is typeset like the prose's own $...$ around it
+            inline.children = [nodes.math(tex, tex) if tex else nodes.Text(piece) for piece, tex in pieces]
             changed += 1
     return changed
 

@@ -160,3 +160,34 @@ def test_plain_text_formulas_in_tables_are_typeset(text, header, expected):
 def test_a_table_with_formulas_is_handed_to_mathjax():
     out = book_tables.style_table_html(TABLE_HTML)
     assert '<table id="T" class="tex2jax_process">' in out and "heads \\(h\\)" in out
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("the data prefer c (ln n)^beta", [("the data prefer ", None), ("c (ln n)^beta", r"c\,(\ln n)^\beta")]),
+    ("n = 32, c = 10, d_h = 8", [("n = 32, c = 10, ", None), ("d_h", "d_h"), (" = 8", None)]),
+    ("at n - 1 for every n", [("at ", None), ("n - 1", "n - 1"), (" for every n", None)]),
+    ("n - 10 and head_dim and d_hx", [("n - 10 and head_dim and d_hx", None)]),  # inside a number or a name
+    ("", [("", None)]),
+])
+def test_pasted_values_are_cut_at_the_formulas_they_hold(text, expected):
+    from lowrank.book.plain_maths import parts
+    assert parts(text) == expected
+    assert "".join(piece for piece, _ in parts(text)) == text
+
+
+def test_a_pasted_value_with_a_formula_becomes_text_and_inline_maths():
+    from docutils import nodes
+    from docutils.utils import new_document
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+
+    doc = new_document("x", get_default_settings(Parser))
+    para = nodes.paragraph()
+    pasted = nodes.inline("", "", nodes.Text("the data prefer c (ln n)^beta (error 1.3e+02)"), classes=["pasted-text"])
+    plain = nodes.inline("", "", nodes.Text("c (ln n)^beta"))  # not pasted: left alone
+    para += [pasted, plain]
+    doc += para
+    assert book_tables.style_tables(doc) == 1
+    assert [type(c).__name__ for c in pasted.children] == ["Text", "math", "Text"]
+    assert pasted.children[1].astext() == r"c\,(\ln n)^\beta" and pasted.children[2].astext() == " (error 1.3 × 10²)"
+    assert plain.astext() == "c (ln n)^beta"

@@ -50,3 +50,26 @@ def typeset(text: str, header: bool = False) -> str:
         if m:
             return (f"{m.group(1)} " if m.group(1) else "") + f"\\({m.group(2)}\\)"
     return _PLAIN.sub(lambda m: f"\\({_TEX[m.group(0)]}\\)", text).replace(" -> ", " → ")
+
+
+def parts(text: str) -> list[tuple[str, str | None]]:
+    """``text`` cut at the formulas it knows, in order: (plain text, None) and (formula, its TeX).
+    A value pasted into prose ("the data prefer c (ln n)^beta") becomes text and inline maths."""
+    out: list[tuple[str, str | None]] = []
+    at = 0
+    for m in _PLAIN.finditer(text):
+        if _inside_word(text, m.start(), m.end()):
+            continue  # "n - 10", "head_dim": not the formula
+        if m.start() > at:
+            out.append((text[at:m.start()], None))
+        out.append((m.group(0), _TEX[m.group(0)]))
+        at = m.end()
+    if at < len(text) or not out:
+        out.append((text[at:], None))
+    return out
+
+
+def _inside_word(text: str, start: int, end: int) -> bool:
+    before = text[start - 1] if start else " "
+    after = text[end] if end < len(text) else " "
+    return before.isalnum() or before == "_" or after.isalnum() or after == "_"

@@ -191,3 +191,8 @@ def test_a_pasted_value_with_a_formula_becomes_text_and_inline_maths():
     assert [type(c).__name__ for c in pasted.children] == ["Text", "math", "Text"]
     assert pasted.children[1].astext() == r"c\,(\ln n)^\beta" and pasted.children[2].astext() == " (error 1.3 × 10²)"
     assert plain.astext() == "c (ln n)^beta"
+
+
+def test_a_table_formula_is_not_typeset_inside_a_number_or_a_name():
+    assert book_tables.typeset_plain_maths("n - 10 and head_dim") == "n - 10 and head_dim"
+    assert book_tables.typeset_plain_maths("n - 1 heads") == "\\(n - 1\\) heads"

@@ -49,7 +49,7 @@ def typeset(text: str, header: bool = False) -> str:
         m = _HEADER_VARIABLE.match(text.strip())
         if m:
             return (f"{m.group(1)} " if m.group(1) else "") + f"\\({m.group(2)}\\)"
-    return _PLAIN.sub(lambda m: f"\\({_TEX[m.group(0)]}\\)", text).replace(" -> ", " → ")
+    return "".join(f"\\({tex}\\)" if tex else piece for piece, tex in parts(text)).replace(" -> ", " → ")
 
 
 def parts(text: str) -> list[tuple[str, str | None]]:

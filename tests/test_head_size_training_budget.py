@@ -137,6 +137,14 @@ def test_the_command_says_what_is_left_then_each_run_it_stores(tmp_path, fake_sw
     assert out[-1].endswith(f"; {total} of {total} planned runs stored; none left")
 
 
+def test_a_new_store_says_that_more_runs_are_planned_once_the_rates_are_chosen(tmp_path):
+    line = B.status_line(tmp_path / "new.jsonl", workers=2)
+    total = B.read(tmp_path / "new.jsonl")["planned"]["distinct"]
+    assert line.startswith(f"0 of {total} planned runs stored; {total} left, about ")
+    assert line.endswith(" on 2 workers) at each model's measured time per step; more are planned once every "
+                         "model's learning rate is chosen")
+
+
 def test_figures_and_tables_render_full_and_empty_stores(tmp_path, fake_sweep):
     import matplotlib
     matplotlib.use("Agg")

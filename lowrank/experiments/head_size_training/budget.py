@@ -238,11 +238,14 @@ def status_line(store: str | os.PathLike, workers: int = 1) -> str:
     median time per step in the store, or :data:`STEP_COST_S` until it has :data:`MIN_TIMED_RUNS` runs)."""
     got = read(store)
     left, hours = got["left_runs"], got["left_cpu_s"] / 3600
+    # a row's judged runs are planned only once its models' rates are chosen from the grid
+    more = ("; more are planned once every model's learning rate is chosen"
+            if any(r.rate is None for r in got["fair"]["rates"].values()) else "")
     if not left:
-        return f"{got['n_records']} of {got['planned']['distinct']} planned runs stored; none left"
+        return f"{got['n_records']} of {got['planned']['distinct']} planned runs stored; none left{more}"
     wall = f" ({hours / workers:.1f} hours on {workers} workers)" if workers > 1 else ""
     return (f"{got['n_records']} of {got['planned']['distinct']} planned runs stored; {left} left, about "
-            f"{hours:.1f} CPU-hours{wall} at each model's measured time per step")
+            f"{hours:.1f} CPU-hours{wall} at each model's measured time per step{more}")
 
 
 def stored_line(store: str | os.PathLike, labels: Mapping[str, dict], key: str, workers: int = 1) -> str:

@@ -64,6 +64,18 @@ def test_each_stored_run_is_reported_in_this_process_and_its_line_printed(tmp_pa
     assert len(seen) == 2  # nothing left to run, nothing reported
 
 
+def test_a_report_that_fails_says_so_and_the_sweep_goes_on(tmp_path, capsys):
+    def on_stored(key):
+        raise OSError("disk full")
+
+    configs = [{"n_heads": h, "seed": 0} for h in (1, 2)]
+    df = sweep(configs, experiment="t", store=tmp_path / "s.jsonl", run_fn=_fake_run, runs_dir=tmp_path,
+               progress=False, on_stored=on_stored)
+    assert len(df) == 2
+    assert capsys.readouterr().out.splitlines() == [
+        f"run {run_key(c)} is stored; reporting it failed: OSError: disk full" for c in configs]
+
+
 def test_shards_split_the_work_and_share_the_store(tmp_path):
     configs = [{"n_heads": h, "seed": s} for h in range(1, 8) for s in (0, 1)]
     store = tmp_path / "s.jsonl"

@@ -428,7 +428,12 @@ def _run_and_store(run_fn, config: dict, key: str, experiment: str, store: Path,
 
 
 def _report(on_stored: Callable[[str], str | None] | None, key: str) -> None:
-    line = on_stored(key) if on_stored is not None else None
+    if on_stored is None:
+        return
+    try:
+        line = on_stored(key)
+    except Exception as e:  # noqa: BLE001 - the run is stored; a failed report must not stop the sweep
+        line = f"run {key} is stored; reporting it failed: {type(e).__name__}: {e}"
     if line:
         tqdm.write(line)
         sys.stdout.flush()

@@ -151,7 +151,7 @@ def test_a_paper_without_a_thesis_or_tested_claims_says_so():
 def test_an_effect_is_rounded_to_what_the_interval_can_tell():
     said = AB.practitioner_abstract([gap_row()], {**TEST, **fields(MATCH, -0.0004, -2.0, -0.05)})
     assert said == ("Choosing `head_dim` at about equal parameters: A reached a test loss 0.0004 nats lower (95 % "
-                    "interval 0.05 to 2, 9 seeds) than B; verdict: not judged yet.",)
+                    "interval 0.05 to 2.00, 9 seeds) than B; verdict: not judged yet.",)
 
 
 def test_at_no_difference_the_first_model_stays_the_subject_and_the_interval_contains_zero():
@@ -214,6 +214,23 @@ def test_with_no_matched_row_its_comparison_is_not_judged_yet_and_the_gap_is_tol
     assert AB.practitioner_abstract([match_row()], values)[1] == (
         "Adding parameters through a fixed head size: C reached a test loss 0.05 nats lower (95 % interval 0.02 to "
         "0.08, 9 seeds) than D, but not at equal parameters.")
+
+
+def test_the_second_comparison_says_its_seeds_when_they_are_not_the_firsts():
+    """A gap measured on fewer seeds than the matched comparison must not read as if it had as many."""
+    values = {**TEST, **fields(SHARED_MATCH, -0.03, -0.05, -0.01),
+              **fields(GAP, -0.08, -0.14, -0.03, n=4, arms=("C", "D", "h = 32"), stored=31, planned=36)}
+    second = AB.practitioner_abstract([match_row(REPRODUCED), gap_row(INCONCLUSIVE)], values)[1]
+    assert second == ("Adding parameters through a fixed head size (so far): at h = 32, C reached a test loss 0.08 "
+                      "nats lower (95 % interval 0.03 to 0.14, 4 seeds) than D, but not at equal parameters.")
+    values[GAP + "test_n"] = 9
+    second = AB.practitioner_abstract([match_row(REPRODUCED), gap_row(INCONCLUSIVE)], values)[1]
+    assert "(95 % interval 0.03 to 0.14) than D" in second
+
+
+def test_both_ends_of_an_interval_are_written_to_the_same_places():
+    said = AB.practitioner_abstract([match_row(REPRODUCED)], {**TEST, **fields(MATCH, -0.053, -0.07, -0.037)})
+    assert "(95 % interval 0.037 to 0.070, 9 seeds)" in said[0]
 
 
 def test_the_shared_rate_runs_are_said_to_be_a_re_run_whatever_the_verdict():

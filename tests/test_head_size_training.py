@@ -571,3 +571,23 @@ def test_provenance_sentence_counts_what_differs_and_shortens_revisions():
     assert "on machine vm, with 2 CPU models (AMD EPYC, Intel Xeon), git revision 2e60a56, " in text
     assert text.endswith("2 code hashes (3fa41461457c243e, 7b5a9137500a8bd3) and torch 2.13.0+cpu")
     assert "((" not in text and "))" not in text
+
+
+def test_a_decided_verdicts_qualifier_is_not_given_as_its_cause(monkeypatch):
+    from lowrank.experiments.head_size_training import leads
+    from lowrank.experiments.verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, Judgement
+
+    class Stub:
+        def __init__(self, key, judgement):
+            self.key, self.judgement = key, judgement
+
+        def judge(self, H):
+            return self.judgement
+
+    monkeypatch.setattr(leads, "CLAIMS", [
+        Stub("bhojanapalli-fixed-heads-training", Judgement(REPRODUCED, "e", "the two models differ in parameters")),
+        Stub("bhojanapalli-parameter-matched", Judgement(CONTRADICTED, "e")),
+        Stub("too-few-heads-hurt", Judgement(INCONCLUSIVE, "e", "runs are missing"))])
+    assert leads.budget_verdicts({}) == (
+        "Fixed against standard heads at h = 32: reproduced; the two models differ in parameters. "
+        "Parameter-matched: contradicted. Too few heads hurt (Fig. 4): inconclusive, because runs are missing.")

@@ -551,8 +551,8 @@ for c in hs.CLAIMS:
 #
 # ## What to take away
 #
-# - **Decided** on the budget store, each claim with each model at its own learning rate, at two budgets, with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text`
-# - **At equal parameters**: {glue:text}`ch04_budget_answer`
+# - **Judged** on the budget store, each claim with each model at its own learning rate, at two budgets, with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text`
+# - {glue:text}`ch04_budget_answer`
 # - **Adding parameters through a fixed head size**: {glue:text}`ch04_budget_answer_more` At the shared rate, over the training budgets, that gap was {glue:text}`ch04_budget_trend_text` (a trend, not a verdict).
 # - **Why set-ups disagree** (the factorial at {glue:text}`ch04_budget_factorial_steps:,` steps): {glue:text}`ch04_budget_factorial_text`
 # - The paper's parameter counts are BERT-style counts with $d_{ff} = 4096$ for $d \in \{512, 1024\}$ and $3072$ for $d = 768$: {glue:text}`ch04_table_within` of {glue:text}`ch04_table_rows` rows match within {glue:text}`ch04_table_max_diff:.2f` M, and the tables with more heads or larger heads are also tables with more parameters.

@@ -157,7 +157,7 @@ print(ch.verdict_counts(tables["rows"]))
 # - If a head must be able to express an arbitrary dense attention pattern over $n$ tokens, its logits need rank close to $n$: the bottleneck is exact ({doc}`02_representation_theorem`, {doc}`03_multihead_bottleneck`). Sparse and near-permutation patterns need far less.
 # - Decoupling `head_dim` from `d_model // n_heads` is free to implement and strictly more expressive, but it costs $4\,d\,h\,d_p$ weights per layer instead of $4d^2$ ({doc}`01_attention_and_rank`, {doc}`03_multihead_bottleneck`).
 # - A measured "rank of attention" says little about a head-size bottleneck unless it names the matrix (logits or probabilities), the temperature and the tolerance ({doc}`01_attention_and_rank`, {doc}`05_rank_barrier`, {doc}`06_rank_saturation`).
-# - Whether larger heads pay off in training is an empirical question; the table's training rows give the book's answer at the scale each names in its record.
+# - Whether larger heads pay off in training is an empirical question. The answer at the top of this page gives the book's measurement at about equal parameters, then what a fixed head size buys at more parameters, each with its interval, seeds and verdict; {doc}`04_head_size_training` shows every comparison at both budgets, each model at its own learning rate.
 #
 # ## What to take away
 #

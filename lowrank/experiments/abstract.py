@@ -174,6 +174,13 @@ def _nats(x: float) -> str:
     return f"{abs(x):.3f}".rstrip("0").rstrip(".") if abs(x) >= 0.001 else f"{abs(x):.1g}"
 
 
+def _same_places(xs: Sequence[float]) -> list[str]:
+    """Numbers as :func:`_nats` writes them, all to the places the most precise needs: 0.037 to 0.070."""
+    texts = [_nats(x) for x in xs]
+    places = max(len(t.split(".")[1]) if "." in t else 0 for t in texts)
+    return [t if "e" in t else f"{abs(x):.{places}f}" for t, x in zip(texts, xs)]
+
+
 def _arms(f: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """('standard d = 112, h = 4', 'fixed h = 32 at d = 64 (d_p = 16)', ''): the row's two models, its
     loss being the first's minus the second's, and what both share ('h = 32'), as chapter 04 states
@@ -223,11 +230,15 @@ def _effect(f: Mapping[str, Any], arms: tuple[str, str, str] | None, *, seeds: b
     # the interval as magnitudes in the same direction as the effect when it excludes 0
     if lo > 0 or hi < 0:
         ends = sorted((abs(lo), abs(hi)))
-        interval = f"95 % interval {_nats(ends[0])} to {_nats(ends[1])}"
+        interval = "95 % interval {} to {}".format(*_same_places(ends))
     else:
         interval = f"95 % interval {lo:+.3f} to {hi:+.3f}, which contains 0"
     n_seeds = f", {int(n)} seeds" if seeds else ""
     return f"{a} reached a {split} loss {_nats(diff)} nats lower ({interval}{n_seeds}) than {b}"
+
+
+def _seeds(f: Mapping[str, Any]) -> float:
+    return _num(f.get(f"{f.get('split')}_n"))
 
 
 def _apart(f: Mapping[str, Any], fair: Mapping[str, Any]) -> str:
@@ -279,7 +290,7 @@ def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[st
     out = []
     f, fair, shared = _evidence(values, "match")
     effect = _effect(f, _arms(fair) or _arms(f))
-    seeds_said = effect is not None
+    seeds_said = _seeds(f) if effect is not None else None
     where = f" in {scale_phrase([match])}" if match is not None else ""
     head = f"Choosing `head_dim` at about equal parameters{_apart(f, fair)}"
     if _pending(match, shared, fair):
@@ -291,8 +302,8 @@ def practitioner_abstract(rows: Iterable, values: Mapping[str, Any]) -> tuple[st
     else:
         out.append(f"{head}: the book's comparison is {_state(match)}.")
     f, fair, shared = _evidence(values, "gap")
-    # the seeds were said with the first comparison
-    effect = _effect(f, _arms(fair) or _arms(f), seeds=not seeds_said)
+    # the seeds are said again unless the first comparison said the same number
+    effect = _effect(f, _arms(fair) or _arms(f), seeds=_seeds(f) != seeds_said)
     if effect:
         pending = _pending(gap, shared, fair)
         label = " (shared rate)" if shared else " (so far)" if pending else ""

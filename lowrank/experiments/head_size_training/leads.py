@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..verdicts import CONTRADICTED, NEGLIGIBLE, REPRODUCED
+from ..verdicts import CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, REPRODUCED
 from .rules import CLAIMS
 
 __all__ = ["REPORTED_SPLIT", "answer", "answer_more", "gap_reading", "budget_verdicts", "interval_side"]
@@ -149,5 +149,7 @@ def budget_verdicts(H: Mapping) -> str:
     out = []
     for (verdict, qualifier), names in groups.items():
         who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        out.append(f"{who}: {verdict}" + (f", because {qualifier}" if qualifier else "") + ".")
+        # an open verdict's reason says why it is open; a decided one's says what qualifies it
+        joint = ", because " if verdict == INCONCLUSIVE else "; "
+        out.append(f"{who}: {verdict}" + (f"{joint}{qualifier}" if qualifier else "") + ".")
     return " ".join(out)

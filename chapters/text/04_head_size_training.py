@@ -18,7 +18,7 @@
 #
 # {glue:text}`ch04_budget_answer`
 #
-# {glue:text}`ch04_budget_answer_more` Over the training budgets at the shared rate, standard minus fixed validation loss at $h$ = 32 was {glue:text}`ch04_budget_trend_text`: a trend, not a verdict, and nothing beyond the largest budget is measured. This chapter reproduces the paper's parameter counts and re-runs its head-size experiments as causal language models on Shakespeare's plays: a small grid live on this page, and the paper's training claims decided on stored CPU runs ({ref}`sec-ch04-decided`) by one rule registered in the rules ledger before those runs, with enough seeds for a 95 % interval of about ±{glue:text}`ch04_budget_margin` nats.
+# {glue:text}`ch04_budget_answer_more` This chapter reproduces the paper's parameter counts and re-runs its head-size experiments as causal language models on Shakespeare's plays: a small grid live on this page, and the paper's training claims decided on stored CPU runs ({ref}`sec-ch04-decided`) by one rule registered in the rules ledger before those runs, with enough seeds for a 95 % interval of about ±{glue:text}`ch04_budget_margin` nats.
 #
 
 # %% tags=["parameters", "hide-input"]

@@ -117,7 +117,7 @@ test: setup data
 	$(BIN)/python -m pytest -q --nbval-lax --nbval-kernel-name python3 chapters/
 	$(BIN)/python tools/render_book.py _build/test
 	tools/ensure_chromium.sh
-	LOWRANK_BOOK_HTML=_build/test/_build/html $(BIN)/python -m pytest -q -m browser tests/test_browser.py
+	LOWRANK_BOOK_HTML=_build/test/_build/html $(BIN)/python -m pytest -q -m browser tests/browser
 
 # Not part of `make test`: about 2,400 mutants, each run against the selected tests that reach it.
 # It starts from a fresh mutants/ so that the score is that of the code as it is now.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make headless Chromium available for the browser test (tests/test_browser.py).
+# Make headless Chromium available for the browser tests (tests/browser).
 #
 # The test drives Debian's `chromium` package at /usr/bin/chromium (or $CHROMIUM) through
 # Playwright; no browser is ever downloaded by Playwright itself. When the binary is missing, this

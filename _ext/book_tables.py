@@ -49,6 +49,14 @@ ROW = re.compile(r"<tr\b.*?</tr>", re.DOTALL)
 TAG = re.compile(r"<[^>]+>")
 DOLLARS = re.compile(r"(?<![\\$])\$([^$<>\n]+?)\$(?!\$)")
 TABLE_TAG = re.compile(r"<table\b([^>]*)>")
+NBSP = "\u00a0"
+TEX_SPAN = re.compile(r"(\\\(.*?\\\))")
+# A name and its value ("h = 32", "\(d_p\) = 64") and a count ("18 of 18") stay on one line; a cell still
+# wraps between words ("standard h = 32 / minus fixed h = 32") and after an interval's comma, so wide
+# tables still fit.
+EQUALS = re.compile(r"(?<=[\w)])\s=\s(?=[-+−]?\d)")
+COUNT = re.compile(r"(?<=\d)\sof\s(?=\d)")
+EQUALS_AFTER_TEX = re.compile(r"^\s=\s(?=[-+−]?\d)")
 
 
 def times_ten(text: str) -> str:
@@ -64,6 +72,15 @@ def times_ten(text: str) -> str:
 
 def is_numeric(text: str) -> bool:
     return bool(NUMERIC.match(" ".join(text.split())))
+
+
+def keep_together(text: str) -> str:
+    """``text`` with non-breaking spaces in "name = value" and "18 of 18", never inside TeX."""
+    pieces = TEX_SPAN.split(text)
+    for i in range(0, len(pieces), 2):
+        piece = COUNT.sub(f"{NBSP}of{NBSP}", EQUALS.sub(f"{NBSP}={NBSP}", pieces[i]))
+        pieces[i] = EQUALS_AFTER_TEX.sub(f"{NBSP}={NBSP}", piece) if i else piece
+    return "".join(pieces)
 
 
 def _add_class(attrs: str, cls: str) -> str:
@@ -84,7 +101,7 @@ def style_table_html(html: str) -> str:
         inner = m.group(4)
         if "<" not in inner:
             inner = DOLLARS.sub(lambda d: f"\\({d.group(1)}\\)", times_ten(inner))
-            inner = typeset_plain_maths(inner, header=m.group(2) == "th")
+            inner = keep_together(typeset_plain_maths(inner, header=m.group(2) == "th"))
         text = TAG.sub("", inner).strip()
         attrs = m.group(3)
         if m.group(2) == "td":

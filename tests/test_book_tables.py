@@ -138,7 +138,7 @@ size   name   ratio
 def test_dollar_maths_in_headers_is_typeset_and_prices_are_not():
     out = book_tables.style_table_html(TABLE_HTML.replace("heads h", "heads $h$").replace(">layer<", ">$d_p$ = 6<"))
     assert '<table id="T" class="tex2jax_process">' in out
-    assert "heads \\(h\\)" in out and "\\(d_p\\) = 6" in out
+    assert "heads \\(h\\)" in out and "\\(d_p\\)\u00a0=\u00a06" in out
     assert "tex2jax" not in book_tables.style_table_html(TABLE_HTML.replace("heads h", "heads"))
 
 
@@ -196,3 +196,22 @@ def test_a_pasted_value_with_a_formula_becomes_text_and_inline_maths():
 def test_a_table_formula_is_not_typeset_inside_a_number_or_a_name():
     assert book_tables.typeset_plain_maths("n - 10 and head_dim") == "n - 10 and head_dim"
     assert book_tables.typeset_plain_maths("n - 1 heads") == "\\(n - 1\\) heads"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("standard h = 32 minus fixed h = 32", "standard h\u00a0=\u00a032 minus fixed h\u00a0=\u00a032"),
+    ("fixed h = 4, \\(d_p\\) = 64", "fixed h\u00a0=\u00a04, \\(d_p\\)\u00a0=\u00a064"),
+    ("+0.061 [+0.039, +0.084]", "+0.061 [+0.039, +0.084]"),  # an interval may break: wide tables fit
+    ("\\(d_p = 16\\) inside maths, n = n", "\\(d_p = 16\\) inside maths, n = n"),  # TeX and a name as value untouched
+    ("0.01 and 0.005", "0.01 and 0.005"),
+    ("18 of 18, one of them", "18\u00a0of\u00a018, one of them"),
+])
+def test_a_name_and_its_value_and_a_count_stay_on_one_line(text, expected):
+    assert book_tables.keep_together(text) == expected
+
+
+def test_table_cells_keep_values_together_and_stay_numeric():
+    html = ('<table id="T"><thead><tr><th>model</th><th>loss</th></tr></thead><tbody>'
+            '<tr><td>standard h = 32</td><td>[0.1, 0.2]</td></tr></tbody></table>')
+    out = book_tables.style_table_html(html)
+    assert ">standard h\u00a0=\u00a032</td>" in out and '<td class="num">[0.1, 0.2]</td>' in out

@@ -236,3 +236,22 @@ def test_missing_evidence_is_named():
     ev = _row("budget", "gap", (0.1, 0.0, 0.2))
     with pytest.raises(MissingEvidence, match="ch04_rule_budget_gap_test_lo"):
         _judged(hs.rule_fixed_heads)({k: v for k, v in ev.items() if k != "ch04_rule_budget_gap_test_lo"})
+
+
+def test_each_claim_card_adds_its_kind_scale_live_verdict_and_ledger_record():
+    import json
+    from pathlib import Path
+
+    H = json.loads((Path(__file__).resolve().parents[1] / "chapters/evidence/04_head_size_training.json")
+                   .read_text(encoding="utf8"))["values"]
+    details = hs.claim_details(H)
+    assert set(details) == {c.key for c in hs.CLAIMS}
+    for c in hs.CLAIMS:
+        d = details[c.key]
+        assert d["kind"] == c.kind and d["ledger"], c.key
+        if c.key in hs.LIVE_RULES:
+            assert d["scale"] == "long" and d["live"] == hs.LIVE_RULES[c.key](H).label, c.key
+        elif c.kind == hs.rules.TRAINING:
+            assert d["live"] == "no such models in the live run", c.key
+        else:
+            assert d["scale"] == "default" and d["live"] == "", c.key

@@ -151,3 +151,22 @@ def test_plain_text_formulas_in_claims_and_rules_are_typeset():
     assert "\\(n(1-(1-1/n)^n)\\) → 0.63 n" in text
     assert "\\(\\Omega(\\log n)\\)" in text and "\\(d_h^\\ast\\)" in text and "\\(c\\,(\\ln n)^\\beta\\)" in text
     assert "\\(\\lfloor n/2 \\rfloor\\)" in text
+
+
+def test_a_claims_own_details_replace_the_shared_fields_and_the_live_verdict_unfolds():
+    from lowrank.book.verdict_view import rows_from_claims
+    from lowrank.experiments.verdicts import Claim, Judgement
+
+    def rule(h):
+        """Reproduced when x is at least 1."""
+        return Judgement("reproduced", f"x = {h['x']}")
+
+    claims = [Claim("a", "P", "04", "sec-a", "Claim A", rule), Claim("b", "P", "04", "sec-b", "Claim B", rule)]
+    rows = rows_from_claims(claims, {"x": 2}, scale="default", kind="simulation",
+                            details={"a": {"scale": "long", "kind": "training experiment",
+                                           "live": "inconclusive: one seed"}})
+    assert (rows[0]["scale"], rows[0]["kind"], rows[0]["live"]) == ("long", "training experiment", "inconclusive: one seed")
+    assert (rows[1]["scale"], rows[1]["kind"]) == ("default", "simulation") and "live" not in rows[1]
+    shown = str(verdict_cards(rows))
+    assert shown.count("<dt>Same rule on this page's live run</dt>") == 1
+    assert "inconclusive: one seed" in shown

@@ -94,28 +94,32 @@ def _check(row: Mapping, i: int, brief: bool) -> None:
 
 
 def _details(row: Mapping) -> str:
-    items = [("Evidence", row.get("evidence")), ("Rule", row.get("rule")), ("Scale", row.get("scale")),
-             ("Kind", row.get("kind")), ("Rules ledger", row.get("ledger"))]
+    items = [("Evidence", row.get("evidence")), ("Same rule on this page's live run", row.get("live")),
+             ("Rule", row.get("rule")), ("Scale", row.get("scale")), ("Kind", row.get("kind")),
+             ("Rules ledger", row.get("ledger"))]
     body = "".join(f"<dt>{name}</dt><dd>{text_html(value)}</dd>" for name, value in items if value)
     return (f'<tr class="verdict-details"><td colspan="4"><details><summary>Evidence, rule and record'
             f'</summary><dl>{body}</dl></details></td></tr>')
 
 
 def rows_from_claims(claims: Iterable, headline: Mapping, *, page: str = "", section_text: str = "its section",
-                     scale: str = "default", kind: str = "", ledger: str = "") -> list[dict]:
+                     scale: str = "default", kind: str = "", ledger: str = "",
+                     details: Mapping[str, Mapping[str, str]] | None = None) -> list[dict]:
     """Rows for :func:`verdict_cards` from a chapter's ``CLAIMS`` judged on its ``headline``.
 
     Each claim links to its section on ``page`` ("" for the page showing the cards); the reason is
-    the verdict's qualifier, or "holds as stated" for a verdict without one.
+    the verdict's qualifier, or "holds as stated" for a verdict without one. ``details`` maps a
+    claim's key to fields of its own (its scale, kind, rules-ledger record, or ``live``: the same
+    rule on the page's live run), which replace the shared ones.
     """
     rows = []
     for claim in claims:
         judgement = claim.judge(headline)
-        rows.append(dict(claim=claim.statement, paper=claim.paper, href=f"{page}#{claim.section}",
-                         section_text=section_text, verdict=judgement.verdict, qualifier="",
-                         reason=one_line_reason(judgement.verdict, judgement.reason, judgement.evidence),
-                         evidence=judgement.evidence,
-                         rule=claim.rule_sentence, scale=scale, kind=kind, ledger=ledger))
+        row = dict(claim=claim.statement, paper=claim.paper, href=f"{page}#{claim.section}",
+                   section_text=section_text, verdict=judgement.verdict, qualifier="",
+                   reason=one_line_reason(judgement.verdict, judgement.reason, judgement.evidence),
+                   evidence=judgement.evidence, rule=claim.rule_sentence, scale=scale, kind=kind, ledger=ledger)
+        rows.append({**row, **(details or {}).get(claim.key, {})})
     return rows
 
 

@@ -38,7 +38,7 @@ from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_
 from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA, STORE_EXPERIMENTS
 from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, interval_points,
                         mean_curves, paired, summarise)
-from .tables import (COMPARISONS, budget_display, claims_table, comparison_display, comparison_table,
+from .tables import (COMPARISONS, budget_display, claim_details, comparison_display, comparison_table,
                      configuration_display, factorial_display, interval_text, judged_display, lr_check_display,
                      lr_display, lr_grid_display, parameter_display)
 from .training import (BUDGET_STORE, choose_lr, default_runs_dir, manifest_path, run_budget,
@@ -57,7 +57,7 @@ __all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "
            "rule_head_size", "rule_more_heads_standard", "rule_more_heads_fixed", "rule_head_size_past_n",
            "rule_too_few_heads",
            "parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
-           "lr_display", "claims_table", "interval_text", "budget_display", "factorial_display", "lr_check_display",
+           "lr_display", "claim_details", "interval_text", "budget_display", "factorial_display", "lr_check_display",
            "lr_grid_display", "judged_display", "figure_data", "budget", "fair", "plots", "rules"]
 
 

@@ -14,7 +14,7 @@ from .rules import CLAIMS, LIVE_RULES
 from .summaries import LEVEL
 
 __all__ = ["parameter_display", "configuration_display", "COMPARISONS", "comparison_table", "comparison_display",
-           "lr_display", "claims_table", "interval_text", "budget_display", "factorial_display", "lr_check_display",
+           "lr_display", "claim_details", "interval_text", "budget_display", "factorial_display", "lr_check_display",
            "lr_grid_display", "judged_display"]
 
 
@@ -91,24 +91,22 @@ def lr_display(lr_table: pd.DataFrame | None) -> pd.DataFrame:
     return out
 
 
-def claims_table(H: Mapping) -> pd.DataFrame:
-    """Chapter 04's claims judged on ``H``: claim, verdict (with its qualifier) and evidence, the
-    verdict as chapter 08 records it (long scale for the training claims), the same rule applied
-    to this execution's own runs, the rule's sentence and what the rules ledger shows for it
-    (registration, amendments, with their commits)."""
+def claim_details(H: Mapping) -> dict[str, dict[str, str]]:
+    """What each of chapter 04's claims adds to its verdict card (the claims judged on ``H`` as
+    chapter 08 records them, long scale for the training claims): its kind and scale, the same rule
+    applied to this execution's own runs (training claims only), and what the rules ledger shows
+    for it (registration, amendments, with their commits)."""
     from ..ledger import ledger_note, read_ledger
 
     events = read_ledger()
-    rows = []
+    out = {}
     for c in CLAIMS:
-        j = c.judge(H)
         live = LIVE_RULES.get(c.key)
-        lj = live(H) if live else None
-        rows.append({"claim": c.statement, "verdict": j.label, "evidence": j.evidence,
-                     "same rule on this page's live run": lj.label if lj else (
-                         "(not a training claim)" if c.kind != TRAINING else "(no such models in the live run)"),
-                     "rule": c.rule_sentence, "rules ledger": ledger_note(c.key, events)})
-    return pd.DataFrame(rows)
+        out[c.key] = {"kind": c.kind, "scale": str(H.get(c.scale_key, "default")) if c.scale_key else "default",
+                      "ledger": ledger_note(c.key, events),
+                      "live": live(H).label if live else (
+                          "" if c.kind != TRAINING else "no such models in the live run")}
+    return out
 
 
 def interval_text(d: float, lo: float, hi: float, n: int) -> str:

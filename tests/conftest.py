@@ -1,6 +1,8 @@
 """Fixtures shared by the test files (helpers they call directly are in helpers.py)."""
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from helpers import ROOT, Unchanged
@@ -30,3 +32,12 @@ def tiny_corpus(tmp_path, monkeypatch):
     for i in range(6):
         (docs / f"{i}.txt").write_text(f"line {i} of a tiny corpus, with words to merge.\n" * 30)
     return docs
+
+
+@pytest.fixture
+def default_sigint():
+    """Ctrl-C raises KeyboardInterrupt in this process during the test, as at a terminal, even when
+    the tests run in the background with SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

@@ -4,6 +4,7 @@ and the committed results stores."""
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from lowrank.book import cli
@@ -12,6 +13,13 @@ from lowrank.stores.sweep import ResultStore
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "data" / "results"
 PROVENANCE_FIELDS = ("git_revision", "code_hash", "date", "machine", "cpu")
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child a test sends Ctrl-C: Python in it raises KeyboardInterrupt, even when
+    the tests themselves run in the background (a shell without job control starts a background job
+    with SIGINT ignored, and children inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def snapshot(*folders: Path) -> dict:

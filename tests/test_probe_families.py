@@ -144,7 +144,8 @@ def test_a_base_model_loaded_from_a_checkpoint_with_a_head_is_accepted(saved, tm
 
 
 @pytest.mark.parametrize("sig, status", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_a_signal_ends_the_probe_with_one_line_and_no_report(sig, status, saved, tmp_path, capsys, monkeypatch):
+def test_a_signal_ends_the_probe_with_one_line_and_no_report(sig, status, saved, tmp_path, capsys, monkeypatch,
+                                                          default_sigint):
     from lowrank.probes import report
 
     real = report.write_outputs

@@ -17,6 +17,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from helpers import default_sigint
+
 ROOT = Path(__file__).resolve().parents[1]
 
 COMMAND = textwrap.dedent("""
@@ -50,7 +52,7 @@ def test_a_signal_to_the_group_mid_cell_prints_one_line(tmp_path, sig):
     p = subprocess.Popen([sys.executable, str(script), "run", str(book / "chapters" / "99_sleep.ipynb"), "--root",
                           str(book), "-o", str(runs / "r"), "--no-progress"], env=env, start_new_session=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                         preexec_fn=default_sigint)
     try:
         deadline = time.time() + 120
         while not list(runs.glob(".r.tmp-*/files/started")) and time.time() < deadline and p.poll() is None:

@@ -1,7 +1,6 @@
 """Sweeps sharing a store run each key once, and pool workers never outlive their sweep."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -13,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from lowrank.stores.sweep import ResultStore
+
+from helpers import default_sigint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,7 +107,7 @@ def test_an_interrupted_sweep_stops_its_workers_and_runs_nothing_more(tmp_path):
     script, env = _setup(tmp_path, 3.0)
     store, runs = tmp_path / "s.jsonl", tmp_path / "runs"
     parent = subprocess.Popen([sys.executable, str(script), str(store), str(runs), "8", "2"], env=env,
-                              stderr=subprocess.PIPE, text=True)
+                              stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     try:
         deadline = time.time() + 90
         while len(_log(tmp_path)) < 2 and time.time() < deadline and parent.poll() is None:

@@ -23,7 +23,7 @@ from typing import Callable
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, default_sigint
 
 LONG_04 = ROOT / "data" / "results" / "04_head_size_training_long.jsonl"
 LONG_04_MANIFEST = ROOT / "data" / "results" / "04_head_size_training_long.params.json"
@@ -370,7 +370,8 @@ def test_the_budget_command_ends_on_a_signal_in_one_line(tmp_path, sig, status):
     store = tmp_path / "s.jsonl"
     before = _git_status()
     p = subprocess.Popen([sys.executable, "-m", "lowrank.experiments.head_size_training", "--store", str(store)],
-                         env=ENV, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         env=ENV, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=default_sigint)
     try:
         deadline = time.time() + 120
         # The manifest is written once every input is checked and the signal handlers are set.

@@ -27,9 +27,10 @@ from lowrank.stores.sweep import ResultStore  # noqa: E402
 
 DOCS = ROOT / "docs" / "operations.md"
 CHAPTERS = ("chapters/04_head_size_training.ipynb", "chapters/08_synthesis.ipynb")
-# The two sentences of docs/operations.md that state the store's counts (line breaks may fall anywhere).
-STORED = r"the store holds(\s+)[\d,]+(\s+)of(\s+)its(\s+)[\d,]+(\s+)planned(\s+)runs"
-JUDGED = r"[\d,]+(\s+)of(\s+)the(\s+)[\d,]+(\s+)judged(\s+)runs(\s+)are(\s+)stored"
+# The two sentences of docs/operations.md that state the store's counts (line breaks may fall anywhere):
+# the words before, between and after the two numbers.
+STORED = r"(the\s+store\s+holds\s+)[\d,]+(\s+of\s+its\s+)[\d,]+(\s+planned\s+runs)"
+JUDGED = r"()[\d,]+(\s+of\s+the\s+)[\d,]+(\s+judged\s+runs\s+are\s+stored)"
 
 
 def records(path: Path) -> list[dict]:
@@ -59,11 +60,8 @@ def new_runs(source: list[dict], committed: list[dict]) -> list[dict]:
 
 def _fill(pattern: str, numbers: tuple[int, int], text: str) -> str:
     """``text`` with the one sentence ``pattern`` matches stating ``numbers``, its line breaks kept."""
-    def put(m: re.Match) -> str:
-        first, second = (f"{n:,}" for n in numbers)
-        words = re.sub(r"[\d,]+", "\0", m.group(0), count=2).split("\0")
-        return words[0] + first + words[1] + second + words[2]
-    filled, n = re.subn(pattern, put, text)
+    first, second = numbers
+    filled, n = re.subn(pattern, lambda m: f"{m[1]}{first:,}{m[2]}{second:,}{m[3]}", text)
     if n != 1:
         raise ValueError(f"docs/operations.md states {n} sentences like {pattern!r}, not one")
     return filled

@@ -140,4 +140,3 @@ def screenshot_path(page: Page, width: str = "desktop") -> Path:
 
 def page_ids(path: Path) -> set[str]:
     return parsed(path).ids
-

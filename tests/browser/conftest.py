@@ -57,8 +57,6 @@ def browser():
         chromium.close()
 
 
-
-
 @pytest.fixture(scope="session")
 def visit(site, browser):
     """visit(page, width) -> Visit: each page loaded, probed and screenshot once per width.

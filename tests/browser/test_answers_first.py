@@ -12,6 +12,7 @@ from .visit import FIGURE_PROBE, Visit
 
 pytestmark = pytest.mark.browser
 
+
 def _open_dialog(tab, dialog: str) -> dict:
     return tab.evaluate("""(id) => { const d = document.getElementById(id);
         return { open: !!(d && d.open), links: d ? d.querySelectorAll('a[href]').length : 0 }; }""", dialog)

@@ -145,4 +145,3 @@ def test_screenshots_of_every_chapter(visit, page):
         visit(page, width)
         shot = screenshot_path(page, width)
         assert shot.is_file() and shot.stat().st_size > 10_000, f"{page}: no {width} screenshot at {shot}"
-

@@ -30,7 +30,6 @@ MATHJAX_DEAD_URLS = (
 )
 
 
-
 def test_built_html_references_no_cdn(html_root):
     """No .html/.js/.css file names a CDN, and no page loads anything from another host."""
     offenders = []
@@ -60,7 +59,6 @@ def test_mathjax_is_served_locally_with_the_book_macros(html_root):
         assert (chapter.parent / src.split("?")[0]).resolve().is_file(), f"{src} is not in the build"
     for macro in ("dhead", "dproj", "softmax", "rank", "erank", "srank", "Ebound"):
         assert f'"{macro}"' in text, f"TeX macro \\{macro} is not configured for MathJax"
-
 
 
 @pytest.mark.parametrize("page", PAGES, ids=str)
@@ -188,4 +186,3 @@ def test_execution_report_lists_every_chapter(visit):
         docname = str(Path(chapter.path).with_suffix(""))
         assert docname in rows, f"execution report has no row for {docname}: {sorted(rows)}"
         assert rows[docname][-1] == "succeeded", f"execution report: {docname} did not succeed: {rows[docname]}"
-

@@ -365,7 +365,6 @@ FIGURE_PROBE = r"""() => {
 }"""
 
 
-
 def load(browser, site: str, page: Page, width: str = "desktop") -> Visit:
     """Load one page at one width, wait for MathJax, probe it and screenshot it (full page).
 

@@ -49,9 +49,12 @@ CPU_RATES: dict[str, float] = {
     "lbfgs": 4.5e-09,        # an L-BFGS fit: per problem x restart x iteration cap x n^2 (r + 2)
     "heads_fit": 8.3e-09,    # a head fit on inputs X, beyond fit_iter: per head x restart x iteration x n (n + d) d_h
     "layer_fit": 2.3e-08,    # a whole-layer fit, beyond fit_iter: per restart x iteration x samples x n d (d + n)
-    "train": 1.2e-11,        # language-model training: per flop of 6 x parameters x tokens
-    "train_attn": 7.1e-09,   # language-model training: per head x n x token x layer
-    "train_run": 3.1e-02,        # per training run: data, model, checkpoints, evaluation
+    # Language-model training: the median of three solves of tools/measure_costs.py on the 2-core AMD
+    # EPYC build machine. One solve splits the time between flops and per-head work unevenly (the
+    # three differed by up to 1.5x per rate, much less in their sum), so one solve is not enough.
+    "train": 3.0e-11,        # per flop of 6 x parameters x tokens
+    "train_attn": 1.0e-08,   # per head x n x token x layer
+    "train_run": 1.6e-01,    # per training run: data, model, checkpoints, evaluation
     "retrieval": 6.8e-03,    # a retrieval-task optimiser step of 2048 queries
     "retrieval_run": 1.8e-01,    # per retrieval run: testing on fresh sequences, ranks
     "minilm": 1.4e-07,       # a MiniLM window with every head's ranks (144 SVDs of n x n): per window x n^3

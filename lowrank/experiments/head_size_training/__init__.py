@@ -18,6 +18,7 @@ package's modules, one job each:
   (learning-rate check, budget extension, factorial);
 - :mod:`.fair`: the budget store's fair design (each model at its own learning rate, every row at
   two budgets);
+- :mod:`.step_cost`: what one training step of the parameter-matched pair costs (the benchmark run);
 - :mod:`.tables`: the page's tables; :mod:`.plots`: what each of its figures draws
   (:func:`figure_data`), for :mod:`lowrank.book.training_figures` to draw.
 """
@@ -36,6 +37,7 @@ from .rules import (CLAIMS, LIVE_RULES, MATCH_TOLERANCE, rule_fixed_heads, rule_
                     rule_more_heads_fixed, rule_more_heads_standard, rule_parameter_counts, rule_parameter_matched,
                     rule_too_few_heads)
 from .schema import CONSTRAINTS, MANIFESTS, PATHS, SCHEMA, STORE_EXPERIMENTS
+from .step_cost import StepCost, read_step_cost, step_cost_text
 from .summaries import (LEVEL, configuration_table, curve_gap, curves, diff_text, half_width, interval_points,
                         mean_curves, paired, summarise)
 from .tables import (COMPARISONS, budget_display, claim_details, comparison_display, comparison_table,
@@ -44,7 +46,7 @@ from .tables import (COMPARISONS, budget_display, claim_details, comparison_disp
 from .training import (BUDGET_STORE, choose_lr, default_runs_dir, manifest_path, run_budget,
                        run_corpus, run_grids, run_long, run_training, store_provenance)
 
-__all__ = ["SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "estimate", "memory", "lm_units", "run_keys",
+__all__ = ["StepCost", "read_step_cost", "step_cost_text", "SCHEMA", "CONSTRAINTS", "PATHS", "MANIFESTS", "STORE_EXPERIMENTS", "estimate", "memory", "lm_units", "run_keys",
            "training_runs", "run", "headline", "HEADLINE_KEYS", "CLAIMS", "LIVE_RULES",
            "PAPER_TABLES", "PARAMETER_TOLERANCE_M", "paper_parameter_table", "run_parameter_table",
            "heads_at_fixed_width", "parameter_matched", "head_size_at_fixed_heads", "base_config", "recovery_grid",

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..verdicts import CONTRADICTED, INCONCLUSIVE, NEGLIGIBLE, REPRODUCED
-from .rules import CLAIMS
+from ..verdicts import CONTRADICTED, NEGLIGIBLE, REPRODUCED, MissingEvidence
+from .rules import CLAIMS, MATCH_TOLERANCE
 
 __all__ = ["REPORTED_SPLIT", "answer", "answer_more", "gap_reading", "budget_verdicts", "interval_side"]
 
@@ -17,14 +17,15 @@ REPORTED_SPLIT = "test"
 _SPLIT_WORDS = {"val": "validation", "test": "test"}
 
 
-# The claims the budget store decides, in the order the page lists them, with a short name each.
-_BUDGET_NAMES = {"bhojanapalli-fixed-heads-training": "Fixed against standard heads at h = 32",
-                  "bhojanapalli-parameter-matched": "Parameter-matched",
-                  "bhojanapalli-more-heads-hurt-standard": "More standard heads hurt",
-                  "bhojanapalli-more-heads-help-fixed": "More fixed-size heads help",
-                  "bhojanapalli-head-size-capacity": "Larger heads help (Table 2(B))",
-                  "head-size-past-n": "Head size past n helps (Table 2(B))",
-                  "too-few-heads-hurt": "Too few heads hurt (Fig. 4)"}
+# The claims the budget store decides, in the order the page lists them: a short name and, where the
+# paper has one, the figure or table it comes from.
+_BUDGET_NAMES = {"bhojanapalli-fixed-heads-training": ("Fixed against standard heads at h = 32", ""),
+                  "bhojanapalli-parameter-matched": ("Parameter-matched", ""),
+                  "bhojanapalli-more-heads-hurt-standard": ("More standard heads hurt", ""),
+                  "bhojanapalli-more-heads-help-fixed": ("More fixed-size heads help", ""),
+                  "bhojanapalli-head-size-capacity": ("Larger heads help", "Table 2(B)"),
+                  "head-size-past-n": ("Head size past n helps", "Table 2(B)"),
+                  "too-few-heads-hurt": ("Too few heads hurt", "Fig. 4")}
 
 
 def interval_side(lo: float, hi: float) -> int:
@@ -138,18 +139,36 @@ def answer_more(H: Mapping) -> str:
             f"{_nats(H[s + 'test_diff'], H[s + 'test_lo'], H[s + 'test_hi'])}.")
 
 
+def _row_params(claim, H: Mapping) -> tuple[float, float]:
+    """The parameter counts of the two models of the row a budget claim judges (NaN when unknown)."""
+    try:
+        ev = claim.evidence.read(H)
+    except MissingEvidence:  # a row the chapter lacks: its verdict already says so
+        return math.nan, math.nan
+    return getattr(ev, "first", ev).params
+
+
+def _named_claim(claim, H: Mapping) -> str:
+    """A claim's short name with its source and, when its two models' parameter counts differ by more
+    than the rules' tolerance, how far apart they are."""
+    name, source = _BUDGET_NAMES[claim.key]
+    pa, pb = _row_params(claim, H)
+    notes = [source] if source else []
+    if not (math.isnan(pa) or math.isnan(pb)) and abs(pa - pb) > MATCH_TOLERANCE * min(pa, pb):
+        notes.append(f"parameters {max(pa, pb) / min(pa, pb):.2f} times apart")
+    return name + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def budget_verdicts(H: Mapping) -> str:
-    """Each budget-store claim's verdict under its registered rule, with the rule's reason, as one
-    sentence per verdict (claims with the same verdict and reason share a sentence)."""
-    groups: dict[tuple[str, str], list[str]] = {}
+    """Each budget-store claim's verdict under its registered rule, one sentence per verdict naming
+    its claims (with their source and how far apart their models' sizes are); the reasons are on the
+    claims' cards."""
+    groups: dict[str, list[str]] = {}
     for c in CLAIMS:
         if c.key in _BUDGET_NAMES:
-            j = c.judge(H)
-            groups.setdefault((j.verdict, j.reason), []).append(_BUDGET_NAMES[c.key])
+            groups.setdefault(c.judge(H).verdict, []).append(_named_claim(c, H))
     out = []
-    for (verdict, qualifier), names in groups.items():
+    for verdict, names in groups.items():
         who = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        # an open verdict's reason says why it is open; a decided one's says what qualifies it
-        joint = ", because " if verdict == INCONCLUSIVE else "; "
-        out.append(f"{who}: {verdict}" + (f"{joint}{qualifier}" if qualifier else "") + ".")
+        out.append(f"{verdict[:1].upper()}{verdict[1:]}: {who}.")
     return " ".join(out)

@@ -28,7 +28,8 @@ def test_the_committed_benchmark_times_both_models_of_the_matched_pair(results):
     c = read_step_cost()
     assert c is not None and (c.model_a, c.model_b) == ("standard d = 112", "fixed h = 32")
     by_key = {r["key"]: r for r in results["results"]}
-    fixed = next(r for r in by_key.values() if r["config"].get("fixed_head_dim") == 16 and r["config"].get("heads") == 32)
+    fixed = next(r for r in by_key.values()
+                 if r["config"].get("fixed_head_dim") == 16 and r["config"].get("heads") == 32)
     base = next(r for r in by_key.values() if r["config"].get("d_model") == model("standard d = 112")[4])
     assert c.seconds_b == fixed["timings"]["ours"]["median_s"] and c.seconds_a == base["timings"]["ours"]["median_s"]
     assert c.ratio == pytest.approx(c.seconds_b / c.seconds_a)

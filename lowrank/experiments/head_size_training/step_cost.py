@@ -55,9 +55,10 @@ def _timed(results: list[Mapping[str, Any]], name: str) -> Mapping[str, Any] | N
             "vocab": BASE["vocab_size"]}
     for r in results:
         cfg = r.get("config", {})
-        if str(r.get("key", "")).startswith("engine_") and "steps" in cfg and all(cfg.get(k) == v for k, v in want.items()):
-            if ("fixed_head_dim" in cfg) == ("fixed_head_dim" in want):
-                return r
+        timed = str(r.get("key", "")).startswith("engine_") and "steps" in cfg
+        same_layout = ("fixed_head_dim" in cfg) == ("fixed_head_dim" in want)
+        if timed and same_layout and all(cfg.get(k) == v for k, v in want.items()):
+            return r
     return None
 
 
@@ -76,7 +77,8 @@ def read_step_cost(row: str = "match", path: str = BENCHMARKS) -> StepCost | Non
     return StepCost(row=row, model_a=a, model_b=b, seconds_a=float(ra["timings"]["ours"]["median_s"]),
                     seconds_b=float(rb["timings"]["ours"]["median_s"]), steps=int(ra["config"]["steps"]),
                     batch=int(ra["config"]["batch"]), n=int(ra["config"]["n"]),
-                    threads=int(ra["config"].get("threads", 1)), machine=str(env.get("cpu") or env.get("machine") or "a CPU"))
+                    threads=int(ra["config"].get("threads", 1)),
+                    machine=str(env.get("cpu") or env.get("machine") or "a CPU"))
 
 
 def step_cost_text(c: StepCost | None) -> str:

@@ -67,10 +67,12 @@ def run(P: Mapping) -> dict:
     """Every table of chapter 04 from its validated parameters ``P``: the paper's parameter table
     (``parameters``), the corpus (``corpus``), this execution's training grids (:func:`run_training`:
     ``heads``, ``matched``, ``sizes``, ``recovery``, ``lr_sweep``, ``lr_table``, ``configs``,
-    ``setup``), the long-scale sweep (``long``) and the budget store (``budget``). Seeds and torch
+    ``setup``), the long-scale sweep (``long``), the budget store (``budget``) and the matched pair's
+    time per training step (``step_cost``, :func:`read_step_cost`). Seeds and torch
     threads come from ``P`` through each run's :class:`lowrank.train.TrainConfig`."""
     tables = run_parameter_table()
     tables.update(run_corpus(P["corpus"], vocab_size=P["vocab_size"]))
     tables.update(run_training(P))
     tables.update(run_long(P, tables))
+    tables["step_cost"] = read_step_cost()
     return tables

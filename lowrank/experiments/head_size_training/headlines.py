@@ -12,6 +12,7 @@ from ...measure.stats import Estimate
 from . import budget, design, fair
 from .paper import PARAMETER_TOLERANCE_M
 from ...train import run_key
+from .step_cost import step_cost_text
 from .leads import REPORTED_SPLIT, answer, answer_more, budget_verdicts, gap_reading, interval_side
 from .row_record import Arms
 from .rules import HORIZON_DOUBLINGS, MARGIN, MAX_SEEDS, POWER_SEEDS, evidence_keys, row_evidence
@@ -59,7 +60,7 @@ _BUDGET_KEYS = ("budget_runs", "budget_planned", "budget_lr_check_runs", "budget
 _LIVE_ROWS = ("gap", "match", "stdheads", "fixedheads", "dpsize")
 
 HEADLINE_KEYS = tuple(f"ch04_{k}" for k in (
-    "table_rows", "table_within", "table_max_diff", "table_tolerance", "d512_dff2048_M",
+    "step_cost_text", "table_rows", "table_within", "table_max_diff", "table_tolerance", "d512_dff2048_M",
     "n_docs", "n_words", "train_tokens", "val_tokens", "test_tokens", "val_docs", "test_docs", "vocab",
     "d", "n", "dp", "n_layers", "steps", "lr", "batch_size", "val_eval_tokens", "n_seeds", "base_heads",
     "base_widths", "size_heads", *_TRAINING_KEYS,
@@ -556,6 +557,7 @@ def headline(tables: Mapping) -> dict:
     out["ch04_reported_split"] = REPORTED_SPLIT
     out["ch04_budget_answer"] = answer(out)
     out["ch04_budget_answer_more"] = answer_more(out)
+    out["ch04_step_cost_text"] = step_cost_text(tables.get("step_cost"))
     if set(out) != set(HEADLINE_KEYS):
         raise AssertionError(f"headline keys drifted from HEADLINE_KEYS: {sorted(set(out) ^ set(HEADLINE_KEYS))}")
     return out

@@ -112,9 +112,12 @@ notebooks: setup data
 	$(BIN)/python -m lowrank.book.readme
 
 # The browser test reads the book that render_book.py has just written, so it runs last, on its own.
+# nbval runs two notebooks at once, each on one worker from its first cell to its last (loadscope):
+# 6 min against 9.5 one after another on the 2-core build machine. The browser test stays on one
+# worker: two workers load many pages twice each and were not faster.
 test: setup data
 	$(BIN)/python -m pytest -q -m "not browser" -n 2 $(PYTEST_ARGS) tests
-	$(BIN)/python -m pytest -q --nbval-lax --nbval-kernel-name python3 chapters/
+	$(BIN)/python -m pytest -q -n 2 --dist loadscope --nbval-lax --nbval-kernel-name python3 chapters/
 	$(BIN)/python tools/render_book.py _build/test
 	tools/ensure_chromium.sh
 	LOWRANK_BOOK_HTML=_build/test/_build/html $(BIN)/python -m pytest -q -m browser tests/browser

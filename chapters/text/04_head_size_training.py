@@ -552,9 +552,10 @@ for c in hs.CLAIMS:
 #
 # ## What to take away
 #
-# - **Judged** on the budget store, each claim with each model at its own learning rate, at two budgets, with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text`
+# - **Judged** on the budget store, each claim with each model at its own learning rate, at two budgets, with the seeds the power rule asks (differences paired by seed, one rule registered before the runs): {glue:text}`ch04_budget_verdicts_text` Each claim's reason is on its card in {ref}`sec-ch04-verdicts`.
 # - {glue:text}`ch04_budget_answer`
 # - **Adding parameters through a fixed head size**: {glue:text}`ch04_budget_answer_more` At the shared rate, over the training budgets, that gap was {glue:text}`ch04_budget_trend_text` (a trend, not a verdict).
+# - **Compute is not matched**: {glue:text}`ch04_step_cost_text` The verdicts compare losses at equal parameters and tokens, not at equal compute.
 # - **Why set-ups disagree** (the factorial at {glue:text}`ch04_budget_factorial_steps:,` steps): {glue:text}`ch04_budget_factorial_text`
 # - The paper's parameter counts are BERT-style counts with $d_{ff} = 4096$ for $d \in \{512, 1024\}$ and $3072$ for $d = 768$: {glue:text}`ch04_table_within` of {glue:text}`ch04_table_rows` rows match within {glue:text}`ch04_table_max_diff:.2f` M, and the tables with more heads or larger heads are also tables with more parameters.
 # - **Earlier budget, superseded by the budget store** (the long sweep, {glue:text}`ch04_long_tokens_seen:,` tokens per run, {glue:text}`ch04_long_n_seeds` seeds): at fixed width and {glue:text}`ch04_long_gap_h` heads, standard minus fixed-head validation loss was {glue:text}`ch04_long_gap_text`; against the best standard model ($h$ = {glue:text}`ch04_long_best_std_h`) it was {glue:text}`ch04_long_fixed_vs_best_text`; at twice that budget ({glue:text}`ch04_long_rec_budget_text`) the pair's difference was {glue:text}`ch04_long_rec_gap_text`. The parameter-matched difference was {glue:text}`ch04_long_match_text`, and the head-size difference at $h$ = {glue:text}`ch04_long_size_heads` was {glue:text}`ch04_long_dp_change_text`.
